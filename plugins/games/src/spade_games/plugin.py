@@ -1,0 +1,1 @@
+"""Hook implementations of spade_games (filled in as the package grows)."""

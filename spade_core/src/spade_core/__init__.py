@@ -1,0 +1,38 @@
+"""SPADE core: the environment contract, metadata, store, Gymnasium registry and plugins.
+
+Importing this package registers every admitted environment of the active store and every
+plugin's seed environments with Gymnasium as ``spade/<name>-v<N>``::
+
+    import gymnasium as gym
+    import spade_core
+    gym.register_envs(spade_core)
+    env = gym.make("spade/<name>-v1")
+
+Registration is cheap (lazy entry points; nothing heavy is imported until ``make``) and
+never fails the import: a missing or broken store is reported as a warning.
+"""
+
+from __future__ import annotations
+
+from .actions import ToolAction, ToolCall, format_boxed, parse_boxed, parse_tool_action
+from .env import ReferenceEnvAdapter, TextEnv, UnicodeText
+from .errors import SpadeError
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "ReferenceEnvAdapter",
+    "SpadeError",
+    "TextEnv",
+    "ToolAction",
+    "ToolCall",
+    "UnicodeText",
+    "__version__",
+    "format_boxed",
+    "parse_boxed",
+    "parse_tool_action",
+]
+
+from .registry import register_on_import as _register_on_import  # noqa: E402
+
+_register_on_import()

@@ -1,0 +1,106 @@
+"""One validated configuration object, loaded from ``spade.toml`` and overridden by flags.
+
+Lookup order for the file: an explicit path, ``./spade.toml``, ``$SPADE_HOME/spade.toml``.
+``SPADE_HOME`` (default ``~/.spade``) holds the default store. Other packages keep their
+own sections (``[designer]``, ``[selfplay]``...) and validate them with their own models;
+:meth:`SpadeConfig.section` hands them the raw table.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from .errors import ConfigError
+
+
+def spade_home() -> Path:
+    return Path(os.environ.get("SPADE_HOME") or Path.home() / ".spade").expanduser()
+
+
+class SandboxSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    backend: str = "native"
+    #: Run untrusted code even when no OS isolation layer is active (not recommended).
+    allow_insecure: bool = False
+    call_timeout_s: float = Field(default=10.0, gt=0, le=3600)
+    memory_mb: int = Field(default=512, ge=32)
+    cpu_seconds: int = Field(default=60, ge=1)
+
+
+class SpadeConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    home: Path = Field(default_factory=spade_home)
+    #: SQLAlchemy URL of the environment store; default ``sqlite:///<home>/store.db``.
+    store_url: str | None = None
+    #: Entry-point names of plugins to load (``None`` = all installed).
+    plugins: list[str] | None = None
+    #: How ``gymnasium.make`` runs environments from the store.
+    store_envs_run: Literal["sandbox", "in-process"] = "sandbox"
+    sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
+    #: Raw tables for other packages (``[designer]``, ``[selfplay]``...).
+    sections: dict[str, dict[str, Any]] = Field(default_factory=dict)
+
+    @property
+    def resolved_store_url(self) -> str:
+        if self.store_url:
+            return self.store_url
+        return f"sqlite:///{self.home / 'store.db'}"
+
+    def section(self, name: str) -> dict[str, Any]:
+        return dict(self.sections.get(name, {}))
+
+
+_CORE_KEYS = set(SpadeConfig.model_fields) - {"sections"}
+
+
+def _format_errors(exc: ValidationError, origin: str) -> str:
+    lines = [f"invalid configuration in {origin}:"]
+    for err in exc.errors():
+        loc = ".".join(str(p) for p in err["loc"]) or "(root)"
+        lines.append(f"  {loc}: {err['msg']}")
+    return "\n".join(lines)
+
+
+def find_config_file(path: str | Path | None = None) -> Path | None:
+    if path is not None:
+        p = Path(path).expanduser()
+        if not p.is_file():
+            raise ConfigError(f"config file {p} does not exist")
+        return p
+    for candidate in (Path.cwd() / "spade.toml", spade_home() / "spade.toml"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def load_config(path: str | Path | None = None, **overrides: Any) -> SpadeConfig:
+    """Load and validate the configuration; ``overrides`` (flags) win over the file."""
+    file = find_config_file(path)
+    data: dict[str, Any] = {}
+    origin = "defaults"
+    if file is not None:
+        origin = str(file)
+        try:
+            raw = tomllib.loads(file.read_text(encoding="utf-8"))
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"{file}: not valid TOML: {exc}") from None
+        table = raw.pop("spade", {})
+        if not isinstance(table, dict):
+            raise ConfigError(f"{file}: [spade] must be a table")
+        data.update(table)
+        data["sections"] = {k: v for k, v in raw.items() if isinstance(v, dict)}
+        stray = [k for k, v in raw.items() if not isinstance(v, dict)]
+        if stray:
+            raise ConfigError(f"{file}: top-level keys must live in a table such as [spade]: {', '.join(stray)}")
+    data.update({k: v for k, v in overrides.items() if v is not None})
+    try:
+        return SpadeConfig.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(_format_errors(exc, origin)) from None

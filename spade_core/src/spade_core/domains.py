@@ -1,0 +1,84 @@
+"""What a domain plugin contributes: skills, a prompt spec, seed environments, sandbox
+helper modules, fuzz strategies and evaluation suites.
+
+Domains are registered through the ``spade_register_domains`` hook. Everything heavy
+(hypothesis strategies, evaluation suites) is behind a zero-argument callable so that
+listing domains stays cheap.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .metadata import NAME_RE, ActionFormat
+
+
+@dataclass(frozen=True)
+class SeedEnv:
+    """A hand-written environment shipped by a plugin (trusted code).
+
+    Registered with Gymnasium as ``spade/<name>-v<version>``.
+    """
+
+    name: str
+    skill: str
+    path: Path
+    description: str = ""
+    max_turns: int = 25
+    difficulty: float | None = None
+    version: int = 1
+    class_name: str | None = None
+
+    def __post_init__(self) -> None:
+        if not NAME_RE.match(self.name):
+            raise ValueError(f"seed environment name {self.name!r} is not a valid environment name")
+
+    @property
+    def id(self) -> str:
+        return f"{self.name}-v{self.version}"
+
+    @property
+    def gym_id(self) -> str:
+        return f"spade/{self.id}"
+
+    def source(self) -> str:
+        return self.path.read_text(encoding="utf-8")
+
+
+@dataclass(frozen=True)
+class EvalSuite:
+    """A named evaluation suite: ``run(**options)`` returns a JSON-serialisable result."""
+
+    name: str
+    description: str
+    run: Callable[..., Any]
+
+
+@dataclass(frozen=True)
+class Domain:
+    """One domain of environments (games, tool use, ...)."""
+
+    name: str
+    description: str
+    skills: tuple[str, ...]
+    #: The designer's instructions for this domain: format, rules, an example.
+    prompt_spec: str
+    action_format: ActionFormat = ActionFormat.boxed
+    seed_envs: tuple[SeedEnv, ...] = ()
+    #: Modules (beyond the sandbox's standard allow-list) this domain's code may import.
+    #: Applies to this domain's environments only.
+    allowed_modules: frozenset[str] = frozenset()
+    #: Returns a hypothesis ``SearchStrategy[str]`` of plausible actions (imported lazily).
+    fuzz_strategy: Callable[[], Any] | None = None
+    eval_suites: Mapping[str, EvalSuite] = field(default_factory=dict)
+    #: Action text that means "give up / no-op" for degenerate-reward probes.
+    garbage_actions: tuple[str, ...] = ("", "hello", "\\boxed{}", "\\boxed{asdf qwerty}")
+
+    def seed(self, name: str) -> SeedEnv:
+        for s in self.seed_envs:
+            if s.name == name or s.id == name:
+                return s
+        raise KeyError(f"domain {self.name!r} has no seed environment {name!r}")

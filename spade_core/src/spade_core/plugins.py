@@ -1,0 +1,179 @@
+"""Plugin discovery and the registries filled through the hooks.
+
+Which plugins load:
+
+* SPADE's built-in plugins (:data:`DEFAULT_PLUGINS`) always load — core features go
+  through the same hooks as everyone else's;
+* installed plugins are the entry points of group ``spade``; the environment variable
+  ``SPADE_PLUGINS`` (comma-separated entry-point names, empty for none) or the config key
+  ``plugins`` restricts which of them load. Unset means all installed plugins.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import threading
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from importlib import metadata as importlib_metadata
+from typing import Any
+
+import pluggy
+
+from . import hookspecs
+from .domains import Domain
+from .errors import PluginError
+
+ENTRY_POINT_GROUP = "spade"
+DEFAULT_PLUGINS: tuple[str, ...] = ("spade_core.builtin",)
+ENV_VAR = "SPADE_PLUGINS"
+
+
+@dataclass
+class PluginInfo:
+    name: str
+    module: str
+    distribution: str | None
+    version: str | None
+    builtin: bool
+    hooks: list[str] = field(default_factory=list)
+
+
+def selected_plugins(explicit: Iterable[str] | None = None) -> set[str] | None:
+    """Entry-point names to load, or ``None`` for all. ``explicit`` (config) wins over env."""
+    if explicit is not None:
+        return {p.strip() for p in explicit if p.strip()}
+    raw = os.environ.get(ENV_VAR)
+    if raw is None:
+        return None
+    return {p.strip() for p in raw.split(",") if p.strip()}
+
+
+class SpadePlugins:
+    """A loaded plugin manager plus the registries its hooks fill (built lazily, once)."""
+
+    def __init__(self, only: Iterable[str] | None = None, *, load_entry_points: bool = True) -> None:
+        self.pm = pluggy.PluginManager(ENTRY_POINT_GROUP)
+        self.pm.add_hookspecs(hookspecs)
+        self.infos: list[PluginInfo] = []
+        for modname in DEFAULT_PLUGINS:
+            mod = importlib.import_module(modname)
+            self.pm.register(mod, name=modname)
+            self.infos.append(PluginInfo(modname, modname, "spade-core", None, True))
+        if load_entry_points:
+            self._load_entry_points(selected_plugins(only))
+        self.pm.check_pending()
+        for info in self.infos:
+            plugin = self.pm.get_plugin(info.name)
+            info.hooks = sorted(h.name for h in (self.pm.get_hookcallers(plugin) or []))
+        self._lock = threading.Lock()
+        self._domains: dict[str, Domain] | None = None
+        self._factories: dict[str, dict[str, Callable[..., Any]]] = {}
+
+    def _load_entry_points(self, only: set[str] | None) -> None:
+        for ep in importlib_metadata.entry_points(group=ENTRY_POINT_GROUP):
+            if only is not None and ep.name not in only:
+                continue
+            if self.pm.has_plugin(ep.name):
+                continue
+            try:
+                plugin = ep.load()
+            except Exception as exc:
+                raise PluginError(f"plugin {ep.name!r} ({ep.value}) failed to import: {exc}") from exc
+            self.pm.register(plugin, name=ep.name)
+            dist = getattr(ep, "dist", None)
+            self.infos.append(
+                PluginInfo(
+                    ep.name,
+                    ep.value,
+                    dist.metadata["Name"] if dist is not None else None,
+                    dist.version if dist is not None else None,
+                    False,
+                )
+            )
+
+    def register(self, plugin: object, name: str | None = None) -> None:
+        """Register a plugin object directly (tests, embedding applications)."""
+        self.pm.register(plugin, name=name)
+        self._domains = None
+        self._factories.clear()
+
+    # --- registries -----------------------------------------------------------------
+
+    def domains(self) -> dict[str, Domain]:
+        with self._lock:
+            if self._domains is None:
+                found: dict[str, Domain] = {}
+
+                def register(domain: Domain) -> None:
+                    if not isinstance(domain, Domain):
+                        raise PluginError(f"register() expects a Domain, got {type(domain).__name__}")
+                    if domain.name in found:
+                        raise PluginError(f"domain {domain.name!r} registered twice")
+                    found[domain.name] = domain
+
+                self.pm.hook.spade_register_domains(register=register)
+                self._domains = found
+            return self._domains
+
+    def domain(self, name: str) -> Domain:
+        try:
+            return self.domains()[name]
+        except KeyError:
+            known = ", ".join(sorted(self.domains())) or "none installed"
+            raise PluginError(f"unknown domain {name!r} (known: {known})") from None
+
+    def _named(self, kind: str) -> dict[str, Callable[..., Any]]:
+        with self._lock:
+            if kind not in self._factories:
+                found: dict[str, Callable[..., Any]] = {}
+
+                def register(name: str, factory: Callable[..., Any]) -> None:
+                    if name in found:
+                        raise PluginError(f"{kind} {name!r} registered twice")
+                    found[name] = factory
+
+                getattr(self.pm.hook, f"spade_register_{kind}")(register=register)
+                self._factories[kind] = found
+            return self._factories[kind]
+
+    def llm_backends(self) -> dict[str, Callable[..., Any]]:
+        return self._named("llm_backends")
+
+    def sandbox_backends(self) -> dict[str, Callable[..., Any]]:
+        return self._named("sandbox_backends")
+
+    def corpora(self) -> dict[str, Callable[..., Any]]:
+        return self._named("corpora")
+
+    def memories(self) -> dict[str, Callable[..., Any]]:
+        return self._named("memories")
+
+    def create(self, kind: str, name: str, **options: Any) -> Any:
+        """Instantiate a registered ``kind`` ("llm_backends", "corpora", ...) by name."""
+        factories = self._named(kind)
+        if name not in factories:
+            known = ", ".join(sorted(factories)) or "none installed"
+            raise PluginError(f"unknown {kind.rstrip('s').replace('_', ' ')} {name!r} (known: {known})")
+        return factories[name](**options)
+
+
+_plugins: SpadePlugins | None = None
+_plugins_lock = threading.Lock()
+
+
+def get_plugins() -> SpadePlugins:
+    """The process-wide plugin set (loaded on first use)."""
+    global _plugins
+    with _plugins_lock:
+        if _plugins is None:
+            _plugins = SpadePlugins()
+        return _plugins
+
+
+def reset_plugins(plugins: SpadePlugins | None = None) -> None:
+    """Replace the process-wide plugin set (tests)."""
+    global _plugins
+    with _plugins_lock:
+        _plugins = plugins

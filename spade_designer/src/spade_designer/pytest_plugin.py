@@ -1,0 +1,1 @@
+"""pytest plugin of spade_designer: fixtures for fuzzing a plugin's environments."""

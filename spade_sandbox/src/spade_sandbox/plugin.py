@@ -1,0 +1,1 @@
+"""Hook implementations of spade_sandbox (filled in as the package grows)."""
