@@ -1,0 +1,1 @@
+"""SPADE benchmarks. ``python -m bench`` runs every ``bench/bench_*.py`` module's ``main()``."""
