@@ -63,6 +63,8 @@ class Finding(_Model):
     stage: str
     ok: bool
     message: str
+    #: Machine-readable reason code (e.g. ``"banned_import"``, ``"near_duplicate"``).
+    code: str | None = None
     #: Replayable action list that reproduces a failure, when there is one.
     actions: list[str] | None = None
     seed: int | None = None
