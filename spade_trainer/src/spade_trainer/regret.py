@@ -1,0 +1,130 @@
+"""Regret: how much a privileged hint helps the agent on one environment.
+
+``regret = mean(hinted returns) - mean(unhinted returns)``, floored at 0, measured from
+K hinted and K unhinted plays of the *same* policy snapshot (all 2K plays of all
+environments run in one batched rollout, so they see the same weights).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from spade_core.metadata import StatsSnapshot
+
+from .errors import RewardError
+from .rewards import is_win
+from .rollout import Episode, EpisodeSpec, PlayableEnv, RolloutEngine
+
+
+def _mean(name: str, xs: Sequence[float]) -> float:
+    if not xs:
+        raise RewardError(f"{name} is empty: regret needs at least one play of each kind")
+    for x in xs:
+        if not math.isfinite(x) or not -1.0 <= x <= 1.0:
+            raise RewardError(f"{name} holds {x!r}; episode returns lie in [-1, 1]")
+    return math.fsum(xs) / len(xs)
+
+
+def regret_from_returns(hinted: Sequence[float], unhinted: Sequence[float]) -> float:
+    """``max(0, mean(hinted) - mean(unhinted))``."""
+    return max(0.0, _mean("hinted returns", hinted) - _mean("unhinted returns", unhinted))
+
+
+@dataclass(frozen=True)
+class RegretEstimate:
+    """Returns of one environment's hinted and unhinted plays, and what follows from them."""
+
+    env_id: str
+    hinted_returns: tuple[float, ...]
+    unhinted_returns: tuple[float, ...]
+
+    @property
+    def regret(self) -> float:
+        return regret_from_returns(self.hinted_returns, self.unhinted_returns)
+
+    @property
+    def mean_hinted(self) -> float:
+        return _mean("hinted returns", self.hinted_returns)
+
+    @property
+    def mean_unhinted(self) -> float:
+        return _mean("unhinted returns", self.unhinted_returns)
+
+    @property
+    def win_rate(self) -> float:
+        """Share of *unhinted* plays won: the agent's own ability on this environment."""
+        return sum(is_win(r) for r in self.unhinted_returns) / len(self.unhinted_returns)
+
+    @property
+    def hinted_win_rate(self) -> float:
+        return sum(is_win(r) for r in self.hinted_returns) / len(self.hinted_returns)
+
+    def stats(self, policy_snapshot: str) -> StatsSnapshot:
+        """The store record of this measurement."""
+        return StatsSnapshot(
+            policy_snapshot=policy_snapshot,
+            samples=len(self.hinted_returns) + len(self.unhinted_returns),
+            win_rate=self.win_rate,
+            regret=self.regret,
+            mean_return_hinted=max(-1.0, min(1.0, self.mean_hinted)),
+            mean_return_unhinted=max(-1.0, min(1.0, self.mean_unhinted)),
+        )
+
+
+@dataclass
+class RegretMeasurement:
+    """Everything one estimation produced: per-environment estimates and every episode."""
+
+    estimates: list[RegretEstimate]
+    episodes: list[Episode]
+
+    def unhinted(self) -> list[Episode]:
+        return [e for e in self.episodes if not e.spec.hinted]
+
+    def hinted(self) -> list[Episode]:
+        return [e for e in self.episodes if e.spec.hinted]
+
+
+class RegretEstimator:
+    """Plays each environment K times with its hint and K times without, in one rollout."""
+
+    def __init__(self, engine: RolloutEngine, k: int = 16) -> None:
+        if k < 1:
+            raise RewardError(f"K (plays per condition) must be >= 1, got {k}")
+        self.engine = engine
+        self.k = k
+
+    def plan(self, envs: Sequence[PlayableEnv], *, seed: int = 0) -> list[EpisodeSpec]:
+        """The episodes to play: for each environment K unhinted then K hinted, seeds shared
+        pairwise so hinted and unhinted plays face the same instances."""
+        specs: list[EpisodeSpec] = []
+        for n, env in enumerate(envs):
+            if not env.hint:
+                raise RewardError(f"environment {env.env_id!r} has no hint; regret needs one")
+            seeds = [seed * 7919 + n * self.k + j for j in range(self.k)]
+            specs.extend(EpisodeSpec(env, False, s) for s in seeds)
+            specs.extend(EpisodeSpec(env, True, s) for s in seeds)
+        return specs
+
+    @staticmethod
+    def summarise(envs: Sequence[PlayableEnv], episodes: Sequence[Episode]) -> list[RegretEstimate]:
+        """Group played episodes into one estimate per environment (in ``envs`` order)."""
+        out = []
+        for env in envs:
+            mine = [e for e in episodes if e.spec.env.env_id == env.env_id]
+            out.append(
+                RegretEstimate(
+                    env.env_id,
+                    tuple(e.episode_return for e in mine if e.spec.hinted),
+                    tuple(e.episode_return for e in mine if not e.spec.hinted),
+                )
+            )
+        return out
+
+    def measure(self, envs: Sequence[PlayableEnv], *, seed: int = 0) -> RegretMeasurement:
+        if len({e.env_id for e in envs}) != len(envs):
+            raise RewardError("environment ids must be unique within one regret measurement")
+        episodes = self.engine.run(self.plan(envs, seed=seed), seed=seed)
+        return RegretMeasurement(self.summarise(envs, episodes), episodes)
