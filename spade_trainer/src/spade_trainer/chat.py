@@ -41,14 +41,15 @@ class ChatFormat:
         self.system_prompt = system_prompt
         self.tail = self._probe_tail()
 
-    def _messages(self, observation: str) -> list[dict[str, str]]:
+    def messages(self, observation: str) -> list[dict[str, str]]:
+        """The opening conversation: the system prompt (when set) and the first observation."""
         msgs = [{"role": "system", "content": self.system_prompt}] if self.system_prompt else []
         msgs.append({"role": "user", "content": observation})
         return msgs
 
     def _probe_tail(self) -> TurnTail:
         conv = [
-            *self._messages("first"),
+            *self.messages("first"),
             {"role": "assistant", "content": _ASSISTANT_MARK},
             {"role": "user", "content": _OBS_MARK},
         ]
@@ -64,7 +65,7 @@ class ChatFormat:
     def first_prompts(self, observations: Sequence[str]) -> list[list[int]]:
         """Token ids of each episode's first prompt, ending with the assistant header."""
         texts = [
-            self.tokenizer.apply_chat_template(self._messages(o), tokenize=False, add_generation_prompt=True)
+            self.tokenizer.apply_chat_template(self.messages(o), tokenize=False, add_generation_prompt=True)
             for o in observations
         ]
         return self._encode(texts)

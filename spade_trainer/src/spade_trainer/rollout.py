@@ -228,7 +228,7 @@ class RolloutEngine:
                 except Exception:
                     tools = None  # environments without schemas describe tools in the observation
             text = first_observation(str(obs), ep.spec, tools)
-            ep.messages.append({"role": "user", "content": text})
+            ep.messages.extend(self._formats[ep.spec.env.action_format].messages(text))
             by_format.setdefault(ep.spec.env.action_format, []).append((i, text))
         for fmt, items in by_format.items():
             prompts = self._formats[fmt].first_prompts([t for _, t in items])
