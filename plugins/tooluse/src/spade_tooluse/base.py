@@ -92,9 +92,9 @@ class ToolEnvError(SpadeError):
     call that crashes, a reference solution failing its own turn checks)."""
 
 
-def call(name: str, **arguments: Any) -> ToolCall:
+def call(tool: str, /, **arguments: Any) -> ToolCall:
     """A reference call for a :class:`Turn`: ``call("transfer", src="a", amount=5)``."""
-    return ToolCall(name=name, arguments=arguments)
+    return ToolCall(name=tool, arguments=arguments)
 
 
 def function_schema(
