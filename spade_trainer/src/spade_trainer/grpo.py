@@ -1,0 +1,191 @@
+"""One GRPO update of the shared policy per self-play iteration, on TRL's GRPOTrainer.
+
+TRL owns the training machinery (optimizer, scheduler, loss, accelerate/DeepSpeed,
+checkpoints, vLLM weight sync). We plug in through its ``rollout_func``: each call asks a
+:class:`SampleSource` (the self-play loop) for one iteration's samples of both roles and
+returns their token ids, sampling logprobs and ``env_mask``. The only behaviour we change
+is the advantage: :class:`SelfPlayGRPOTrainer` replaces GRPO's per-prompt-group
+advantages with the per-role ones computed in :mod:`.samples`, because self-play groups
+(skills, environments) do not match TRL's fixed-size prompt groups.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import torch
+from trl import GRPOConfig, GRPOTrainer
+
+from .errors import TrainerError
+from .samples import PolicySample, Role, fit_to_capacity, with_advantages
+
+#: TRL requires at least two generations per prompt; our groups are our own, so the minimum does.
+_NUM_GENERATIONS = 2
+
+
+class SampleSource(Protocol):
+    """Produces one iteration's samples (called once per optimizer step)."""
+
+    def __call__(self, trainer: Any) -> Sequence[PolicySample]: ...
+
+
+@dataclass(frozen=True)
+class UpdateShape:
+    """How one iteration's samples are split into TRL batches."""
+
+    capacity: int
+    micro_batch: int
+
+    @classmethod
+    def for_samples(cls, expected: int, micro_batch: int) -> UpdateShape:
+        if expected < 1 or micro_batch < 1:
+            raise TrainerError(f"expected samples ({expected}) and micro batch ({micro_batch}) must be >= 1")
+        step = micro_batch * _NUM_GENERATIONS // _gcd(micro_batch, _NUM_GENERATIONS)
+        return cls(capacity=-(-expected // step) * step, micro_batch=micro_batch)
+
+    @property
+    def steps_per_generation(self) -> int:
+        return self.capacity // self.micro_batch
+
+
+def _gcd(a: int, b: int) -> int:
+    while b:
+        a, b = b, a % b
+    return a
+
+
+def grpo_config(
+    output_dir: str,
+    shape: UpdateShape,
+    *,
+    max_steps: int,
+    learning_rate: float = 1e-6,
+    seed: int = 0,
+    use_cpu: bool = True,
+    bf16: bool = False,
+    use_vllm: bool = False,
+    vllm_mode: str = "colocate",
+    save_steps: int = 0,
+    report_to: Sequence[str] = (),
+    logging_dir: str | None = None,
+    **extra: Any,
+) -> GRPOConfig:
+    """The ``GRPOConfig`` of a self-play run: one optimizer step per iteration."""
+    kwargs: dict[str, Any] = dict(
+        output_dir=output_dir,
+        per_device_train_batch_size=shape.micro_batch,
+        gradient_accumulation_steps=shape.steps_per_generation,
+        steps_per_generation=shape.steps_per_generation,
+        num_generations=_NUM_GENERATIONS,
+        max_steps=max_steps,
+        learning_rate=learning_rate,
+        seed=seed,
+        use_cpu=use_cpu,
+        bf16=bf16,
+        beta=0.0,
+        scale_rewards="none",
+        shuffle_dataset=False,
+        logging_steps=1,
+        save_strategy="steps" if save_steps else "no",
+        save_steps=save_steps or 500,
+        save_only_model=False,
+        report_to=list(report_to),
+        disable_tqdm=True,
+        dataloader_num_workers=0,
+        remove_unused_columns=False,
+        use_vllm=use_vllm,
+        lr_scheduler_type="constant",
+        warmup_steps=0,
+    )
+    if use_vllm:
+        kwargs["vllm_mode"] = vllm_mode
+    if logging_dir:
+        extra.setdefault("logging_dir", logging_dir)
+    kwargs.update(extra)
+    return GRPOConfig(**kwargs)
+
+
+def sample_reward(prompts: list[Any], completions: list[Any], role_reward: list[float], **_: Any) -> list[float]:
+    """TRL reward function: the role reward the self-play loop computed (logged by TRL)."""
+    return [float(r) for r in role_reward]
+
+
+def build_trainer(
+    model: Any,
+    tokenizer: Any,
+    source: SampleSource,
+    args: Any,
+    *,
+    callbacks: Sequence[Any] = (),
+) -> SelfPlayGRPOTrainer:
+    """A :class:`SelfPlayGRPOTrainer` whose every generation step pulls from ``source``."""
+    from datasets import Dataset
+
+    rollout = SelfPlayRollout(source)
+    slots = args.generation_batch_size // _NUM_GENERATIONS
+    dataset = Dataset.from_dict({"prompt": [f"self-play slot {i}" for i in range(slots)]})
+    trainer = SelfPlayGRPOTrainer(
+        model=model,
+        reward_funcs=[sample_reward],
+        args=args,
+        train_dataset=dataset,
+        processing_class=tokenizer,
+        rollout_func=rollout,
+        callbacks=list(callbacks),
+    )
+    # progress is ours (rich); TRL's per-step printing would interleave with it
+    from transformers.trainer_callback import PrinterCallback, ProgressCallback
+
+    trainer.remove_callback(PrinterCallback)
+    trainer.remove_callback(ProgressCallback)
+    return trainer
+
+
+class SelfPlayRollout:
+    """TRL ``rollout_func``: one iteration's samples shaped as TRL expects."""
+
+    def __init__(self, source: SampleSource) -> None:
+        self.source = source
+        self.last_fill: dict[str, int] = {}
+
+    def __call__(self, prompts: list[Any], trainer: Any) -> dict[str, Any]:
+        samples = with_advantages(self.source(trainer))
+        fitted, padded, dropped = fit_to_capacity(samples, len(prompts))
+        self.last_fill = {
+            "samples": len(samples),
+            "padded": padded,
+            "dropped": dropped,
+            "designer_samples": sum(s.role is Role.designer for s in samples),
+            "agent_samples": sum(s.role is Role.agent for s in samples),
+        }
+        trainer.set_pending_advantages([s.advantage for s in fitted])
+        return {
+            "prompt_ids": [list(s.prompt_ids) for s in fitted],
+            "completion_ids": [list(s.completion_ids) for s in fitted],
+            "logprobs": [list(s.logprobs) for s in fitted],
+            "env_mask": [list(s.env_mask) if s.env_mask is not None else [1] * len(s.completion_ids) for s in fitted],
+            "role_reward": [s.reward for s in fitted],
+            "role": [s.role.value for s in fitted],
+        }
+
+
+class SelfPlayGRPOTrainer(GRPOTrainer):
+    """GRPOTrainer whose advantages are the per-role advantages of the samples."""
+
+    _pending_advantages: list[float] | None = None
+
+    def set_pending_advantages(self, advantages: list[float]) -> None:
+        self._pending_advantages = list(advantages)
+
+    def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
+        out = super()._generate_and_score_completions(inputs)
+        pending, self._pending_advantages = self._pending_advantages, None
+        if pending is None:
+            raise TrainerError("rollout_func did not provide per-role advantages")
+        adv = out["advantages"]
+        if adv.shape[0] != len(pending):
+            raise TrainerError(f"{len(pending)} advantages for a batch of {adv.shape[0]} samples")
+        out["advantages"] = torch.tensor(pending, dtype=adv.dtype, device=adv.device)
+        return out
