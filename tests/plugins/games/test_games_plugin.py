@@ -130,3 +130,37 @@ def test_the_prompt_skeleton_is_itself_a_valid_game() -> None:
         assert steps[-1][1:] == (1.0, True, False)
         first, *_ = play(ReferenceEnvAdapter(cls(), max_turns=10), seed, ["\\boxed{asdf}"])[1]
         assert "Invalid" in first
+
+
+@pytest.mark.parametrize(
+    "first_import",
+    ["import spade_games.catalog", "import spade_games.plugin", "import spade_games.fuzz", "import spade_core"],
+)
+def test_any_import_order_registers_the_domain_without_warnings(first_import: str) -> None:
+    # Importing spade_core loads this plugin; a cycle would silently lose the domain.
+    code = (
+        f"{first_import}\n"
+        "from spade_core.plugins import get_plugins\n"
+        "print(len(get_plugins().domains()['games'].seed_envs))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-W", "error::RuntimeWarning", "-c", code], capture_output=True, text=True
+    )
+    assert out.returncode == 0, out.stderr
+    assert int(out.stdout.strip()) == len(SEED_ENVS)
+
+
+@pytest.mark.parametrize("seed_env", SEED_ENVS, ids=[s.name for s in SEED_ENVS])
+def test_every_seed_is_registered_with_gymnasium(seed_env) -> None:
+    import gymnasium as gym
+
+    import spade_core
+
+    gym.register_envs(spade_core)
+    env = gym.make(seed_env.gym_id)
+    try:
+        first_obs, _ = env.reset(seed=5)
+        assert "\\boxed{" in first_obs
+        assert env.unwrapped.max_turns == seed_env.max_turns
+    finally:
+        env.close()
