@@ -1,0 +1,103 @@
+"""The state one validation run carries from stage to stage."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from spade_core.domains import Domain
+from spade_core.metadata import Finding
+
+from .codes import Reason, Stage
+from .config import ValidationConfig
+from .runner import Bounds, EnvRunner, Instance
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """What the pipeline knows about the environment under validation."""
+
+    source: str
+    max_turns: int
+    reward_range: tuple[float, float]
+    class_name: str | None = None
+    allowed_modules: tuple[str, ...] = ()
+    nondeterministic: bool = False
+    hint: str | None = None
+    #: Store id of this environment, excluded when looking for its near-duplicates.
+    env_id: str | None = None
+    description: str = ""
+
+    @property
+    def full_reward(self) -> float:
+        return self.reward_range[1]
+
+
+@dataclass
+class Run:
+    """One pass of the pipeline over one candidate."""
+
+    candidate: Candidate
+    config: ValidationConfig
+    runner: EnvRunner | None
+    domain: Domain | None = None
+    novelty: Any = None
+    findings: list[Finding] = field(default_factory=list)
+    instance: Instance | None = None
+    #: ``solution()`` after ``reset(seed)``, per seed (``None``: not provided).
+    solutions: dict[int, list[str] | str | None] = field(default_factory=dict)
+    #: Distinct actions the fuzzer sent, reused as probes by the degenerate checks.
+    fuzz_actions: list[str] = field(default_factory=list)
+    feasibility_proven: bool = False
+    duplicate_of: str | None = None
+    fuzz_steps: int = 0
+
+    @property
+    def bounds(self) -> Bounds:
+        return Bounds(
+            reward_range=self.candidate.reward_range,
+            max_observation_chars=self.config.max_observation_chars,
+            call_time_bound_s=self.config.call_time_bound_s,
+        )
+
+    def new_instance(self) -> Instance:
+        """A fresh instance of the candidate in the runner (spawned on first use)."""
+        if self.runner is None:
+            raise RuntimeError("this run has no runner: only the static stage can run")
+        return Instance(
+            self.runner,
+            self.candidate.source,
+            self.bounds,
+            allowed_modules=self.candidate.allowed_modules,
+            class_name=self.candidate.class_name,
+        )
+
+    def env(self) -> Instance:
+        """The run's main instance, spawned on first use and respawned after a fatal error."""
+        if self.instance is None:
+            self.instance = self.new_instance()
+        self.instance.spawn()
+        return self.instance
+
+    def close(self) -> None:
+        if self.instance is not None:
+            self.instance.close()
+            self.instance = None
+
+    def solution(self, seed: int) -> list[str] | str | None:
+        """``solution()`` for ``seed`` (the answer depends on the hidden state that reset drew)."""
+        if seed not in self.solutions:
+            env = self.env()
+            env.reset(seed)
+            self.solutions[seed] = env.solution()
+        return self.solutions[seed]
+
+    def note(self, stage: Stage, message: str, *, code: Reason | None = None, **details: Any) -> None:
+        """Record a passing observation."""
+        self.findings.append(
+            Finding(stage=stage.value, ok=True, message=message, code=code.value if code else None, details=details)
+        )
+
+    def full_reward_threshold(self) -> float:
+        lo, hi = self.candidate.reward_range
+        return lo + self.config.full_reward_fraction * (hi - lo)

@@ -1,0 +1,325 @@
+"""What the pipeline needs from whatever runs environment code, and how it drives it.
+
+:class:`EnvRunner` is the slice of ``spade_sandbox.SandboxPool`` the pipeline uses; the
+production path always passes a real pool. :class:`Instance` drives one spawned
+environment through a runner and checks every value that comes back against the
+pipeline's invariants, turning each violation into a :class:`Rejection` with a reason code.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from .codes import Reason
+
+
+class EnvRunner(Protocol):
+    """The runner interface (``spade_sandbox.SandboxPool`` implements it)."""
+
+    def spawn(self, source: str, allowed_modules: Sequence[str] = (), class_name: str | None = None) -> Any: ...
+
+    def reset(self, handle: Any, seed: int | None = None) -> Any: ...
+
+    def step(self, handle: Any, action: str) -> Any: ...
+
+    def call(self, handle: Any, method: str) -> Any: ...
+
+    def close_env(self, handle: Any) -> None: ...
+
+
+class Rejection(Exception):
+    """Raised inside a stage: the candidate breaks an invariant.
+
+    ``actions`` (with ``seed``) is a replayable action list that reproduces the failure.
+    """
+
+    def __init__(
+        self,
+        code: Reason,
+        message: str,
+        *,
+        actions: list[str] | None = None,
+        seed: int | None = None,
+        details: dict[str, Any] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.actions = actions
+        self.seed = seed
+        self.details = details or {}
+
+
+#: Sandbox error class name -> reason code, for errors after which the worker is gone.
+_FATAL = {
+    "SandboxTimeout": Reason.call_timeout,
+    "SandboxCrash": Reason.worker_crash,
+    "SandboxMemoryError": Reason.memory_limit,
+    "SandboxPolicyViolation": Reason.policy_violation,
+}
+#: Method -> reason code when environment code itself raised.
+_RAISED = {
+    "__init__": Reason.init_error,
+    "spawn": Reason.init_error,
+    "reset": Reason.reset_error,
+    "step": Reason.step_exception,
+    "solution": Reason.solution_invalid,
+}
+
+
+def _is_infrastructure_error(exc: BaseException) -> bool:
+    """Errors that say nothing about the candidate (the sandbox itself is unavailable)."""
+    return type(exc).__name__ in {"SandboxUnavailable"}
+
+
+def classify_error(exc: BaseException, method: str) -> tuple[Reason, bool]:
+    """Reason code of an exception raised by a runner call, and whether the worker died."""
+    name = type(exc).__name__
+    if name in _FATAL:
+        return _FATAL[name], True
+    if name == "EnvContractError":
+        return _contract_reason(str(exc), method), False
+    return _RAISED.get(method, Reason.step_exception), False
+
+
+def _contract_reason(message: str, method: str) -> Reason:
+    text = message.lower()
+    if "non-finite" in text or "nan" in text.split():
+        return Reason.non_finite_reward
+    if "outside" in text and "range" in text:
+        return Reason.reward_out_of_range
+    if "characters" in text and "limit" in text:
+        return Reason.observation_too_large
+    if method == "reset":
+        return Reason.reset_wrong_types
+    return Reason.step_wrong_types
+
+
+def describe_error(exc: BaseException) -> str:
+    tb = getattr(exc, "env_traceback", None)
+    text = f"{type(exc).__name__}: {exc}"
+    if tb:
+        last = [line for line in str(tb).strip().splitlines() if line.strip()]
+        if last:
+            text += f" [{last[-1].strip()}]"
+    return text
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """The invariants every value returned by an environment must satisfy."""
+
+    reward_range: tuple[float, float]
+    max_observation_chars: int
+    call_time_bound_s: float
+
+
+@dataclass(frozen=True)
+class Step:
+    observation: str
+    reward: float
+    terminated: bool
+    truncated: bool
+    info: dict[str, Any]
+    seconds: float
+
+    @property
+    def done(self) -> bool:
+        return self.terminated or self.truncated
+
+
+@dataclass
+class Instance:
+    """One environment instance living in a runner, with checked calls.
+
+    After a fatal error (timeout, crash, memory) the handle is gone: :attr:`alive` turns
+    false and the next call respawns transparently.
+    """
+
+    runner: EnvRunner
+    source: str
+    bounds: Bounds
+    allowed_modules: tuple[str, ...] = ()
+    class_name: str | None = None
+    handle: Any = None
+    alive: bool = False
+    #: Actions sent since the last reset: the replayable prefix of any failure.
+    trail: list[str] = field(default_factory=list)
+    seed: int | None = None
+
+    def spawn(self) -> None:
+        if self.alive:
+            return
+        try:
+            self.handle = self.runner.spawn(self.source, allowed_modules=self.allowed_modules, class_name=self.class_name)
+        except Exception as exc:
+            self._fail(exc, "spawn")
+        self.alive = True
+
+    def close(self) -> None:
+        if self.alive and self.handle is not None:
+            try:
+                self.runner.close_env(self.handle)
+            except Exception:  # closing a broken worker must not mask the real finding
+                pass
+        self.alive = False
+        self.handle = None
+
+    def _fail(self, exc: BaseException, method: str) -> None:
+        if _is_infrastructure_error(exc) or isinstance(exc, Rejection):
+            raise exc
+        code, fatal = classify_error(exc, method)
+        if fatal:
+            self.alive = False
+            self.handle = None
+        where = f"{method}()" if method != "spawn" else "instantiating the class"
+        raise Rejection(
+            code,
+            f"{where} failed: {describe_error(exc)}",
+            actions=list(self.trail) if method == "step" else None,
+            seed=self.seed if method in ("reset", "step") else None,
+            details={"method": method},
+        ) from exc
+
+    def _timed(self, method: str, fn: Any, *args: Any) -> tuple[Any, float]:
+        self.spawn()
+        t0 = time.perf_counter()
+        try:
+            out = fn(self.handle, *args)
+        except Exception as exc:
+            self._fail(exc, method)
+        return out, time.perf_counter() - t0
+
+    def _slow(self, method: str, seconds: float) -> None:
+        if seconds > self.bounds.call_time_bound_s:
+            raise Rejection(
+                Reason.slow_call,
+                f"{method}() took {seconds * 1000:.0f} ms (bound {self.bounds.call_time_bound_s * 1000:.0f} ms)",
+                actions=list(self.trail) if method == "step" else None,
+                seed=self.seed,
+                details={"method": method, "seconds": round(seconds, 4)},
+            )
+
+    def _observation(self, obs: Any, method: str) -> str:
+        if not isinstance(obs, str):
+            code = Reason.reset_wrong_types if method == "reset" else Reason.step_wrong_types
+            raise Rejection(
+                code,
+                f"{method}() returned an observation of type {type(obs).__name__}, expected str",
+                actions=list(self.trail) if method == "step" else None,
+                seed=self.seed,
+            )
+        if len(obs) > self.bounds.max_observation_chars:
+            raise Rejection(
+                Reason.observation_too_large,
+                f"{method}() returned an observation of {len(obs)} characters (bound {self.bounds.max_observation_chars})",
+                actions=list(self.trail) if method == "step" else None,
+                seed=self.seed,
+                details={"chars": len(obs)},
+            )
+        return obs
+
+    def reset(self, seed: int | None) -> tuple[str, dict[str, Any]]:
+        """Reset to ``seed``; returns ``(observation, info)`` or raises :class:`Rejection`."""
+        self.trail = []
+        self.seed = seed
+        out, seconds = self._timed("reset", self.runner.reset, seed)
+        if isinstance(out, str):  # the reference format tolerates a bare observation
+            out = (out, {})
+        if not isinstance(out, tuple) or len(out) != 2 or not isinstance(out[1], dict | type(None)):
+            raise Rejection(
+                Reason.reset_wrong_types,
+                f"reset() must return (observation: str, info: dict); got {_shape(out)}",
+                seed=seed,
+            )
+        obs = self._observation(out[0], "reset")
+        self._slow("reset", seconds)
+        return obs, dict(out[1] or {})
+
+    def step(self, action: str) -> Step:
+        """One checked step: types, finite reward in range, size and time bounds."""
+        self.trail.append(action)
+        out, seconds = self._timed("step", self.runner.step, action)
+        if not isinstance(out, tuple) or len(out) not in (4, 5):
+            raise Rejection(
+                Reason.step_wrong_types,
+                f"step() must return (observation, reward, terminated, truncated, info); got {_shape(out)}",
+                actions=list(self.trail),
+                seed=self.seed,
+            )
+        if len(out) == 4:
+            obs, reward, terminated, info = out
+            truncated: Any = False
+        else:
+            obs, reward, terminated, truncated, info = out
+        obs = self._observation(obs, "step")
+        if isinstance(reward, bool) or not isinstance(reward, int | float):
+            raise Rejection(
+                Reason.step_wrong_types,
+                f"step() returned a reward of type {type(reward).__name__}, expected a number",
+                actions=list(self.trail),
+                seed=self.seed,
+            )
+        r = float(reward)
+        if not math.isfinite(r):
+            raise Rejection(
+                Reason.non_finite_reward, f"step() returned a non-finite reward {r!r}", actions=list(self.trail), seed=self.seed
+            )
+        lo, hi = self.bounds.reward_range
+        if not lo - 1e-9 <= r <= hi + 1e-9:
+            raise Rejection(
+                Reason.reward_out_of_range,
+                f"step() returned reward {r} outside the declared range [{lo}, {hi}]",
+                actions=list(self.trail),
+                seed=self.seed,
+                details={"reward": r},
+            )
+        for name, flag in (("terminated", terminated), ("truncated", truncated)):
+            if not isinstance(flag, bool | int) or isinstance(flag, float):
+                raise Rejection(
+                    Reason.step_wrong_types,
+                    f"step() returned {name} of type {type(flag).__name__}, expected bool",
+                    actions=list(self.trail),
+                    seed=self.seed,
+                )
+        if info is not None and not isinstance(info, dict):
+            raise Rejection(
+                Reason.step_wrong_types,
+                f"step() returned info of type {type(info).__name__}, expected dict",
+                actions=list(self.trail),
+                seed=self.seed,
+            )
+        self._slow("step", seconds)
+        return Step(obs, r, bool(terminated), bool(truncated), dict(info or {}), seconds)
+
+    def solution(self) -> list[str] | str | None:
+        """``solution()`` as a list of actions or a string; ``None`` when not provided."""
+        try:
+            out, _ = self._timed("solution", self.runner.call, "solution")
+        except Rejection as rej:
+            if "AttributeError" in rej.message or "NotImplementedError" in rej.message or "no attribute" in rej.message:
+                return None
+            raise
+        if isinstance(out, tuple):
+            out = list(out)
+        if out is None:
+            return None
+        if isinstance(out, list):
+            if not all(isinstance(a, str) for a in out):
+                raise Rejection(Reason.solution_invalid, "solution() list must contain only str actions")
+            return out
+        if isinstance(out, str):
+            return out
+        raise Rejection(
+            Reason.solution_invalid, f"solution() returned {type(out).__name__}; expected list[str] or str"
+        )
+
+
+def _shape(value: Any) -> str:
+    if isinstance(value, tuple):
+        return "(" + ", ".join(type(v).__name__ for v in value) + ")"
+    return type(value).__name__

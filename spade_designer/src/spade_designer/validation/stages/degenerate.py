@@ -1,0 +1,142 @@
+"""Stage 7, degenerate checks: environments that are valid code but bad training tasks.
+
+In order, each on the configured seed with fixed probes (:mod:`..probes`):
+
+* ``solved_at_reset`` — every probe's first action wins: there is nothing to do;
+* ``single_shot`` — every probe ends the episode on its first action: not multi-turn;
+* ``not_interactive`` — every probe's first action gets the same observation;
+* ``rewards_garbage`` — an episode of garbage earns at least ``garbage_reward_fraction``;
+* ``reward_hacking`` — claiming success ("solve", "win", ...) or repeating one command
+  that is not part of the solution reaches full reward;
+* ``unseeded_randomness`` — a fresh instance (another worker) replays the same seed and
+  actions differently: randomness not drawn from the seed;
+* ``hint_leakage`` — the hint contains the solution (:mod:`..leakage`).
+"""
+
+from __future__ import annotations
+
+from ..codes import Reason
+from ..context import Run
+from ..leakage import leaked_payloads
+from ..probes import COMMANDS, MAGIC, first_actions, garbage, mixed_sequence
+from ..runner import Instance, Rejection
+from .determinism import first_difference, trajectory
+
+#: Steps of a repeated-action episode (enough to reveal reward for repetition).
+_REPEAT_STEPS = 10
+
+
+def _repeat(env: Instance, seed: int, action: str, steps: int) -> tuple[float, list[str]]:
+    env.reset(seed)
+    best = float("-inf")
+    played: list[str] = []
+    for _ in range(steps):
+        s = env.step(action)
+        played.append(action)
+        best = max(best, s.reward)
+        if s.done:
+            break
+    return best, played
+
+
+def check(run: Run) -> str:
+    seed = run.config.seed
+    env = run.env()
+    full = run.full_reward_threshold()
+    lo, hi = run.candidate.reward_range
+    probes = first_actions(run, seed)
+
+    firsts = []
+    for p in probes:
+        env.reset(seed)
+        firsts.append(env.step(p))
+    if all(s.terminated and s.reward >= full for s in firsts):
+        raise Rejection(
+            Reason.solved_at_reset,
+            f"all {len(probes)} probe actions win on the first step: the task is solved at reset",
+            actions=[probes[-1]],
+            seed=seed,
+        )
+    if all(s.done for s in firsts):
+        raise Rejection(
+            Reason.single_shot,
+            f"all {len(probes)} probe actions end the episode on the first step: not multi-turn",
+            actions=[probes[-1]],
+            seed=seed,
+        )
+    if len({s.observation for s in firsts}) == 1:
+        raise Rejection(
+            Reason.not_interactive,
+            f"all {len(probes)} probe actions get the same observation: the environment ignores the action",
+            actions=[probes[0]],
+            seed=seed,
+            details={"observation": firsts[0].observation[:300]},
+        )
+
+    steps = min(run.candidate.max_turns, _REPEAT_STEPS)
+    garbage_bar = lo + run.config.garbage_reward_fraction * (hi - lo)
+    for g in garbage(run):
+        best, played = _repeat(env, seed, g, steps)
+        if best >= garbage_bar:
+            raise Rejection(
+                Reason.rewards_garbage,
+                f"garbage action {g!r} earns reward {best} (bar {garbage_bar})",
+                actions=played,
+                seed=seed,
+            )
+
+    for m in MAGIC:
+        env.reset(seed)
+        s = env.step(m)
+        if s.reward >= full:
+            raise Rejection(
+                Reason.reward_hacking, f"claiming success with {m!r} earns full reward {s.reward}", actions=[m], seed=seed
+            )
+    solution_actions: set[str] = set()
+    for sd in run.config.seeds:
+        sol = run.solution(sd)
+        if isinstance(sol, list):
+            solution_actions.update(sol)
+    repeatable = [a for a in run.fuzz_actions[: run.config.probe_actions] + list(COMMANDS) if a not in solution_actions]
+    for a in dict.fromkeys(repeatable):
+        best, played = _repeat(env, seed, a, steps)
+        if best >= full:
+            raise Rejection(
+                Reason.reward_hacking,
+                f"repeating {a!r} {len(played)} time(s) earns full reward {best} without following the solution",
+                actions=played,
+                seed=seed,
+            )
+
+    if not run.candidate.nondeterministic:
+        actions = mixed_sequence(run, seed, min(run.candidate.max_turns, 12))
+        mine = trajectory(env, seed, actions)
+        other = run.new_instance()
+        try:
+            theirs = trajectory(other, seed, actions)
+        finally:
+            other.close()
+        diff = first_difference(mine, theirs)
+        if diff is not None:
+            raise Rejection(
+                Reason.unseeded_randomness,
+                f"a fresh instance replays seed {seed} differently (first at "
+                f"{'the reset observation' if diff == 0 else f'step {diff}'}): randomness not drawn from the seed",
+                actions=actions[:diff],
+                seed=seed,
+            )
+
+    hint = run.candidate.hint
+    if hint:
+        for sd in run.config.seeds:
+            sol = run.solution(sd)
+            if sol is None:
+                continue
+            leaked = leaked_payloads(hint, sol)
+            if leaked is not None:
+                raise Rejection(
+                    Reason.hint_leakage,
+                    f"the hint reveals the solution of seed {sd}: {', '.join(repr(p) for p in leaked)}",
+                    seed=sd,
+                )
+    return f"{len(probes)} probes: interactive, multi-turn, no reward for garbage or claimed success"

@@ -1,0 +1,67 @@
+"""Stage 4, determinism: the same seed and actions give the same trajectory twice.
+
+Both runs use the same instance (``reset(seed)`` in between), on every configured seed,
+once along the reference solution and once along a mixed probe sequence. Environments
+whose metadata declares them nondeterministic skip this stage (it is recorded).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..codes import Reason
+from ..context import Run
+from ..probes import mixed_sequence
+from ..runner import Instance, Rejection
+
+
+def trajectory(env: Instance, seed: int, actions: list[str]) -> list[Any]:
+    """``[reset observation, (obs, reward, terminated, truncated) per step]`` until done."""
+    obs, _ = env.reset(seed)
+    out: list[Any] = [obs]
+    for a in actions:
+        s = env.step(a)
+        out.append((s.observation, s.reward, s.terminated, s.truncated))
+        if s.done:
+            break
+    return out
+
+
+def first_difference(a: list[Any], b: list[Any]) -> int | None:
+    for i, (x, y) in enumerate(zip(a, b, strict=False)):
+        if x != y:
+            return i
+    return None if len(a) == len(b) else min(len(a), len(b))
+
+
+def check(run: Run) -> str:
+    if run.candidate.nondeterministic:
+        return "skipped: metadata declares the environment nondeterministic"
+    env = run.env()
+    n = 0
+    for seed in run.config.seeds:
+        sol = run.solution(seed)
+        sequences = [mixed_sequence(run, seed, min(run.candidate.max_turns, 12))]
+        if isinstance(sol, list) and sol:
+            sequences.insert(0, list(sol))
+        for actions in sequences:
+            first = trajectory(env, seed, actions)
+            second = trajectory(env, seed, actions)
+            n += 1
+            diff = first_difference(first, second)
+            if diff is not None:
+                where = "the reset observation" if diff == 0 else f"step {diff}"
+                raise Rejection(
+                    Reason.nondeterministic,
+                    f"same seed {seed} and actions gave different trajectories, first at {where}",
+                    actions=actions[: max(diff, 1)] if diff else [],
+                    seed=seed,
+                    details={"first": _short(first[diff] if diff < len(first) else None),
+                             "second": _short(second[diff] if diff < len(second) else None)},
+                )
+    return f"{n} trajectories replayed identically"
+
+
+def _short(x: Any) -> str:
+    text = repr(x)
+    return text if len(text) <= 300 else text[:300] + "..."

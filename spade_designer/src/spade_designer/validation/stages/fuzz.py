@@ -1,0 +1,158 @@
+"""Stage 5, fuzz: property-based episodes with Hypothesis.
+
+Each example is ``reset(seed)`` followed by a list of actions drawn from the generic and
+domain strategies (see :mod:`..strategies`). Invariants, checked on every call by
+:class:`~..runner.Instance`: no exception escapes ``step``, types hold, the reward is
+finite and inside the declared range, observations stay under the size bound, every call
+stays under the time bound; and per episode: it ends within ``max_turns``.
+
+A failing example is shrunk by Hypothesis; the smallest failure seen within the shrink
+budget is reported as a replayable ``(seed, actions)`` pair. A slow call is only reported
+if replaying the same example is slow again (the machine may be busy). After a failure
+that kills the worker (timeout, crash), fuzzing stops: every replay would cost a timeout.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from hypothesis import HealthCheck, Phase, Verbosity, given, settings
+from hypothesis import strategies as st
+from hypothesis.errors import HypothesisException
+
+from ..codes import Reason
+from ..context import Run
+from ..probes import COMMANDS, GARBAGE
+from ..runner import Instance, Rejection
+from ..strategies import program as action_program
+
+#: Reasons after which the worker is gone.
+_FATAL = {Reason.call_timeout, Reason.worker_crash, Reason.memory_limit, Reason.policy_violation}
+#: Longest action remembered as a probe for later stages.
+_PROBE_CHARS = 200
+
+
+@dataclass
+class FuzzOutcome:
+    examples: int = 0
+    steps: int = 0
+    failures: list[Rejection] = field(default_factory=list)
+    first_failure_at: float | None = None
+    stopped: bool = False
+    sent: dict[str, None] = field(default_factory=dict)
+
+
+def episode(env: Instance, seed: int, actions: list[str], max_turns: int, outcome: FuzzOutcome) -> None:
+    """Play one episode; raise :class:`Rejection` on the first broken invariant."""
+    env.reset(seed)
+    for i, action in enumerate(actions):
+        step = env.step(action)
+        outcome.steps += 1
+        if len(action) <= _PROBE_CHARS:
+            outcome.sent.setdefault(action, None)
+        if step.done:
+            return
+        if i + 1 >= max_turns:
+            raise Rejection(
+                Reason.exceeds_max_turns,
+                f"episode still running after {max_turns} steps (max_turns)",
+                actions=list(actions[: i + 1]),
+                seed=seed,
+            )
+
+
+def _confirmed(env: Instance, rej: Rejection, max_turns: int) -> bool:
+    """Replay a slow example once: only a reproducible slow call is a finding."""
+    if rej.code is not Reason.slow_call or rej.seed is None:
+        return True
+    try:
+        episode(env, rej.seed, list(rej.actions or []), max_turns, FuzzOutcome())
+    except Rejection as again:
+        return again.code is Reason.slow_call
+    return False
+
+
+def _size(rej: Rejection) -> tuple[int, int]:
+    acts = rej.actions or []
+    return len(acts), sum(len(a) for a in acts)
+
+
+def fuzz_run(run: Run, *, examples: int | None = None) -> FuzzOutcome:
+    cfg = run.config
+    cand = run.candidate
+    max_turns = cand.max_turns
+    known: list[str] = []
+    for seed in cfg.seeds:
+        sol = run.solution(seed)
+        if isinstance(sol, list):
+            known += sol
+    decoder = action_program(domain=run.domain, known=known, long_chars=cfg.long_action_chars)
+    max_steps = max(1, min(cfg.fuzz_max_steps, max_turns + 1))
+    min_steps = min(cfg.fuzz_min_steps, max_steps)
+    env = run.env()
+    outcome = FuzzOutcome()
+
+    @settings(
+        max_examples=examples or cfg.fuzz_examples,
+        deadline=None,
+        database=None,
+        derandomize=True,
+        report_multiple_bugs=False,
+        suppress_health_check=list(HealthCheck),
+        phases=(Phase.explicit, Phase.generate, Phase.shrink),
+        verbosity=Verbosity.quiet,
+    )
+    @given(
+        seed=st.sampled_from(cfg.seeds),
+        data=st.binary(min_size=3 * min_steps, max_size=5 * max_steps),
+    )
+    def prop(seed: int, data: bytes) -> None:
+        if outcome.stopped:
+            return
+        acts = decoder.decode(data, max_steps)
+        outcome.examples += 1
+        try:
+            episode(env, seed, acts, max_turns, outcome)
+        except Rejection as rej:
+            if not _confirmed(env, rej, max_turns):
+                return
+            outcome.failures.append(rej)
+            now = time.perf_counter()
+            if outcome.first_failure_at is None:
+                outcome.first_failure_at = now
+            if rej.code in _FATAL or now - outcome.first_failure_at > cfg.shrink_budget_s:
+                outcome.stopped = True
+            raise
+
+    try:
+        prop()
+    except (Rejection, HypothesisException):
+        # The recorded failures are authoritative: Hypothesis may complain (flaky) once
+        # shrinking is cut short by the budget.
+        if not outcome.failures:
+            raise
+    return outcome
+
+
+def long_episode(run: Run) -> int:
+    """One full-length episode of short probe actions: it must end within ``max_turns``."""
+    env = run.env()
+    cycle = list(COMMANDS) + list(GARBAGE)
+    acts = [cycle[i % len(cycle)] for i in range(run.candidate.max_turns + 1)]
+    outcome = FuzzOutcome()
+    episode(env, run.config.seed, acts, run.candidate.max_turns, outcome)
+    return outcome.steps
+
+
+def check(run: Run, *, examples: int | None = None) -> str:
+    outcome = fuzz_run(run, examples=examples)
+    run.fuzz_actions = list(outcome.sent)
+    run.fuzz_steps = outcome.steps
+    if outcome.failures:
+        best = min(outcome.failures, key=_size)
+        best.details.setdefault("examples", outcome.examples)
+        raise best
+    steps = long_episode(run)
+    run.fuzz_steps += steps
+    return f"{outcome.examples} examples, {outcome.steps + steps} steps: every invariant held"

@@ -1,0 +1,95 @@
+"""Stage 1, static: size limits, parses, exactly one environment class, allowed imports.
+
+Nothing runs here; this is the cheap filter in front of the sandbox (a syntax error or a
+banned import is rejected in about a millisecond). Import and escape rules are the
+sandbox's own (``spade_sandbox.check_source``) so the two can never disagree.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable
+from typing import Any
+
+from ..codes import Reason
+from ..context import Run
+from ..runner import Rejection
+
+#: Sandbox static-check rule -> reason code. Unknown rules are forbidden constructs.
+_RULE_CODES = {
+    "syntax": Reason.syntax_error,
+    "import": Reason.banned_import,
+    "size": Reason.source_too_large,
+    "env-class": Reason.no_env_class,
+}
+
+StaticChecker = Callable[..., Any]
+
+
+def default_checker() -> StaticChecker:
+    from spade_sandbox import check_source
+
+    return check_source
+
+
+def env_classes(tree: ast.Module) -> list[str]:
+    """Top-level classes named ``*Env`` that define both ``reset`` and ``step``."""
+    out = []
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef) and node.name.endswith("Env"):
+            methods = {n.name for n in node.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}
+            if {"reset", "step"} <= methods:
+                out.append(node.name)
+    return out
+
+
+def check(run: Run, checker: StaticChecker | None = None) -> str:
+    source = run.candidate.source
+    cfg = run.config
+    size = len(source.encode("utf-8", "surrogatepass"))
+    if size > cfg.max_source_bytes:
+        raise Rejection(Reason.source_too_large, f"source is {size} bytes (limit {cfg.max_source_bytes})", details={"bytes": size})
+    lines = source.count("\n") + 1
+    if lines > cfg.max_source_lines:
+        raise Rejection(Reason.source_too_large, f"source is {lines} lines (limit {cfg.max_source_lines})", details={"lines": lines})
+    try:
+        tree = ast.parse(source)
+    except SyntaxError as exc:
+        raise Rejection(
+            Reason.syntax_error,
+            f"syntax error at line {exc.lineno}, column {exc.offset}: {exc.msg}",
+            details={"line": exc.lineno, "col": exc.offset},
+        ) from None
+    classes = env_classes(tree)
+    if run.candidate.class_name is not None:
+        if run.candidate.class_name not in classes:
+            raise Rejection(
+                Reason.no_env_class,
+                f"class {run.candidate.class_name!r} with reset() and step() is not defined at top level",
+            )
+    elif not classes:
+        raise Rejection(Reason.no_env_class, "no top-level class named '*Env' with reset() and step()")
+    elif len(classes) > 1:
+        raise Rejection(
+            Reason.multiple_env_classes,
+            f"{len(classes)} environment classes ({', '.join(classes)}); a source file defines exactly one",
+            details={"classes": classes},
+        )
+    report = (checker or default_checker())(source, allowed_modules=tuple(run.candidate.allowed_modules))
+    if not report.ok:
+        bad = list(report.findings)
+        first = bad[0] if bad else None
+        rule = str(getattr(first, "rule", "")) if first is not None else ""
+        code = _RULE_CODES.get(rule, Reason.banned_import if "import" in rule else Reason.forbidden_construct)
+        where = f"line {getattr(first, 'line', '?')}: " if first is not None else ""
+        raise Rejection(
+            code,
+            where + (getattr(first, "message", "static check failed") if first is not None else "static check failed"),
+            details={
+                "rules": [
+                    {"line": getattr(f, "line", None), "rule": str(getattr(f, "rule", "")), "message": getattr(f, "message", "")}
+                    for f in bad
+                ]
+            },
+        )
+    return f"{lines} lines, class {run.candidate.class_name or classes[0]}, imports allowed"

@@ -1,0 +1,162 @@
+r"""Hypothesis strategies of actions: generic families plus the domain plugin's own.
+
+Generic families: boxed commands, tool-call JSON (well and badly formed), garbage, the
+empty action, very long actions and arbitrary Unicode. Most generic actions come from a
+fixed, precomputed pool (one cheap draw each: Hypothesis' per-draw cost dominates a fuzz
+run), the rest are generated text so shrinking can still find the smallest bad string.
+Reference solutions, when known, are mixed in so fuzzing also reaches deep states.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from dataclasses import dataclass
+from collections.abc import Sequence
+from hypothesis import strategies as st
+
+from spade_core.actions import ToolCall, format_boxed, format_tool_calls
+from spade_core.domains import Domain
+
+from .probes import COMMANDS, GARBAGE, MAGIC
+
+_WORDS = ("look", "go", "take", "use", "open", "north", "1", "2", "3", "0", "-1", "a", "x", "guess", "move", "up", "A B")
+_UNICODE = ("é", "中文", "😀", "\u200b", "\u202e", "λ", "\x00", "\t", "\n", "\\", "{", "}", "\\boxed{", "ﷺ")
+
+
+@functools.lru_cache(maxsize=8)
+def generic_pool(long_chars: int = 4_000) -> tuple[str, ...]:
+    """A deterministic pool of generic actions covering every family."""
+    out: list[str] = ["", " ", "\n"]
+    out += list(GARBAGE) + list(COMMANDS) + list(MAGIC)
+    out += [format_boxed(w) for w in _WORDS]
+    out += [format_boxed(f"{a} {b}") for a in _WORDS[:6] for b in _WORDS[6:10]]
+    out += [format_boxed(u) for u in _UNICODE] + list(_UNICODE)
+    out += ["\\boxed{\\boxed{1}}", "\\boxed{1", "boxed{1}", "\\boxed{1}\\boxed{2}", "\\boxed{ }", "\\BOXED{1}"]
+    out += [
+        format_tool_calls([ToolCall("search", {"query": "weather"})]),
+        format_tool_calls([ToolCall("get", {})]),
+        format_tool_calls([ToolCall("set", {"key": "a", "value": 1}), ToolCall("list", {})]),
+        format_tool_calls([ToolCall("answer", {"text": "42"})], answer="42"),
+        '<tool_call>{"name": "x", "arguments": "not-an-object"}</tool_call>',
+        '<tool_call>{"name": 5}</tool_call>',
+        "<tool_call></tool_call>",
+        "<tool_call>[1, 2]</tool_call>",
+        "<answer></answer>",
+        "<answer>" + "9" * 50 + "</answer>",
+    ]
+    out += [
+        "a" * long_chars,
+        format_boxed("b" * long_chars),
+        format_boxed("1 " * (long_chars // 2)),
+        "😀" * (long_chars // 2),
+        "{" * long_chars,
+        format_boxed("\\boxed{" * 50),
+    ]
+    return tuple(dict.fromkeys(out))
+
+
+#: Characters generated text is made of: printable ASCII, whitespace, markup that action
+#: parsers care about, and non-ASCII (accents, CJK, emoji, bidi and zero-width marks).
+_ALPHABET = (
+    [chr(c) for c in range(32, 127)]
+    + ["\n", "\t", "\r", "\x00", "\\boxed{", "<tool_call>", "</tool_call>", "<answer>", "</answer>"]
+    + ["é", "ß", "λ", "中", "文", "😀", "\u200b", "\u202e", "\ufeff", "ﷺ", "\U0010ffff"]
+)
+_TOOL_NAMES = ("search", "get", "set", "list", "answer", "")
+
+
+def _text(chunk: bytes) -> str:
+    return "".join(_ALPHABET[b % len(_ALPHABET)] for b in chunk)
+
+
+@dataclass(frozen=True)
+class ActionProgram:
+    """Decodes a Hypothesis byte string into a list of actions.
+
+    Each action takes an opcode byte (its family) and an operand (an index or a length
+    followed by raw bytes). Zero bytes decode to the empty action and shorter operands to
+    shorter text, so Hypothesis' byte shrinking yields the simplest failing actions. One
+    ``binary`` draw per example keeps a 200-step fuzz run cheap (drawing every action
+    separately costs about a millisecond each).
+    """
+
+    pool: tuple[str, ...]
+    known: tuple[str, ...] = ()
+    domain: tuple[str, ...] = ()
+
+    def decode(self, data: bytes, max_steps: int) -> list[str]:
+        out: list[str] = []
+        i = 0
+        n = len(data)
+        while i < n and len(out) < max_steps:
+            op = data[i] % 10
+            arg = data[i + 1] if i + 1 < n else 0
+            i += 2
+            if op in (3, 4) and self.known:
+                out.append(self.known[arg % len(self.known)])
+            elif op in (5, 6) and self.domain:
+                out.append(self.domain[arg % len(self.domain)])
+            elif op == 7:  # generated text
+                chunk = data[i : i + arg % 24]
+                i += len(chunk)
+                out.append(_text(chunk))
+            elif op == 8:  # generated boxed command
+                chunk = data[i : i + arg % 12]
+                i += len(chunk)
+                out.append(format_boxed(_text(chunk)))
+            elif op == 9:  # generated tool call, sometimes malformed
+                chunk = data[i : i + arg % 12]
+                i += len(chunk)
+                name = _TOOL_NAMES[arg % len(_TOOL_NAMES)] or _text(chunk[:4])
+                if arg % 5 == 4:
+                    out.append("<tool_call>{" + _text(chunk) + "</tool_call>")
+                else:
+                    args = {_text(chunk[:2]) or "k": _text(chunk[2:]) if arg % 2 else len(chunk)}
+                    out.append("<tool_call>" + json.dumps({"name": name, "arguments": args}, ensure_ascii=False) + "</tool_call>")
+            else:
+                out.append(self.pool[(op * 256 + arg) % len(self.pool)] if op else self.pool[arg % len(self.pool)])
+        return out
+
+
+def domain_samples(domain: Domain | None, count: int = 48) -> tuple[str, ...]:
+    """``count`` deterministic examples of the domain plugin's action strategy (cached)."""
+    if domain is None or domain.fuzz_strategy is None:
+        return ()
+    key = (domain.name, count)
+    cached = _DOMAIN_CACHE.get(key)
+    if cached is not None:
+        return cached
+    from hypothesis import HealthCheck, Phase, given, settings
+
+    found: list[str] = []
+
+    @settings(
+        max_examples=1, database=None, derandomize=True, deadline=None,
+        suppress_health_check=list(HealthCheck), phases=(Phase.generate,),
+    )
+    @given(st.lists(domain.fuzz_strategy(), min_size=count, max_size=count))
+    def draw(xs: list[str]) -> None:
+        found.extend(x for x in xs if isinstance(x, str))
+
+    draw()
+    samples = tuple(dict.fromkeys(found))
+    _DOMAIN_CACHE[key] = samples
+    return samples
+
+
+_DOMAIN_CACHE: dict[tuple[str, int], tuple[str, ...]] = {}
+
+
+def program(
+    *,
+    domain: Domain | None = None,
+    known: Sequence[str] = (),
+    long_chars: int = 4_000,
+) -> ActionProgram:
+    """The action program of one fuzz run."""
+    return ActionProgram(
+        pool=generic_pool(long_chars),
+        known=tuple(dict.fromkeys(known)),
+        domain=domain_samples(domain),
+    )
