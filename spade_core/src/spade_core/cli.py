@@ -1,15 +1,81 @@
-"""The ``spade`` command. Commands come from plugins through ``spade_register_commands``."""
+"""The ``spade`` command. Commands come from plugins through ``spade_register_commands``.
+
+Every :class:`~spade_core.errors.SpadeError` a command raises ends the command with one
+red ``error:`` message on stderr and exit code 2 — never a traceback. The global
+``--config PATH`` option selects the configuration file (otherwise ``./spade.toml``, then
+``$SPADE_HOME/spade.toml``); commands read it through :func:`command_config`.
+"""
 
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
 import typer
+from typer.core import TyperGroup
 
+from .config import SpadeConfig, load_config
 from .errors import SpadeError
 
+#: Exit code of a command stopped by a SpadeError (click uses 1 for aborts, 2 for usage).
+ERROR_EXIT_CODE = 2
 
-def build_app() -> typer.Typer:
+
+def report_error(exc: SpadeError) -> None:
+    """Print ``exc`` as one red ``error:`` message on stderr (no traceback)."""
+    from rich.console import Console
+    from rich.markup import escape
+
+    Console(stderr=True, soft_wrap=True).print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False)
+
+
+class SpadeGroup(TyperGroup):
+    """The root command group: a SpadeError ends the command with :func:`report_error`
+    and exit code 2, under ``spade`` and under a test runner alike."""
+
+    def invoke(self, ctx: Any) -> Any:
+        try:
+            return super().invoke(ctx)
+        except SpadeError as exc:
+            report_error(exc)
+            raise typer.Exit(ERROR_EXIT_CODE) from None
+
+
+@dataclass
+class CliState:
+    """What the root callback hands every command (``ctx.obj``)."""
+
+    config_path: Path | None = None
+    _config: SpadeConfig | None = field(default=None, repr=False)
+
+    def config(self) -> SpadeConfig:
+        if self._config is None:
+            self._config = load_config(self.config_path)
+        return self._config
+
+
+def command_config(ctx: typer.Context) -> SpadeConfig:
+    """The validated configuration of this invocation (loaded on first use)."""
+    state = ctx.find_object(CliState)
+    if state is None:  # a command invoked outside the root group (embedding)
+        state = CliState()
+        ctx.obj = state
+    return state.config()
+
+
+def _root(
+    ctx: typer.Context,
+    config: Path | None = typer.Option(
+        None, "--config", "-c", help="Configuration file (default: ./spade.toml, then $SPADE_HOME/spade.toml)."
+    ),
+) -> None:
+    ctx.obj = CliState(config_path=config)
+
+
+def build_app(plugins: Any = None) -> typer.Typer:
+    """The ``spade`` app with every plugin's commands (``plugins`` defaults to the process set)."""
     from .plugins import get_plugins
 
     app = typer.Typer(
@@ -18,20 +84,39 @@ def build_app() -> typer.Typer:
         no_args_is_help=True,
         pretty_exceptions_enable=False,
         add_completion=False,
+        cls=SpadeGroup,
     )
-    get_plugins().pm.hook.spade_register_commands(cli=app)
+    app.callback()(_root)
+    (plugins or get_plugins()).pm.hook.spade_register_commands(cli=app)
     return app
 
 
-def main(argv: list[str] | None = None) -> None:
-    try:
-        app = build_app()
-        app(args=argv, prog_name="spade", standalone_mode=True)
-    except SpadeError as exc:
-        from rich.console import Console
+def _config_path_from_argv(argv: list[str]) -> str | None:
+    """``--config`` given before the sub-command; needed before the app exists because
+    the config's ``plugins`` key decides which plugins (hence which commands) load."""
+    for i, arg in enumerate(argv):
+        if arg in ("--config", "-c") and i + 1 < len(argv):
+            return argv[i + 1]
+        if arg.startswith("--config="):
+            return arg.split("=", 1)[1]
+        if not arg.startswith("-"):
+            return None  # the sub-command: options after it are its own
+    return None
 
-        Console(stderr=True).print(f"[bold red]error:[/] {exc}", highlight=False)
-        sys.exit(2)
+
+def main(argv: list[str] | None = None) -> None:
+    args = list(sys.argv[1:] if argv is None else argv)
+    try:
+        from .plugins import SpadePlugins, reset_plugins
+
+        config = load_config(_config_path_from_argv(args))
+        if config.plugins is not None:
+            reset_plugins(SpadePlugins(only=config.plugins))
+        app = build_app()
+    except SpadeError as exc:
+        report_error(exc)
+        sys.exit(ERROR_EXIT_CODE)
+    app(args=args, prog_name="spade", standalone_mode=True)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -57,14 +57,13 @@ class SpadeConfig(BaseModel):
         return dict(self.sections.get(name, {}))
 
 
-_CORE_KEYS = set(SpadeConfig.model_fields) - {"sections"}
-
-
 def _format_errors(exc: ValidationError, origin: str) -> str:
+    """One line per bad field, named as it is written in ``spade.toml`` (``spade.<key>``)."""
     lines = [f"invalid configuration in {origin}:"]
     for err in exc.errors():
         loc = ".".join(str(p) for p in err["loc"]) or "(root)"
-        lines.append(f"  {loc}: {err['msg']}")
+        got = f" (got {err['input']!r})" if err["type"] != "missing" and not isinstance(err["input"], dict) else ""
+        lines.append(f"  spade.{loc}: {err['msg']}{got}")
     return "\n".join(lines)
 
 
@@ -95,6 +94,11 @@ def load_config(path: str | Path | None = None, **overrides: Any) -> SpadeConfig
         if not isinstance(table, dict):
             raise ConfigError(f"{file}: [spade] must be a table")
         data.update(table)
+        home = table.get("home")
+        if isinstance(home, str) and not Path(home).expanduser().is_absolute():
+            # A relative home in a config file means "next to this file", not "wherever
+            # the command happens to run".
+            data["home"] = file.parent / home
         data["sections"] = {k: v for k, v in raw.items() if isinstance(v, dict)}
         stray = [k for k, v in raw.items() if not isinstance(v, dict)]
         if stray:

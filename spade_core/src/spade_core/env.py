@@ -22,6 +22,7 @@ from collections.abc import Callable
 from typing import Any, Protocol, SupportsFloat, runtime_checkable
 
 import gymnasium as gym
+import numpy as np
 from gymnasium import spaces
 
 from .errors import EnvContractError
@@ -69,7 +70,8 @@ class TextEnv(gym.Env[str, str]):
       ``reset(seed)``, reaches full reward — or a string when it cannot be replayed.
     """
 
-    metadata: dict[str, Any] = {"render_modes": ["ansi"]}
+    # ``render_fps`` has no meaning for text, but Gymnasium's checker warns when it is absent.
+    metadata: dict[str, Any] = {"render_modes": ["ansi"], "render_fps": 1}
     observation_space = UnicodeText()
     action_space = UnicodeText()
     reward_range: tuple[float, float] = (0.0, 1.0)
@@ -145,9 +147,12 @@ def check_step_result(
     if not lo - 1e-9 <= r <= hi + 1e-9:
         raise EnvContractError(f"step() returned reward {r} outside the declared range [{lo}, {hi}]", method="step")
     for flag_name, flag in (("terminated", terminated), ("truncated", truncated)):
-        if not isinstance(flag, (bool, int)) or isinstance(flag, float):
+        # Only real booleans: a truthy int, string or None hides a bug in the env (``done = 1``
+        # for "one turn left"), and ``check_env`` requires a plain bool downstream.
+        if not isinstance(flag, (bool, np.bool_)):
             raise EnvContractError(
-                f"step() returned {flag_name} of type {type(flag).__name__}, expected bool", method="step"
+                f"step() returned {flag_name}={flag!r} of type {type(flag).__name__}, expected bool",
+                method="step",
             )
     return obs, r, bool(terminated), bool(truncated), _check_info(info, "step")
 
@@ -157,7 +162,8 @@ class ReferenceEnvAdapter(TextEnv):
 
     ``inner`` is either an instance or a zero-argument factory. The adapter:
 
-    * seeds Gymnasium's RNG through ``super().reset(seed=seed)`` and passes the seed on;
+    * seeds Gymnasium's RNG through ``super().reset(seed=seed)`` and passes the seed on
+      (``reset()`` without a seed passes one drawn from that RNG, kept in ``last_seed``);
     * validates every value coming back (types, sizes, finite in-range reward);
     * keeps ``terminated`` and ``truncated`` apart and truncates at ``max_turns``;
     * forwards ``solution()``, ``close()`` and tool schemas (``tools``) when present.
@@ -171,14 +177,20 @@ class ReferenceEnvAdapter(TextEnv):
         reward_range: tuple[float, float] = (0.0, 1.0),
         render_mode: str | None = None,
     ) -> None:
-        self._inner = inner() if callable(inner) and not hasattr(inner, "step") else inner
-        if not hasattr(self._inner, "reset") or not hasattr(self._inner, "step"):
-            raise EnvContractError(f"{type(self._inner).__name__} has no reset()/step()")
+        # A class has ``step`` as an attribute too, so it must be told apart from an instance
+        # explicitly; anything else callable without ``step`` is a factory.
+        is_factory = isinstance(inner, type) or (callable(inner) and not hasattr(inner, "step"))
+        self._inner: Any = inner() if is_factory else inner
+        if not callable(getattr(self._inner, "reset", None)) or not callable(getattr(self._inner, "step", None)):
+            raise EnvContractError(f"{type(self._inner).__name__} has no reset()/step() methods")
         self.max_turns = max_turns
         self.reward_range = reward_range
         self.render_mode = render_mode
         self._turn = 0
         self._last_obs = ""
+        #: The seed the inner environment received at the last ``reset`` (derived from
+        #: Gymnasium's RNG when ``reset`` was called without one): replays the episode.
+        self.last_seed: int | None = None
 
     @property
     def inner(self) -> Any:
@@ -186,6 +198,12 @@ class ReferenceEnvAdapter(TextEnv):
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
         super().reset(seed=seed)
+        if seed is None:
+            # Reference envs seed their own ``random.Random(seed)``; with ``None`` they would
+            # draw from OS entropy and ``reset(seed=s); reset()`` would not be reproducible.
+            # Deriving the inner seed from Gymnasium's RNG makes every episode replayable.
+            seed = int(self.np_random.integers(0, 2**31 - 1))
+        self.last_seed = seed
         obs, info = check_reset_result(self._inner.reset(seed=seed))
         self._turn = 0
         self._last_obs = obs

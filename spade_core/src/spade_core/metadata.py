@@ -9,20 +9,20 @@ from __future__ import annotations
 
 import hashlib
 import re
-from datetime import datetime, timezone
-from enum import Enum
-from typing import Any, Literal
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION: Final = 1
 
 #: Environment names become part of a Gymnasium id ``spade/<name>-v<N>``.
 NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_.]*$")
 
 
 def utcnow() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 def code_hash(source: str) -> str:
@@ -31,7 +31,7 @@ def code_hash(source: str) -> str:
     return hashlib.sha256(normalised.encode("utf-8")).hexdigest()
 
 
-class EnvStatus(str, Enum):
+class EnvStatus(StrEnum):
     """Lifecycle: candidate -> admitted -> retired (candidate -> retired for rejects)."""
 
     candidate = "candidate"
@@ -47,7 +47,7 @@ TRANSITIONS: dict[EnvStatus, frozenset[EnvStatus]] = {
 }
 
 
-class ActionFormat(str, Enum):
+class ActionFormat(StrEnum):
     boxed = "boxed"
     tool_call = "tool_call"
     free_text = "free_text"
@@ -87,7 +87,7 @@ class ValidationReport(_Model):
     validated_at: datetime = Field(default_factory=utcnow)
 
     @model_validator(mode="after")
-    def _consistent(self) -> "ValidationReport":
+    def _consistent(self) -> ValidationReport:
         if self.passed and self.failed_stage is not None:
             raise ValueError("a passed report cannot name a failed_stage")
         if not self.passed and self.failed_stage is None:
@@ -171,7 +171,7 @@ class EnvMetadata(_Model):
         return v
 
     @model_validator(mode="after")
-    def _fill_id(self) -> "EnvMetadata":
+    def _fill_id(self) -> EnvMetadata:
         expected = f"{self.name}-v{self.version}"
         if not self.id:
             object.__setattr__(self, "id", expected)

@@ -32,12 +32,23 @@ ENV_VAR = "SPADE_PLUGINS"
 
 @dataclass
 class PluginInfo:
+    """What ``spade plugins`` shows about one loaded plugin."""
+
     name: str
     module: str
     distribution: str | None
     version: str | None
     builtin: bool
     hooks: list[str] = field(default_factory=list)
+    #: Names of the domains this plugin registered (filled when domains are first listed).
+    domains: list[str] = field(default_factory=list)
+
+
+def _core_version() -> str | None:
+    try:
+        return importlib_metadata.version("spade-core")
+    except importlib_metadata.PackageNotFoundError:
+        return None
 
 
 def selected_plugins(explicit: Iterable[str] | None = None) -> set[str] | None:
@@ -60,19 +71,32 @@ class SpadePlugins:
         for modname in DEFAULT_PLUGINS:
             mod = importlib.import_module(modname)
             self.pm.register(mod, name=modname)
-            self.infos.append(PluginInfo(modname, modname, "spade-core", None, True))
+            self.infos.append(PluginInfo(modname, modname, "spade-core", _core_version(), True))
         if load_entry_points:
             self._load_entry_points(selected_plugins(only))
         self.pm.check_pending()
         for info in self.infos:
-            plugin = self.pm.get_plugin(info.name)
-            info.hooks = sorted(h.name for h in (self.pm.get_hookcallers(plugin) or []))
+            self._fill_hooks(info)
         self._lock = threading.Lock()
         self._domains: dict[str, Domain] | None = None
         self._factories: dict[str, dict[str, Callable[..., Any]]] = {}
 
+    def _fill_hooks(self, info: PluginInfo) -> None:
+        plugin = self.pm.get_plugin(info.name)
+        info.hooks = sorted(h.name for h in (self.pm.get_hookcallers(plugin) or []))
+
     def _load_entry_points(self, only: set[str] | None) -> None:
-        for ep in importlib_metadata.entry_points(group=ENTRY_POINT_GROUP):
+        eps = list(importlib_metadata.entry_points(group=ENTRY_POINT_GROUP))
+        if only is not None:
+            # A misspelt selection would otherwise load nothing, silently.
+            unknown = sorted(only - {ep.name for ep in eps})
+            if unknown:
+                installed = ", ".join(sorted({ep.name for ep in eps})) or "none"
+                raise PluginError(
+                    f"{ENV_VAR} / config 'plugins' names plugin(s) that are not installed: "
+                    f"{', '.join(unknown)} (installed: {installed})"
+                )
+        for ep in eps:
             if only is not None and ep.name not in only:
                 continue
             if self.pm.has_plugin(ep.name):
@@ -95,7 +119,13 @@ class SpadePlugins:
 
     def register(self, plugin: object, name: str | None = None) -> None:
         """Register a plugin object directly (tests, embedding applications)."""
-        self.pm.register(plugin, name=name)
+        registered = self.pm.register(plugin, name=name)
+        if registered is None:
+            raise PluginError(f"plugin {name!r} is blocked and was not registered")
+        self.pm.check_pending()
+        info = PluginInfo(registered, getattr(plugin, "__name__", type(plugin).__name__), None, None, False)
+        self._fill_hooks(info)
+        self.infos.append(info)
         self._domains = None
         self._factories.clear()
 
@@ -105,15 +135,27 @@ class SpadePlugins:
         with self._lock:
             if self._domains is None:
                 found: dict[str, Domain] = {}
+                owner: dict[str, str] = {}
+                # Each implementation is called on its own so that every domain is traced
+                # back to the plugin that registered it (``spade plugins`` shows this).
+                for impl in reversed(self.pm.hook.spade_register_domains.get_hookimpls()):
 
-                def register(domain: Domain) -> None:
-                    if not isinstance(domain, Domain):
-                        raise PluginError(f"register() expects a Domain, got {type(domain).__name__}")
-                    if domain.name in found:
-                        raise PluginError(f"domain {domain.name!r} registered twice")
-                    found[domain.name] = domain
+                    def register(domain: Domain, _plugin: str = impl.plugin_name) -> None:
+                        if not isinstance(domain, Domain):
+                            raise PluginError(
+                                f"plugin {_plugin!r}: register() expects a Domain, got {type(domain).__name__}"
+                            )
+                        if domain.name in found:
+                            raise PluginError(
+                                f"domain {domain.name!r} registered twice "
+                                f"(by {owner[domain.name]!r} and {_plugin!r})"
+                            )
+                        found[domain.name] = domain
+                        owner[domain.name] = _plugin
 
-                self.pm.hook.spade_register_domains(register=register)
+                    impl.function(register=register)
+                for info in self.infos:
+                    info.domains = sorted(d for d, p in owner.items() if p == info.name)
                 self._domains = found
             return self._domains
 

@@ -1,0 +1,395 @@
+"""SPADE core's CLI commands: ``list``, ``show``, ``play``, ``import``, ``export``, ``plugins``.
+
+Registered by the built-in plugin through ``spade_register_commands`` (:func:`register`).
+Each command parses its options, calls the module that does the work (catalog, play,
+importer, exporter) and renders the result with rich; ``--json`` prints machine-readable
+output instead. Errors are :class:`~spade_core.errors.SpadeError` and reach the user as
+one red line (see :mod:`spade_core.cli`).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.panel import Panel
+from rich.table import Table
+
+from .cli import command_config
+from .metadata import EnvMetadata, EnvStatus
+
+
+class ImportStatus(StrEnum):
+    """Statuses an import may give (``retired`` makes no sense for new code)."""
+
+    candidate = "candidate"
+    admitted = "admitted"
+
+
+class ExportFormatChoice(StrEnum):
+    jsonl = "jsonl"
+    parquet = "parquet"
+    dir = "dir"
+
+
+def _console() -> Console:
+    # Created per call: CliRunner swaps sys.stdout between invocations.
+    return Console(highlight=False, soft_wrap=False)
+
+
+def _echo_json(value: Any) -> None:
+    typer.echo(json.dumps(value, indent=2, ensure_ascii=False, default=str))
+
+
+def _plugins() -> Any:
+    from .plugins import get_plugins
+
+    return get_plugins()
+
+
+def _fmt(value: float | None, spec: str = ".2f") -> str:
+    return "-" if value is None else format(value, spec)
+
+
+def _clip(text: str, width: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+# --- spade list -----------------------------------------------------------------------
+
+
+def list_envs(
+    ctx: typer.Context,
+    domain: str | None = typer.Option(None, "--domain", help="Only this domain."),
+    status: EnvStatus | None = typer.Option(None, "--status", help="Only this status (seeds count as admitted)."),
+    skill: str | None = typer.Option(None, "--skill", help="Only this skill."),
+    limit: int = typer.Option(200, "--limit", min=1, help="At most this many store environments."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
+) -> None:
+    """List environments: the store's and the installed plugins' seed environments."""
+    from .catalog import CatalogEntry, open_store, seed_entries
+
+    config = command_config(ctx)
+    seeds = seed_entries(_plugins(), domain=domain, skill=skill, status=status)
+    with open_store(config) as store:
+        total = store.count(domain=domain, skill=skill, status=status)
+        stored = [CatalogEntry("store", m) for m in store.find(domain=domain, skill=skill, status=status, limit=limit)]
+    entries = seeds + stored
+    if as_json:
+        _echo_json([e.summary() for e in entries])
+        return
+    console = _console()
+    table = Table(title=f"{len(seeds)} seed + {total} store environments", title_justify="left")
+    for col in ("id", "kind", "domain", "skill", "status", "turns", "win rate", "regret", "description"):
+        table.add_column(col, no_wrap=col != "description", justify="right" if col in ("turns", "win rate", "regret") else "left")
+    colours = {"admitted": "green", "candidate": "yellow", "retired": "dim"}
+    for e in entries:
+        s = e.summary()
+        table.add_row(
+            escape(s["id"]),
+            "[cyan]seed[/]" if e.kind == "seed" else "store",
+            escape(s["domain"]),
+            escape(s["skill"]),
+            f"[{colours[s['status']]}]{s['status']}[/]",
+            str(s["max_turns"]),
+            _fmt(s["win_rate"]),
+            _fmt(s["regret"], ".3f"),
+            escape(_clip(s["description"], 60)),
+        )
+    console.print(table)
+    if total > len(stored):
+        console.print(f"[dim]showing {len(stored)} of {total} store environments; --limit shows more[/]")
+
+
+# --- spade show -----------------------------------------------------------------------
+
+
+def _metadata_panel(kind: str, m: EnvMetadata) -> Panel:
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(style="bold")
+    grid.add_column()
+    rows: list[tuple[str, Any]] = [
+        ("gym id", m.gym_id),
+        ("kind", "seed (trusted, plugin)" if kind == "seed" else "store (sandboxed)"),
+        ("status", m.status.value),
+        ("domain / skill", f"{m.domain} / {m.skill}"),
+        ("action format", m.action_format.value),
+        ("max turns", m.max_turns),
+        ("reward range", f"[{m.reward_range[0]}, {m.reward_range[1]}]"),
+        ("difficulty", _fmt(m.difficulty)),
+        ("class", m.class_name or "-"),
+        ("code hash", m.code_hash[:16] + "…" if m.code_hash else "-"),
+        ("designer", m.designer_model or "-"),
+        ("document", f"{m.document.corpus}:{m.document.doc_id}" if m.document else "-"),
+        ("tags", ", ".join(m.tags) or "-"),
+        ("created", m.created_at.isoformat(timespec="seconds")),
+        ("description", m.description or "-"),
+        ("hint", m.hint or "-"),
+    ]
+    for k, v in rows:
+        grid.add_row(k, escape(str(v)))
+    return Panel(grid, title=f"[bold]{escape(m.id)}", title_align="left")
+
+
+def _validation_panel(m: EnvMetadata) -> Panel:
+    v = m.validation
+    if v is None:
+        return Panel("not validated yet", title="validation", title_align="left")
+    head = "[green]passed[/]" if v.passed else f"[red]failed[/] at stage [bold]{escape(v.failed_stage or '?')}[/]"
+    lines = [head + f"   feasibility proven: {'yes' if v.feasibility_proven else 'no'}"]
+    if v.timings:
+        lines.append("time: " + ", ".join(f"{k} {t:.2f}s" for k, t in v.timings.items()))
+    lines += [f"- {escape(r)}" for r in v.reasons]
+    if v.duplicate_of:
+        lines.append(f"duplicate of {escape(v.duplicate_of)}")
+    return Panel("\n".join(lines), title="validation", title_align="left")
+
+
+def _stats_table(m: EnvMetadata) -> Table:
+    table = Table(title="stats", title_justify="left")
+    for col in ("snapshot", "samples", "win rate", "regret", "hinted", "unhinted", "measured"):
+        table.add_column(col)
+    for s in m.stats:
+        table.add_row(
+            escape(s.policy_snapshot),
+            str(s.samples),
+            _fmt(s.win_rate),
+            _fmt(s.regret, ".3f"),
+            _fmt(s.mean_return_hinted),
+            _fmt(s.mean_return_unhinted),
+            s.measured_at.isoformat(timespec="seconds"),
+        )
+    return table
+
+
+def show(
+    ctx: typer.Context,
+    env_id: str = typer.Argument(..., metavar="ID", help="Environment id, name (latest version) or spade/<id>."),
+    code: bool = typer.Option(False, "--code", help="Also show the source code."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON instead of panels."),
+) -> None:
+    """Show one environment: metadata, validation, stats, lineage (and code)."""
+    from .catalog import open_store, resolve
+
+    config = command_config(ctx)
+    with open_store(config) as store:
+        entry = resolve(env_id, _plugins(), store)
+        m = entry.metadata
+        ancestors = [a.id for a in store.lineage(m.id)] if entry.kind == "store" else []
+        children = [d.id for d in store.descendants(m.id)] if entry.kind == "store" else []
+        source = entry.source(store) if code else None
+    if as_json:
+        out: dict[str, Any] = {
+            "kind": entry.kind,
+            "metadata": m.model_dump(mode="json"),
+            "lineage": ancestors,
+            "descendants": children,
+        }
+        if source is not None:
+            out["source"] = source
+        _echo_json(out)
+        return
+    console = _console()
+    console.print(_metadata_panel(entry.kind, m))
+    console.print(_validation_panel(m))
+    if m.stats:
+        console.print(_stats_table(m))
+    else:
+        console.print("[dim]no play statistics yet[/]")
+    if entry.kind == "store":
+        console.print(
+            f"lineage: parents {escape(', '.join(m.parent_ids) or '-')}; "
+            f"ancestors {escape(' <- '.join(ancestors) or '-')}; descendants {escape(', '.join(children) or '-')}"
+        )
+    if source is not None:
+        from rich.syntax import Syntax
+
+        console.print(Syntax(source, "python", line_numbers=True, word_wrap=False))
+
+
+# --- spade play -----------------------------------------------------------------------
+
+
+def play(
+    ctx: typer.Context,
+    env_id: str = typer.Argument(..., metavar="ID", help="Environment id, name or spade/<id>."),
+    seed: int | None = typer.Option(None, "--seed", help="Episode seed (default: drawn, and shown)."),
+    in_process: bool = typer.Option(
+        False, "--in-process", help="Run store code in this process instead of the sandbox (trusted code only)."
+    ),
+) -> None:
+    r"""Play an environment in the terminal: type actions (wrapped as \boxed{...} for boxed
+    domains), :solution to reveal, :reset [SEED], :quit."""
+    from .catalog import open_store, resolve
+    from .play import PlaySession, open_env, play_in_terminal
+
+    config = command_config(ctx)
+    with open_store(config) as store:
+        entry = resolve(env_id, _plugins(), store)
+        env = open_env(entry, config, in_process=in_process, store=store)
+    console = _console()
+    if entry.kind == "store" and (in_process or config.store_envs_run == "in-process"):
+        console.print("[yellow]running store code in this process (no sandbox)[/]")
+
+    def read_line() -> str | None:
+        console.print("[bold]>[/] ", end="")
+        line = sys.stdin.readline()
+        if not line:
+            console.print()
+            return None
+        return line.rstrip("\n")
+
+    try:
+        play_in_terminal(PlaySession(env, entry.metadata.action_format, seed), read_line, console)
+    finally:
+        env.close()
+
+
+# --- spade import ---------------------------------------------------------------------
+
+
+def import_envs(
+    ctx: typer.Context,
+    path: Path = typer.Argument(..., help="A .py file, a folder, or a .jsonl / .parquet pool."),
+    domain: str | None = typer.Option(None, "--domain", help="Domain of every item (else the data's 'domain')."),
+    skill: str | None = typer.Option(None, "--skill", help="Skill of every item (else the data's, else 'general')."),
+    status: ImportStatus | None = typer.Option(None, "--status", help="Status of every item (default: candidate)."),
+    new_version: bool = typer.Option(
+        False, "--new-version", help="Store code whose id is taken by other code as the next version."
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print the per-item report as JSON."),
+) -> None:
+    """Import environments; every item is reported, bad items never stop the batch."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from .catalog import open_store
+    from .importer import ImportOptions, ImportOutcome, import_items, read_items
+
+    config = command_config(ctx)
+    items = list(read_items(path))
+    options = ImportOptions(domain=domain, skill=skill, status=EnvStatus(status.value) if status else None)
+    err_console = Console(stderr=True)
+    progress = Progress(
+        TextColumn("importing"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+        console=err_console, transient=True,
+    )
+    with open_store(config) as store, progress:
+        task = progress.add_task("import", total=len(items))
+
+        def advance(_: ImportOutcome) -> None:
+            progress.advance(task)
+
+        report = import_items(store, items, options, new_version=new_version, on_item=advance)
+    if as_json:
+        _echo_json([o.to_json() for o in report.outcomes])
+    else:
+        _print_import_report(report, str(path))
+    if not report.ok:
+        raise typer.Exit(1)
+
+
+def _print_import_report(report: Any, origin: str) -> None:
+    console = _console()
+    rows = report.outcomes
+    big = len(rows) > 100
+    table = Table(title=f"import of {escape(origin)}", title_justify="left")
+    for col in ("item", "outcome", "environment", "details"):
+        table.add_column(col, overflow="fold")
+    colours = {"imported": "green", "unchanged": "cyan", "failed": "red"}
+    for o in rows:
+        if big and o.outcome != "failed":
+            continue
+        details = o.reason or "; ".join(o.notes)
+        table.add_row(escape(o.origin), f"[{colours[o.outcome]}]{o.outcome}[/]", escape(o.env_id or "-"), escape(details))
+    if rows and (not big or report.count("failed")):
+        console.print(table)
+    console.print(
+        f"{report.count('imported')} imported, {report.count('unchanged')} unchanged, "
+        f"{report.count('failed')} failed" + (" (only failures listed; --json lists all)" if big else "")
+    )
+
+
+# --- spade export ---------------------------------------------------------------------
+
+
+def export(
+    ctx: typer.Context,
+    path: Path = typer.Argument(..., help="Target file (.jsonl, .parquet) or folder."),
+    fmt: ExportFormatChoice | None = typer.Option(None, "--format", help="jsonl, parquet or dir (default: from PATH)."),
+    domain: str | None = typer.Option(None, "--domain"),
+    skill: str | None = typer.Option(None, "--skill"),
+    status: EnvStatus | None = typer.Option(None, "--status"),
+    force: bool = typer.Option(False, "--force", help="Replace an existing file / write into a non-empty folder."),
+) -> None:
+    """Export store environments in a format `spade import` reads back."""
+    from rich.progress import Progress, SpinnerColumn, TextColumn
+
+    from .catalog import open_store
+    from .exporter import export_envs, iter_envs
+
+    config = command_config(ctx)
+    progress = Progress(SpinnerColumn(), TextColumn("exported {task.completed}"), console=Console(stderr=True), transient=True)
+    with open_store(config) as store, progress:
+        task = progress.add_task("export", total=None)
+        n = export_envs(
+            iter_envs(store, domain=domain, skill=skill, status=status),
+            path,
+            fmt.value if fmt else None,
+            overwrite=force,
+            on_item=lambda _m: progress.advance(task),
+        )
+    _console().print(f"exported {n} environments to {escape(str(path))}")
+
+
+# --- spade plugins --------------------------------------------------------------------
+
+
+def plugins(as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table.")) -> None:
+    """List loaded plugins: distribution, version, hooks and the domains they register."""
+    ps = _plugins()
+    ps.domains()  # fills each plugin's domain list
+    infos = [
+        {
+            "name": i.name,
+            "module": i.module,
+            "distribution": i.distribution,
+            "version": i.version,
+            "builtin": i.builtin,
+            "hooks": i.hooks,
+            "domains": i.domains,
+        }
+        for i in ps.infos
+    ]
+    if as_json:
+        _echo_json(infos)
+        return
+    table = Table(title=f"{len(infos)} plugins", title_justify="left")
+    for col in ("name", "distribution", "version", "builtin", "hooks", "domains"):
+        table.add_column(col, overflow="fold")
+    for i in infos:
+        table.add_row(
+            escape(i["name"]),
+            escape(i["distribution"] or "-"),
+            escape(i["version"] or "-"),
+            "yes" if i["builtin"] else "",
+            escape(", ".join(h.removeprefix("spade_") for h in i["hooks"]) or "-"),
+            escape(", ".join(i["domains"]) or "-"),
+        )
+    _console().print(table)
+
+
+def register(cli: typer.Typer) -> None:
+    """Add the core commands to ``cli`` (called by the built-in plugin)."""
+    cli.command("list")(list_envs)
+    cli.command("show")(show)
+    cli.command("play")(play)
+    cli.command("import")(import_envs)
+    cli.command("export")(export)
+    cli.command("plugins")(plugins)

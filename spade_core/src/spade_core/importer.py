@@ -1,0 +1,450 @@
+r"""Reading environment pools from disk into store-ready ``(source, EnvMetadata)`` pairs.
+
+Accepted inputs (what ``spade import`` reads):
+
+* a ``.py`` file holding one reference-format environment, optionally with a sidecar
+  ``<stem>.json`` of metadata next to it (what ``spade export --format dir`` writes);
+* a folder: every ``*.py`` (with sidecars), ``*.jsonl`` and ``*.parquet`` in it, sorted;
+* JSONL or Parquet with one environment per row, as published pools are: the code in a
+  column named ``code`` / ``env_code`` / ``source`` / ``env_source`` / ``program`` and
+  metadata either as flat columns (``name`` / ``env_name`` / ``env_id``, ``skill``,
+  ``description``, ``domain``, ``difficulty``, ``max_turns``...) or as a full
+  :class:`~spade_core.metadata.EnvMetadata` document in a ``metadata`` column (what
+  ``spade export`` writes).
+
+Every row is judged on its own: a malformed line, missing code, a syntax error, no class
+ending in ``Env`` or metadata that fails validation becomes an :class:`ItemError` naming
+the row and the reason, and never stops the rest of the batch. Only a problem with the
+input as a whole (no such path, unsupported format) raises :class:`ImportSourceError`.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import ValidationError
+
+from .errors import EnvLoadError, EnvNotFound, InvalidTransition, SpadeError, StoreError
+from .metadata import EnvMetadata, EnvStatus, code_hash
+from .source import find_env_class
+
+#: Column names that may hold the environment's code, in order of preference.
+CODE_KEYS = ("code", "env_code", "source", "env_source", "program")
+#: Column names that may hold the environment's name, in order of preference.
+NAME_KEYS = ("name", "env_name", "env_id", "id")
+SKILL_KEYS = ("skill", "skill_name", "category")
+DESCRIPTION_KEYS = ("description", "env_description", "desc")
+DOMAIN_KEYS = ("domain", "setting")
+#: Flat columns copied into the metadata as they are (validated by the model).
+PASSTHROUGH_KEYS = (
+    "difficulty",
+    "max_turns",
+    "reward_range",
+    "action_format",
+    "designer_model",
+    "hint",
+    "tags",
+    "parent_ids",
+    "nondeterministic",
+    "status",
+)
+#: Skill given to environments whose row names none and no ``--skill`` was passed.
+DEFAULT_SKILL = "general"
+#: Larger sources are refused: no designer writes a megabyte environment on purpose.
+MAX_SOURCE_BYTES = 1_000_000
+SUFFIXES = (".py", ".jsonl", ".parquet")
+
+
+class ImportSourceError(SpadeError):
+    """The import input as a whole cannot be read (missing path, unknown format)."""
+
+
+class ItemError(SpadeError):
+    """One item of an import batch is unusable; ``origin`` names it (file, file:line)."""
+
+    def __init__(self, origin: str, reason: str) -> None:
+        super().__init__(f"{origin}: {reason}")
+        self.origin = origin
+        self.reason = reason
+
+
+@dataclass(frozen=True)
+class RawItem:
+    """One environment as read from disk, before any validation.
+
+    ``error`` is set when the item could not even be read (a malformed JSON line).
+    """
+
+    origin: str
+    row: dict[str, Any] = field(default_factory=dict)
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class ImportOptions:
+    """Values given on the command line; when set they apply to every item."""
+
+    domain: str | None = None
+    skill: str | None = None
+    status: EnvStatus | None = None
+
+
+@dataclass(frozen=True)
+class PreparedItem:
+    """A validated item: the code, its metadata, and how the name was obtained."""
+
+    origin: str
+    source: str
+    metadata: EnvMetadata
+    #: ``True`` when the name came from the class name rather than the data.
+    name_derived: bool
+    #: Columns of the row that were not understood (reported, not stored).
+    ignored: tuple[str, ...] = ()
+
+
+# --- reading -------------------------------------------------------------------------
+
+
+def read_items(path: str | Path) -> Iterator[RawItem]:
+    """Every item under ``path`` in a stable order (see the module docstring)."""
+    p = Path(path)
+    if not p.exists():
+        raise ImportSourceError(f"{p}: no such file or folder")
+    if p.is_dir():
+        files = sorted(f for f in p.iterdir() if f.is_file() and f.suffix in SUFFIXES)
+        if not files:
+            raise ImportSourceError(f"{p}: the folder holds no .py, .jsonl or .parquet files")
+        for f in files:
+            yield from _read_file(f)
+    else:
+        yield from _read_file(p)
+
+
+def _read_file(p: Path) -> Iterator[RawItem]:
+    if p.suffix == ".py":
+        yield _read_py(p)
+    elif p.suffix == ".jsonl":
+        yield from _read_jsonl(p)
+    elif p.suffix == ".parquet":
+        yield from _read_parquet(p)
+    else:
+        raise ImportSourceError(f"{p}: unsupported file type {p.suffix!r} (use .py, .jsonl, .parquet or a folder)")
+
+
+def _read_py(p: Path) -> RawItem:
+    try:
+        code = p.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        return RawItem(p.name, error=f"cannot read: {exc}")
+    row: dict[str, Any] = {}
+    sidecar = p.with_suffix(".json")
+    if sidecar.is_file():
+        try:
+            meta = json.loads(sidecar.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            return RawItem(p.name, error=f"metadata file {sidecar.name} is not valid JSON: {exc}")
+        if not isinstance(meta, dict):
+            return RawItem(p.name, error=f"metadata file {sidecar.name} must hold a JSON object")
+        row.update(meta)
+    row["code"] = code
+    return RawItem(p.name, row)
+
+
+def _read_jsonl(p: Path) -> Iterator[RawItem]:
+    try:
+        handle = p.open(encoding="utf-8")
+    except OSError as exc:
+        raise ImportSourceError(f"{p}: cannot read: {exc}") from None
+    with handle:
+        for lineno, line in enumerate(handle, start=1):
+            origin = f"{p.name}:{lineno}"
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as exc:
+                yield RawItem(origin, error=f"malformed JSON: {exc.msg} at column {exc.colno}")
+                continue
+            if not isinstance(row, dict):
+                yield RawItem(origin, error=f"a line must hold a JSON object, got {type(row).__name__}")
+                continue
+            yield RawItem(origin, row)
+
+
+def _read_parquet(p: Path) -> Iterator[RawItem]:
+    try:
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise ImportSourceError(
+            f"{p}: reading Parquet needs pyarrow (pip install 'spade-core[parquet]')"
+        ) from None
+    try:
+        pf = pq.ParquetFile(p)
+    except Exception as exc:  # pyarrow raises several types for a damaged file
+        raise ImportSourceError(f"{p}: not a readable Parquet file: {exc}") from None
+    index = 0
+    for batch in pf.iter_batches(batch_size=512):
+        for row in batch.to_pylist():
+            yield RawItem(f"{p.name}#{index}", row)
+            index += 1
+
+
+# --- preparing -----------------------------------------------------------------------
+
+
+def sanitize_name(raw: str) -> str:
+    """Turn any label into a valid environment name (``NAME_RE``), keeping it readable.
+
+    ``spade/foo-v3`` -> ``foo``; ``tower-of-hanoi 3`` -> ``tower_of_hanoi_3``; a label that
+    does not start with a letter gets the prefix ``env_``.
+    """
+    s = raw.strip()
+    s = re.sub(r"^spade/", "", s)
+    s = re.sub(r"-v\d+$", "", s)
+    s = re.sub(r"[^A-Za-z0-9_.]+", "_", s).strip("_.")
+    if not s:
+        s = "env"
+    elif not s[0].isalpha():
+        s = "env_" + s
+    return s[:120]
+
+
+def name_from_class(class_name: str) -> str:
+    """``TowerOfHanoiEnv`` -> ``TowerOfHanoi`` (a bare ``Env`` stays ``Env``)."""
+    stem = class_name[: -len("Env")] if class_name.endswith("Env") and len(class_name) > 3 else class_name
+    return sanitize_name(stem)
+
+
+def _first(row: Mapping[str, Any], keys: tuple[str, ...]) -> tuple[str | None, Any]:
+    for k in keys:
+        v = row.get(k)
+        if v is not None and v != "":
+            return k, v
+    return None, None
+
+
+def _class_docstring(source: str, class_name: str) -> str:
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.ClassDef) and node.name == class_name:
+            doc = ast.get_docstring(node) or ""
+            return " ".join(doc.split())[:2000]
+    return ""
+
+
+def _validation_reason(exc: ValidationError) -> str:
+    parts = []
+    for err in exc.errors():
+        loc = ".".join(str(x) for x in err["loc"]) or "metadata"
+        parts.append(f"{loc}: {err['msg']}")
+    return "invalid metadata: " + "; ".join(parts)
+
+
+def prepare(item: RawItem, options: ImportOptions = ImportOptions()) -> PreparedItem:
+    """Validate one item; raise :class:`ItemError` with the reason when it is unusable."""
+    if item.error is not None:
+        raise ItemError(item.origin, item.error)
+    row = item.row
+    code_key, code = _first(row, CODE_KEYS)
+    if code is None:
+        raise ItemError(item.origin, f"no code (looked for a column named {', '.join(CODE_KEYS)})")
+    if not isinstance(code, str):
+        raise ItemError(item.origin, f"column {code_key!r} holds {type(code).__name__}, expected the source text")
+    size = len(code.encode("utf-8"))
+    if size > MAX_SOURCE_BYTES:
+        raise ItemError(item.origin, f"code is {size} bytes (limit {MAX_SOURCE_BYTES})")
+    try:
+        class_name = find_env_class(code)
+    except EnvLoadError as exc:
+        raise ItemError(item.origin, str(exc).removeprefix("<env>: ")) from None
+
+    nested = row.get("metadata")
+    if nested is not None:
+        if isinstance(nested, str):
+            try:
+                nested = json.loads(nested)
+            except json.JSONDecodeError as exc:
+                raise ItemError(item.origin, f"column 'metadata' is not valid JSON: {exc.msg}") from None
+        if not isinstance(nested, dict):
+            raise ItemError(item.origin, "column 'metadata' must hold a JSON object")
+        return _prepare_full(item.origin, code, class_name, nested, options)
+    if "schema_version" in row:  # a full metadata document flattened into the row (sidecar)
+        meta = {k: v for k, v in row.items() if k not in CODE_KEYS}
+        return _prepare_full(item.origin, code, class_name, meta, options)
+    return _prepare_flat(item.origin, code, code_key or "code", class_name, row, options)
+
+
+def _apply_options(data: dict[str, Any], options: ImportOptions) -> None:
+    if options.domain is not None:
+        data["domain"] = options.domain
+    if options.skill is not None:
+        data["skill"] = options.skill
+    if options.status is not None:
+        data["status"] = options.status
+
+
+def _prepare_full(
+    origin: str, code: str, class_name: str, data: dict[str, Any], options: ImportOptions
+) -> PreparedItem:
+    """A complete metadata document (an export): validated strictly, nothing renamed."""
+    data = dict(data)
+    recorded = data.get("code_hash")
+    actual = code_hash(code)
+    if recorded and recorded != actual:
+        raise ItemError(origin, "code_hash in the metadata does not match the code (was the code edited?)")
+    data["code_hash"] = actual
+    data.setdefault("class_name", class_name)
+    _apply_options(data, options)
+    try:
+        meta = EnvMetadata.model_validate(data)
+    except ValidationError as exc:
+        raise ItemError(origin, _validation_reason(exc)) from None
+    return PreparedItem(origin, code, meta, name_derived=False)
+
+
+def _prepare_flat(
+    origin: str, code: str, code_key: str, class_name: str, row: Mapping[str, Any], options: ImportOptions
+) -> PreparedItem:
+    """Flat columns of a published pool: aliases resolved, the name sanitised or derived."""
+    used = {code_key}
+    name_key, raw_name = _first(row, NAME_KEYS)
+    if raw_name is not None:
+        used.add(name_key or "")
+        name = sanitize_name(str(raw_name))
+        derived = False
+    else:
+        name = name_from_class(class_name)
+        derived = True
+    data: dict[str, Any] = {"name": name, "class_name": class_name, "code_hash": code_hash(code)}
+
+    for target, keys in (("domain", DOMAIN_KEYS), ("skill", SKILL_KEYS), ("description", DESCRIPTION_KEYS)):
+        key, value = _first(row, keys)
+        if key is not None:
+            used.add(key)
+            data[target] = value
+    for key in PASSTHROUGH_KEYS:
+        if key in row and row[key] is not None:
+            used.add(key)
+            data[key] = row[key]
+    _apply_options(data, options)
+    if "domain" not in data:
+        raise ItemError(origin, "no domain: the data has no 'domain' column; pass --domain")
+    data.setdefault("skill", DEFAULT_SKILL)
+    if not data.get("description"):
+        data["description"] = _class_docstring(code, class_name)
+    try:
+        meta = EnvMetadata.model_validate(data)
+    except ValidationError as exc:
+        raise ItemError(origin, _validation_reason(exc)) from None
+    ignored = tuple(sorted(k for k in row if k not in used and k not in NAME_KEYS))
+    return PreparedItem(origin, code, meta, name_derived=derived, ignored=ignored)
+
+
+
+# --- storing -------------------------------------------------------------------------
+
+Outcome = Literal["imported", "unchanged", "failed"]
+
+
+@dataclass(frozen=True)
+class ImportOutcome:
+    """What happened to one item: ``env_id`` when stored, ``reason`` when it failed."""
+
+    origin: str
+    outcome: Outcome
+    env_id: str | None = None
+    reason: str | None = None
+    notes: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "origin": self.origin,
+            "outcome": self.outcome,
+            "env_id": self.env_id,
+            "reason": self.reason,
+            "notes": list(self.notes),
+        }
+
+
+@dataclass
+class ImportReport:
+    """Per-item outcomes of one ``spade import``, in input order."""
+
+    outcomes: list[ImportOutcome] = field(default_factory=list)
+
+    def count(self, outcome: Outcome) -> int:
+        return sum(1 for o in self.outcomes if o.outcome == outcome)
+
+    @property
+    def ok(self) -> bool:
+        return all(o.outcome != "failed" for o in self.outcomes)
+
+
+def _store_one(store: Any, item: PreparedItem, options: ImportOptions, new_version: bool) -> ImportOutcome:
+    """Add one prepared item; idempotent for code already stored under the same name."""
+    meta = item.metadata
+    notes = list(item.ignored and [f"ignored columns: {', '.join(item.ignored)}"])
+    stored = store.versions(meta.name)
+    same_code = next((m for m in stored if m.code_hash == meta.code_hash), None)
+    if same_code is None and stored and item.name_derived:
+        # A name taken from the class name says nothing about identity: two different
+        # pool entries may both define ``MazeEnv``. Disambiguate deterministically by the
+        # code hash so that a re-import finds the same name again.
+        renamed = f"{meta.name[:111]}_{meta.code_hash[:8]}"
+        notes.append(f"name {meta.name!r} is taken by other code; stored as {renamed!r}")
+        meta = meta.model_copy(update={"name": renamed, "id": f"{renamed}-v{meta.version}"})
+        stored = store.versions(renamed)
+        same_code = next((m for m in stored if m.code_hash == meta.code_hash), None)
+    if same_code is not None:
+        if options.status is not None and same_code.status != options.status:
+            updated = store.set_status(same_code.id, options.status)
+            notes.append(f"status {same_code.status.value} -> {updated.status.value}")
+        return ImportOutcome(item.origin, "unchanged", same_code.id, notes=tuple(notes))
+    if any(m.version == meta.version for m in stored) and not new_version:
+        return ImportOutcome(
+            item.origin,
+            "failed",
+            reason=f"{meta.id} already exists with different code (use --new-version to add it as the next version)",
+            notes=tuple(notes),
+        )
+    saved = store.add(item.source, meta, new_version=new_version)
+    return ImportOutcome(item.origin, "imported", saved.id, notes=tuple(notes))
+
+
+def import_items(
+    store: Any,
+    items: Iterable[RawItem],
+    options: ImportOptions = ImportOptions(),
+    *,
+    new_version: bool = False,
+    on_item: Callable[[ImportOutcome], None] | None = None,
+) -> ImportReport:
+    """Prepare and store every item; item problems are outcomes, never exceptions.
+
+    A :class:`~spade_core.errors.StoreError` that is about the store itself (it cannot be
+    read or written) stops the batch: it is raised with how many items were done, after
+    ``on_item`` has seen every finished item.
+    """
+    report = ImportReport()
+    for raw in items:
+        try:
+            prepared = prepare(raw, options)
+        except ItemError as exc:
+            outcome = ImportOutcome(raw.origin, "failed", reason=exc.reason)
+        else:
+            try:
+                outcome = _store_one(store, prepared, options, new_version)
+            except (InvalidTransition, EnvNotFound) as exc:
+                outcome = ImportOutcome(raw.origin, "failed", reason=str(exc))
+            except StoreError as exc:
+                done = len(report.outcomes)
+                raise StoreError(f"import stopped at {raw.origin} after {done} item(s): {exc}") from exc
+        report.outcomes.append(outcome)
+        if on_item is not None:
+            on_item(outcome)
+    return report

@@ -1,0 +1,205 @@
+r"""A person playing an environment, one typed line per turn (``spade play``).
+
+:class:`PlaySession` is the game logic without any terminal: it turns a typed line into
+an action (wrapping it as ``\boxed{...}`` for boxed domains when the player did not) or a
+session command, and returns what happened as a :class:`Turn`. The terminal loop lives
+in :func:`play_in_terminal`.
+
+Where the environment runs is decided by :func:`open_env`: seed environments are trusted
+and run in this process; store environments run in the sandbox
+(``spade_sandbox.SandboxedEnv``) unless the user explicitly opts in to in-process
+execution (``--in-process`` or ``store_envs_run = "in-process"`` in the config).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from .actions import format_boxed, parse_boxed
+from .catalog import CatalogEntry
+from .config import SpadeConfig
+from .env import ReferenceEnvAdapter, TextEnv
+from .errors import SpadeError, UntrustedCodeError
+from .metadata import ActionFormat
+from .source import load_trusted_class
+
+COMMANDS_HELP = {
+    ":quit": "leave",
+    ":reset [SEED]": "start a new episode (same seed unless one is given)",
+    ":solution": "reveal the environment's reference solution",
+    ":help": "show these commands",
+}
+
+
+def open_env(entry: CatalogEntry, config: SpadeConfig, *, in_process: bool = False, store: Any = None) -> TextEnv:
+    """A Gymnasium text environment for ``entry``, run where its trust level allows."""
+    meta = entry.metadata
+    source = entry.source(store)
+    if entry.kind == "seed":
+        cls = load_trusted_class(source, meta.class_name, source_name=meta.id)
+        return ReferenceEnvAdapter(cls, max_turns=meta.max_turns, reward_range=meta.reward_range)
+    if in_process or config.store_envs_run == "in-process":
+        cls = load_trusted_class(source, meta.class_name, source_name=meta.id)
+        return ReferenceEnvAdapter(cls, max_turns=meta.max_turns, reward_range=meta.reward_range)
+    try:
+        from spade_sandbox import SandboxedEnv  # type: ignore[attr-defined]
+    except ImportError:
+        raise UntrustedCodeError(
+            f"{meta.id} is store code and the sandbox (spade_sandbox.SandboxedEnv) is not available; "
+            "refusing to run it in this process. Pass --in-process (or set "
+            'store_envs_run = "in-process" in spade.toml) only for code you trust.'
+        ) from None
+    allowed: frozenset[str] = frozenset()
+    try:
+        from .plugins import get_plugins
+
+        allowed = get_plugins().domain(meta.domain).allowed_modules
+    except SpadeError:
+        pass  # an uninstalled domain gets the sandbox's standard allow-list only
+    env: TextEnv = SandboxedEnv(source, max_turns=meta.max_turns, allowed_modules=tuple(sorted(allowed)))
+    return env
+
+
+@dataclass(frozen=True)
+class Turn:
+    """What one typed line did."""
+
+    kind: Literal["step", "reset", "solution", "help", "quit", "ignored", "error"]
+    observation: str = ""
+    action: str | None = None
+    reward: float | None = None
+    terminated: bool = False
+    truncated: bool = False
+    info: dict[str, Any] = field(default_factory=dict)
+    solution: list[str] | str | None = None
+    message: str = ""
+
+
+class PlaySession:
+    """One person's session on one environment: episodes, returns and commands."""
+
+    def __init__(self, env: TextEnv, action_format: ActionFormat = ActionFormat.boxed, seed: int | None = None) -> None:
+        self.env = env
+        self.action_format = action_format
+        self.seed = seed
+        self.turns = 0
+        self.total_reward = 0.0
+        self.last_reward = 0.0
+        self.over = False
+
+    def reset(self, seed: int | None = None) -> Turn:
+        if seed is not None:
+            self.seed = seed
+        obs, info = self.env.reset(seed=self.seed)
+        if self.seed is None:  # remember the drawn seed so ":reset" replays the same episode
+            self.seed = getattr(self.env, "last_seed", None)
+        self.turns, self.total_reward, self.last_reward, self.over = 0, 0.0, 0.0, False
+        return Turn("reset", observation=obs, info=info, message=f"seed {self.seed}")
+
+    def to_action(self, line: str) -> str:
+        r"""The action sent for a typed line: boxed domains get ``\boxed{line}`` unless the
+        player already boxed it."""
+        if self.action_format == ActionFormat.boxed and parse_boxed(line) is None:
+            return format_boxed(line)
+        return line
+
+    def handle(self, line: str) -> Turn:
+        text = line.strip()
+        if not text:
+            return Turn("ignored")
+        if text.startswith(":"):
+            return self._command(text)
+        if self.over:
+            return Turn("error", message="the episode is over: :reset to play again, :quit to leave")
+        action = self.to_action(text)
+        try:
+            obs, raw_reward, terminated, truncated, info = self.env.step(action)
+        except SpadeError as exc:
+            return Turn("error", action=action, message=f"the environment failed: {exc}")
+        reward = float(raw_reward)
+        self.turns += 1
+        self.total_reward += reward
+        self.last_reward = reward
+        self.over = terminated or truncated
+        return Turn("step", obs, action, reward, terminated, truncated, info)
+
+    def _command(self, text: str) -> Turn:
+        name, _, arg = text.partition(" ")
+        if name in (":quit", ":q", ":exit"):
+            return Turn("quit")
+        if name in (":help", ":h", ":?"):
+            return Turn("help", message="\n".join(f"{k:16} {v}" for k, v in COMMANDS_HELP.items()))
+        if name == ":reset":
+            seed: int | None = None
+            if arg.strip():
+                try:
+                    seed = int(arg)
+                except ValueError:
+                    return Turn("error", message=f":reset takes an integer seed, got {arg.strip()!r}")
+            return self.reset(seed)
+        if name == ":solution":
+            try:
+                sol = self.env.solution()
+            except (NotImplementedError, AttributeError):
+                return Turn("error", message="this environment does not provide solution()")
+            except SpadeError as exc:
+                return Turn("error", message=f"solution() failed: {exc}")
+            return Turn("solution", solution=sol)
+        return Turn("error", message=f"unknown command {name!r} (:help lists them)")
+
+
+def play_in_terminal(session: PlaySession, read_line: Callable[[], str | None], console: Any) -> PlaySession:
+    """Run ``session`` until ``:quit`` or end of input; print every turn on ``console``.
+
+    ``read_line`` returns the next typed line, or ``None`` at end of input.
+    """
+    from rich.markup import escape
+    from rich.panel import Panel
+
+    def show_obs(turn: Turn, title: str) -> None:
+        console.print(Panel(escape(turn.observation), title=title, title_align="left"))
+
+    first = session.reset()
+    show_obs(first, f"episode start ({first.message})")
+    console.print("[dim]type an action, or :help[/]")
+    while True:
+        line = read_line()
+        if line is None:
+            break
+        turn = session.handle(line)
+        if turn.kind == "quit":
+            break
+        if turn.kind == "ignored":
+            continue
+        if turn.kind == "error":
+            console.print(f"[red]{escape(turn.message)}[/]")
+        elif turn.kind == "help":
+            console.print(escape(turn.message))
+        elif turn.kind == "reset":
+            show_obs(turn, f"episode start ({turn.message})")
+        elif turn.kind == "solution":
+            sol = turn.solution
+            steps = sol if isinstance(sol, list) else [str(sol)]
+            console.print("[yellow]solution:[/]")
+            for i, a in enumerate(steps, 1):
+                console.print(f"  {i}. {escape(a)}", highlight=False)
+        elif turn.kind == "step":
+            show_obs(turn, f"turn {session.turns}: {escape(turn.action or '')}")
+            flags = []
+            if turn.terminated:
+                flags.append("[bold]terminated[/]")
+            if turn.truncated:
+                flags.append("[bold]truncated[/] (turn limit)")
+            console.print(f"reward [bold]{turn.reward:.3f}[/]  " + "  ".join(flags), highlight=False)
+            if session.over:
+                console.print(
+                    f"[green]episode over[/] after {session.turns} turns: final reward "
+                    f"{session.last_reward:.3f}. :reset to play again, :quit to leave",
+                    highlight=False,
+                )
+    console.print(
+        f"bye: {session.turns} turns, final reward {session.last_reward:.3f}", highlight=False
+    )
+    return session

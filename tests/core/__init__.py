@@ -1,0 +1,1 @@
+"""Tests of spade_core: the contracts, the CLI commands, import/export."""
