@@ -5,8 +5,6 @@ from __future__ import annotations
 import itertools
 
 import pytest
-from test_store_backends import env_source, meta, postgres_url, store, store_url  # noqa: F401 (fixtures)
-
 from spade_core.errors import EnvNotFound, InvalidTransition, StoreError
 from spade_core.metadata import (
     TRANSITIONS,
@@ -18,11 +16,16 @@ from spade_core.metadata import (
 )
 from spade_core.store import EnvStore
 
+from . import test_store_backends as backends
+from .test_store_backends import env_source, meta
+
+# fixtures: every test runs on SQLite and PostgreSQL
+postgres_url, store_url, store = backends.postgres_url, backends.store_url, backends.store
+
 
 def blob_count(store: EnvStore) -> int:
-    from sqlalchemy import func, select
-
     from spade_core.store.schema import blobs
+    from sqlalchemy import func, select
 
     with store._reading("test") as conn:
         return int(conn.execute(select(func.count()).select_from(blobs)).scalar_one())

@@ -15,7 +15,6 @@ from pathlib import Path
 from urllib.parse import quote
 
 import pytest
-
 from spade_core.metadata import EnvMetadata
 
 POSTGRES_ENV = "SPADE_TEST_POSTGRES_URL"

@@ -9,16 +9,33 @@ plugin's seed environments with Gymnasium as ``spade/<name>-v<N>``::
     env = gym.make("spade/<name>-v1")
 
 Registration is cheap (lazy entry points; nothing heavy is imported until ``make``) and
-never fails the import: a missing or broken store is reported as a warning.
+never fails the import: a missing or broken store is reported as a warning. The public
+names below are imported on first access, so the import itself stays fast.
 """
 
 from __future__ import annotations
 
-from .actions import ToolAction, ToolCall, format_boxed, parse_boxed, parse_tool_action
-from .env import ReferenceEnvAdapter, TextEnv, UnicodeText
-from .errors import SpadeError
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .actions import ToolAction, ToolCall, format_boxed, parse_boxed, parse_tool_action
+    from .env import ReferenceEnvAdapter, TextEnv, UnicodeText
+    from .errors import SpadeError
 
 __version__ = "0.1.0"
+
+_LAZY = {
+    "ReferenceEnvAdapter": ".env",
+    "TextEnv": ".env",
+    "UnicodeText": ".env",
+    "SpadeError": ".errors",
+    "ToolAction": ".actions",
+    "ToolCall": ".actions",
+    "format_boxed": ".actions",
+    "parse_boxed": ".actions",
+    "parse_tool_action": ".actions",
+}
 
 __all__ = [
     "ReferenceEnvAdapter",
@@ -32,6 +49,16 @@ __all__ = [
     "parse_boxed",
     "parse_tool_action",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
 
 from .registry import register_on_import as _register_on_import  # noqa: E402
 

@@ -1,7 +1,317 @@
-"""Gymnasium registration (being implemented: see the store/registry work)."""
+"""Gymnasium registration of SPADE environments as ``spade/<name>-v<N>``.
+
+``import spade_core`` calls :func:`register_on_import`, which registers
+
+* every seed environment of every loaded domain plugin (trusted code: ``gymnasium.make``
+  loads it in-process through :func:`make_seed_env`), and
+* every admitted environment of the active store (untrusted code: :func:`make_stored_env`
+  runs it in ``spade_sandbox``, or in-process only when ``store_envs_run = "in-process"``).
+
+Contracts:
+
+* Registration never fails the import: a missing store registers nothing (and is not
+  created), a broken store or plugin is reported with ``warnings.warn`` naming it, and the
+  rest is still registered.
+* Entry points are strings, so nothing heavy is imported before ``gymnasium.make``.
+* Cost is linear in the number of environments. ``gymnasium.register`` checks every
+  existing spec on each call (quadratic in a loop), so specs go into Gymnasium's registry
+  dict directly, as :class:`StoredEnvSpec` objects that hold only their id and derive the
+  other fields on first access.
+* The import path avoids SQLAlchemy when the store is a SQLite file: ids are read with the
+  standard library (:mod:`spade_core.store.quick_read`).
+* :func:`register` can be called again after the store changed: it adds new admitted ids
+  and removes the ones it registered before that are no longer admitted.
+"""
 
 from __future__ import annotations
 
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from gymnasium.envs.registration import EnvSpec
+from gymnasium.envs.registration import registry as gym_registry
+
+if TYPE_CHECKING:
+    from .config import SpadeConfig
+    from .store import EnvStore
+
+NAMESPACE = "spade"
+SEED_ENTRY_POINT = "spade_core.registry:make_seed_env"
+STORED_ENTRY_POINT = "spade_core.registry:make_stored_env"
+
+_PREFIX = NAMESPACE + "/"
+
+
+class StoredEnvSpec(EnvSpec):
+    """The spec of an admitted store environment, cheap enough to build 100,000 at import.
+
+    An instance is created without ``EnvSpec.__init__`` and holds only ``id`` and the store
+    URL; ``name``, ``version`` and ``kwargs`` are derived from them on first access (and
+    cached), every other field is the class-level default. It is a real ``EnvSpec``:
+    ``gymnasium.make``, ``pprint_registry``, ``to_json``, pickling and
+    ``dataclasses.replace`` all see the same values a constructed spec would have.
+    """
+
+    entry_point = STORED_ENTRY_POINT
+    namespace = NAMESPACE
+    additional_wrappers = ()
+
+    def __getattr__(self, attr: str) -> Any:
+        # Only called for attributes missing from the instance and the class.
+        values = self.__dict__
+        if attr in ("name", "version", "kwargs") and "id" in values:
+            env_id = values["id"][len(_PREFIX) :]
+            name, _, version = env_id.rpartition("-v")
+            values.setdefault("name", name)
+            values.setdefault("version", int(version))
+            values.setdefault("kwargs", {"env_id": env_id, "store_url": values.get("_store_url")})
+            return values[attr]
+        raise AttributeError(attr)
+
+
+def _stored_specs(ids: list[str], store_url: str) -> dict[str, StoredEnvSpec]:
+    new = object.__new__
+    out: dict[str, StoredEnvSpec] = {}
+    for env_id in ids:
+        spec = new(StoredEnvSpec)
+        gym_id = _PREFIX + env_id
+        spec.__dict__ = {"id": gym_id, "_store_url": store_url}
+        out[gym_id] = spec
+    return out
+
+
+@dataclass
+class Registration:
+    """What one :func:`register` call did."""
+
+    seeds: list[str] = field(default_factory=list)
+    stored: int = 0
+    removed: int = 0
+    store: str | None = None
+    #: Human-readable problems (each also issued as a warning).
+    problems: list[str] = field(default_factory=list)
+
+    def problem(self, message: str) -> None:
+        self.problems.append(message)
+        warnings.warn(message, RuntimeWarning, stacklevel=3)
+
+
+#: Gym ids this module registered, so re-registration can remove stale ones.
+_registered_stored: set[str] = set()
+_registered_seeds: set[str] = set()
+
+
+def register(store: EnvStore | str | None = None, *, seeds: bool = True) -> Registration:
+    """(Re-)register seed environments and the admitted environments of ``store``.
+
+    ``store`` is an open :class:`~spade_core.store.EnvStore`, a store URL, or ``None`` for
+    the active store (``SPADE_HOME/store.db`` or ``store_url`` of ``spade.toml``).
+    """
+    result = Registration()
+    if seeds:
+        _register_seeds(result)
+    url = _store_url(store, result)
+    if url is not None:
+        result.store = url
+        ids = _admitted_ids(store, url, result)
+        if ids is not None:
+            _register_stored(ids, url, result)
+    return result
+
 
 def register_on_import() -> None:
-    """Register store and seed environments with Gymnasium (not yet implemented)."""
+    """Called by ``import spade_core``; never raises (problems become warnings)."""
+    try:
+        register()
+    except Exception as exc:  # the import must survive anything a store or plugin does
+        warnings.warn(f"spade_core: environment registration failed: {exc}", RuntimeWarning, stacklevel=2)
+
+
+# --- the active store ---------------------------------------------------------------------
+
+
+def _store_url(store: EnvStore | str | None, result: Registration) -> str | None:
+    if store is None:
+        try:
+            from .config import load_config
+
+            return load_config().resolved_store_url
+        except Exception as exc:
+            result.problem(f"spade_core: cannot determine the active store: {exc}")
+            return None
+    if isinstance(store, str):
+        return store
+    return store.url
+
+
+def _admitted_ids(store: EnvStore | str | None, url: str, result: Registration) -> list[str] | None:
+    from .errors import StoreError
+    from .store import quick_read
+
+    try:
+        if store is None or isinstance(store, str):
+            path = quick_read.sqlite_path(url)
+            if path is not None:
+                if not path.exists():
+                    return []  # no store yet: nothing admitted, and do not create one
+                ids = quick_read.admitted_ids(path)
+                if ids is not None:
+                    return ids
+            from .store import EnvStore
+
+            with EnvStore(url, create=False) as opened:
+                return opened.admitted_ids()
+        return store.admitted_ids()
+    except StoreError as exc:
+        result.problem(f"spade_core: environments of the store were not registered: {exc}")
+    except Exception as exc:
+        result.problem(f"spade_core: environments of the store {url} were not registered: {type(exc).__name__}: {exc}")
+    return None
+
+
+def _register_stored(ids: list[str], url: str, result: Registration) -> None:
+    specs = _stored_specs(ids, url)
+    clashes = [gym_id for gym_id in specs if gym_id in _registered_seeds]
+    for gym_id in clashes:
+        del specs[gym_id]
+    if clashes:
+        shown = ", ".join(clashes[:5]) + (" ..." if len(clashes) > 5 else "")
+        result.problem(f"spade_core: store environments shadowed by seed environments of the same id: {shown}")
+    stale = _registered_stored - specs.keys()
+    for gym_id in stale:
+        spec = gym_registry.get(gym_id)
+        if isinstance(spec, StoredEnvSpec):
+            del gym_registry[gym_id]
+    gym_registry.update(specs)
+    _registered_stored.clear()
+    _registered_stored.update(specs)
+    result.stored = len(specs)
+    result.removed = len(stale)
+
+
+# --- seed environments --------------------------------------------------------------------
+
+
+def _register_seeds(result: Registration) -> None:
+    try:
+        from .plugins import get_plugins
+
+        domains = get_plugins().domains()
+    except Exception as exc:
+        result.problem(f"spade_core: seed environments were not registered: {exc}")
+        return
+    for domain in domains.values():
+        for seed in domain.seed_envs:
+            spec = EnvSpec(
+                id=seed.gym_id,
+                entry_point=SEED_ENTRY_POINT,
+                kwargs={
+                    "path": str(seed.path),
+                    "class_name": seed.class_name,
+                    "max_turns": seed.max_turns,
+                },
+            )
+            if seed.gym_id in gym_registry and seed.gym_id not in _registered_seeds:
+                result.problem(f"spade_core: seed environment {seed.gym_id} of domain {domain.name!r} replaces an existing registration")
+            gym_registry[seed.gym_id] = spec
+            _registered_seeds.add(seed.gym_id)
+            result.seeds.append(seed.gym_id)
+
+
+# --- entry points: called by gymnasium.make -------------------------------------------------
+
+
+def make_seed_env(
+    path: str, class_name: str | None = None, max_turns: int | None = None, render_mode: str | None = None
+) -> Any:
+    """A seed environment (trusted plugin code) loaded in this process."""
+    from .env import ReferenceEnvAdapter
+    from .errors import EnvLoadError
+    from .source import instantiate, load_trusted_class
+
+    try:
+        source = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise EnvLoadError(f"cannot read the seed environment: {exc.strerror}", source_name=path) from None
+    cls = load_trusted_class(source, class_name, source_name=path)
+    return ReferenceEnvAdapter(lambda: instantiate(cls), max_turns=max_turns, render_mode=render_mode)
+
+
+def make_stored_env(
+    env_id: str, store_url: str | None = None, render_mode: str | None = None, config: SpadeConfig | None = None
+) -> Any:
+    """An admitted store environment: in ``spade_sandbox`` (default), or in this process
+    when the configuration says ``store_envs_run = "in-process"``.
+
+    Raises :class:`~spade_core.errors.UntrustedCodeError` when the sandbox is not
+    installed and in-process execution was not chosen.
+    """
+    import json
+
+    from .config import load_config
+    from .errors import UntrustedCodeError
+
+    config = config or load_config()
+    url = store_url or config.resolved_store_url
+    document, source = _read_stored(url, env_id)
+    info = json.loads(document)
+    max_turns = info.get("max_turns")
+    if config.store_envs_run == "in-process":
+        from .env import ReferenceEnvAdapter
+        from .source import instantiate, load_trusted_class
+
+        cls = load_trusted_class(source, info.get("class_name"), source_name=env_id)
+        return ReferenceEnvAdapter(
+            lambda: instantiate(cls),
+            max_turns=max_turns,
+            reward_range=tuple(info.get("reward_range") or (0.0, 1.0)),
+            render_mode=render_mode,
+        )
+    try:
+        from spade_sandbox import SandboxedEnv
+    except ImportError as exc:
+        if exc.name not in ("spade_sandbox", None):
+            raise
+        raise UntrustedCodeError(
+            f"{env_id} comes from the store and is untrusted: it runs only in the sandbox, and "
+            "spade-sandbox is not installed. Install it (pip install spade-sandbox), or, for code "
+            'you trust, opt in with store_envs_run = "in-process" under [spade] in spade.toml.'
+        ) from None
+    return SandboxedEnv(
+        source,
+        max_turns=max_turns,
+        allowed_modules=_allowed_modules(info.get("domain")),
+        reward_range=tuple(info.get("reward_range") or (0.0, 1.0)),
+        class_name=info.get("class_name"),
+        render_mode=render_mode,
+    )
+
+
+def _read_stored(url: str, env_id: str) -> tuple[str, str]:
+    from .store import quick_read
+
+    path = quick_read.sqlite_path(url)
+    if path is not None:
+        if not path.exists():
+            from .errors import StoreError
+
+            raise StoreError(f"{path}: store file does not exist")
+        found = quick_read.document_and_source(path, env_id)
+        if found is not None:
+            return found
+    from .store import EnvStore
+
+    with EnvStore(url, create=False) as store:
+        meta = store.get(env_id)
+        return meta.model_dump_json(), store.get_source(meta.code_hash)
+
+
+def _allowed_modules(domain: str | None) -> tuple[str, ...]:
+    if not domain:
+        return ()
+    from .plugins import get_plugins
+
+    found = get_plugins().domains().get(domain)
+    return tuple(sorted(found.allowed_modules)) if found is not None else ()

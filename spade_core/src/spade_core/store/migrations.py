@@ -1,0 +1,95 @@
+"""Schema migrations of the store: ordered functions, one per schema version.
+
+``MIGRATIONS[n - 1]`` takes a database at version ``n - 1`` to version ``n`` inside the
+caller's write transaction; :func:`migrate` applies the missing ones in order and records
+each in the schema table. A migration only ever adds to or reshapes what earlier ones
+built, so a store written by any older SPADE opens (and is upgraded) here, while a store
+from a newer SPADE is refused with a clear error instead of being misread.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from sqlalchemy import Connection, insert, inspect, select
+
+from ..errors import StoreError
+from . import schema
+from .layout import OWN_TABLES, SCHEMA_TABLE, STORE_SCHEMA_VERSION
+
+
+@dataclass(frozen=True)
+class Migration:
+    version: int
+    description: str
+    apply: Callable[[Connection], None]
+
+
+def _v1_base_tables(conn: Connection) -> None:
+    schema.metadata_obj.create_all(conn, tables=[schema.schema_table, schema.blobs, schema.envs])
+
+
+def _v2_lineage_edges(conn: Connection) -> None:
+    """Lineage as an indexed edge table, backfilled from each document's ``parent_ids``."""
+    schema.metadata_obj.create_all(conn, tables=[schema.parents])
+    edges = []
+    for env_id, document in conn.execute(select(schema.envs.c.id, schema.envs.c.document)):
+        for position, parent in enumerate(json.loads(document).get("parent_ids") or []):
+            edges.append({"child_id": env_id, "position": position, "parent_id": parent})
+    if edges:
+        conn.execute(insert(schema.parents), edges)
+
+
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration(1, "code blobs and environment versions", _v1_base_tables),
+    Migration(2, "lineage edge table", _v2_lineage_edges),
+)
+assert len(MIGRATIONS) == STORE_SCHEMA_VERSION and all(m.version == i + 1 for i, m in enumerate(MIGRATIONS))
+
+
+def current_version(conn: Connection, *, where: str) -> int:
+    """Schema version of the database behind ``conn``; 0 for an empty database.
+
+    Raises :class:`StoreError` when the database holds some of the store's tables but no
+    schema table (a damaged or foreign database we must not write into).
+    """
+    tables = set(inspect(conn).get_table_names())
+    if SCHEMA_TABLE not in tables:
+        ours = sorted(tables & set(OWN_TABLES))
+        if ours:
+            raise StoreError(
+                f"{where}: has store tables ({', '.join(ours)}) but no {SCHEMA_TABLE} table; "
+                "it is damaged or was not written by SPADE"
+            )
+        return 0
+    version = conn.execute(select(schema.schema_table.c.version).order_by(schema.schema_table.c.version.desc())).first()
+    return int(version[0]) if version else 0
+
+
+def check_supported(version: int, *, where: str) -> None:
+    if version > STORE_SCHEMA_VERSION:
+        raise StoreError(
+            f"{where}: store schema version {version} is newer than this spade-core supports "
+            f"(up to {STORE_SCHEMA_VERSION}); upgrade spade-core to open it"
+        )
+
+
+def migrate(conn: Connection, *, where: str, target: int = STORE_SCHEMA_VERSION) -> list[int]:
+    """Bring the database to ``target`` inside the current transaction; return applied versions."""
+    version = current_version(conn, where=where)
+    check_supported(version, where=where)
+    applied = []
+    for migration in MIGRATIONS[version:target]:
+        migration.apply(conn)
+        conn.execute(
+            insert(schema.schema_table).values(
+                version=migration.version,
+                description=migration.description,
+                applied_at=datetime.now(UTC).isoformat(),
+            )
+        )
+        applied.append(migration.version)
+    return applied

@@ -1,0 +1,100 @@
+"""Read-only access to a SQLite store with the standard library only.
+
+``import spade_core`` registers every admitted environment, and ``gymnasium.make`` of a
+stored one needs its document and code; both run in fresh interpreters where importing
+SQLAlchemy and pydantic would cost more than the whole job. These functions read the same
+tables :class:`~spade_core.store.EnvStore` writes (names from :mod:`.layout`) and never
+create, migrate or write anything. When a store needs migrating, or the URL is not a
+SQLite file, they return ``None`` and the caller uses :class:`EnvStore`.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from urllib.parse import quote
+
+from ..errors import StoreError
+from .layout import ADMITTED_IDS_SQL, BLOBS_TABLE, ENVS_TABLE, SCHEMA_VERSION_SQL, STORE_SCHEMA_VERSION
+
+
+def sqlite_path(url: str) -> Path | None:
+    """The file of a ``sqlite:///path`` URL; ``None`` for other URLs, in-memory or query options."""
+    for prefix in ("sqlite:///", "sqlite+pysqlite:///"):
+        if url.startswith(prefix):
+            rest = url[len(prefix) :]
+            if not rest or rest == ":memory:" or "?" in rest:
+                return None
+            return Path(rest).expanduser()
+    return None
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    uri = f"file:{quote(str(path.resolve()))}?mode=ro"
+    conn = sqlite3.connect(uri, uri=True, timeout=30.0, isolation_level=None)
+    conn.execute("PRAGMA busy_timeout = 30000")
+    return conn
+
+
+def _fail(path: Path, action: str, err: sqlite3.Error) -> StoreError:
+    text = str(err)
+    if "file is not a database" in text:
+        text = "not a SQLite database (garbage, encrypted or not a store file)"
+    elif "malformed" in text:
+        text = f"the database file is corrupted ({text})"
+    return StoreError(f"{path}: {action} failed: {text}")
+
+
+def _current(conn: sqlite3.Connection) -> bool:
+    try:
+        row = conn.execute(SCHEMA_VERSION_SQL).fetchone()
+    except sqlite3.OperationalError as err:
+        if "no such table" in str(err):
+            return False
+        raise
+    return bool(row) and row[0] == STORE_SCHEMA_VERSION
+
+
+def admitted_ids(path: Path) -> list[str] | None:
+    """Admitted ids in insertion order; ``None`` when the schema is not the current one.
+
+    Raises :class:`StoreError` naming ``path`` when the file is not a readable store.
+    """
+    try:
+        conn = _connect(path)
+    except sqlite3.Error as err:
+        raise _fail(path, "opening the store", err) from None
+    try:
+        if not _current(conn):
+            return None
+        return [row[0] for row in conn.execute(ADMITTED_IDS_SQL)]
+    except sqlite3.Error as err:
+        raise _fail(path, "listing admitted environments", err) from None
+    finally:
+        conn.close()
+
+
+def document_and_source(path: Path, env_id: str) -> tuple[str, str] | None:
+    """The stored metadata document (JSON) and code of ``env_id``; ``None`` when the schema
+    is not the current one. Raises :class:`~spade_core.errors.EnvNotFound` naming the id."""
+    from ..errors import EnvNotFound
+
+    try:
+        conn = _connect(path)
+    except sqlite3.Error as err:
+        raise _fail(path, "opening the store", err) from None
+    try:
+        if not _current(conn):
+            return None
+        row = conn.execute(
+            f"SELECT e.document, b.source FROM {ENVS_TABLE} e JOIN {BLOBS_TABLE} b "
+            "ON b.code_hash = e.code_hash WHERE e.id = ?",
+            (env_id,),
+        ).fetchone()
+    except sqlite3.Error as err:
+        raise _fail(path, f"reading {env_id}", err) from None
+    finally:
+        conn.close()
+    if row is None:
+        raise EnvNotFound(f"no environment {env_id!r} in the store {path}")
+    return row[0], row[1]
