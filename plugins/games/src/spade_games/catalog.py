@@ -1,4 +1,4 @@
-"""The seed pool: hand-written games shipped with the plugin, three or more per skill.
+"""The seed pool: nineteen hand-written games shipped with the plugin, three or more per skill.
 
 Each game is a standalone reference-format source file under ``envs/`` (standard library
 only, so it runs unchanged inside the sandbox). This table is the one place that says
@@ -49,11 +49,13 @@ _ENTRIES: tuple[_Entry, ...] = (
            "Break a four-digit code from exact/misplaced peg feedback (Mastermind rules)."),
     _Entry("height_ranking", "logical_deduction", "height_ranking.py", "HeightRankingEnv", 16, 0.5,
            "Sort six people by hidden height with a limited number of pairwise comparisons."),
+    _Entry("culprit_deduction", "logical_deduction", "culprit_deduction.py", "CulpritDeductionEnv", 14, 0.35,
+           "Eliminate suspects, tools and rooms from refuted suggestions, then make one accusation."),
     _Entry("sonar_search", "spatial_reasoning", "sonar_search.py", "SonarSearchEnv", 20, 0.45,
            "Triangulate two sunken buoys on an 8x8 grid from Manhattan-distance pings."),
-    _Entry("battleship", "spatial_reasoning", "battleship.py", "BattleshipEnv", 28, 0.5,
+    _Entry("battleship", "spatial_reasoning", "battleship.py", "BattleshipEnv", 25, 0.5,
            "Find and sink three hidden ships on a 6x6 sea by firing at cells."),
-    _Entry("fog_maze", "spatial_reasoning", "fog_maze.py", "FogMazeEnv", 30, 0.55,
+    _Entry("fog_maze", "spatial_reasoning", "fog_maze.py", "FogMazeEnv", 25, 0.55,
            "Walk a hidden 5x5 maze to its exit, seeing only the openings of the current room."),
     _Entry("affine_cipher", "pattern_recognition", "affine_cipher.py", "AffineCipherEnv", 10, 0.6,
            "Use an encryption oracle to recover an affine letter cipher and decode a message."),

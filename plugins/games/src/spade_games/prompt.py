@@ -92,7 +92,7 @@ file that defines ONE class whose name ends in `Env`. The game must satisfy all 
    the game, together with `terminated=True`. Otherwise reward partial progress (fraction of
    the hidden state uncovered, closeness of an answer...). The final step's reward is the
    episode's score, so give the final reward on the terminating step.
-6. Keep a turn budget `max_turns` (a constructor argument with a default, between 8 and 30);
+6. Keep a turn budget `max_turns` (a constructor argument with a default, between 8 and 25);
    when it runs out without success, return `truncated=True`.
 7. Standard library only. You may import: """
     + ", ".join(ALLOWED_IMPORTS)

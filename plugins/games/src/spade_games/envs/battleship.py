@@ -25,7 +25,7 @@ class BattleshipEnv:
     SHIPS = (3, 2, 2)
     GRAMMAR = "Command: \\boxed{fire C4} fires at column C (A-F), row 4 (1-6)."
 
-    def __init__(self, max_turns=28):
+    def __init__(self, max_turns=25):
         self.max_turns = max_turns
         self.ships = []
         self.shots = {}

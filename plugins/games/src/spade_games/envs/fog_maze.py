@@ -27,7 +27,7 @@ class FogMazeEnv:
     SIZE = 5
     GRAMMAR = "Command: \\boxed{move DIR} with DIR one of north, south, east, west (row 0 is the north edge)."
 
-    def __init__(self, max_turns=30):
+    def __init__(self, max_turns=25):
         self.max_turns = max_turns
         self.open = {}
         self.pos = (0, 0)
@@ -78,7 +78,9 @@ class FogMazeEnv:
         self.pos = (rng.randrange(self.SIZE), rng.randrange(self.SIZE))
         dist = self._distances(self.pos)
         far = max(dist.values())
-        candidates = sorted(cell for cell, d in dist.items() if d >= max(4, far // 2))
+        # Far enough to need exploring, near enough that the shortest walk leaves room to get lost.
+        low = max(4, min(far // 2, 8))
+        candidates = sorted(cell for cell, d in dist.items() if low <= d <= 12)
         self.exit = rng.choice(candidates)
         self.start_dist = dist[self.exit]
         self.turn = 0

@@ -29,6 +29,7 @@ class SwitchCircuitEnv:
         self.switches = [0] * self.N
         self.target = [0] * self.N
         self.plan = []
+        self.matched_at_start = 0
         self.turn = 0
         self.done = False
 
@@ -48,6 +49,7 @@ class SwitchCircuitEnv:
                 break
         self.plan = [k for k in range(self.N) if cheapest[k]]
         self.switches = [0] * self.N
+        self.matched_at_start = self._matched()
         self.turn = 0
         self.done = False
         obs = (
@@ -66,9 +68,13 @@ class SwitchCircuitEnv:
             ", ".join(str(k + 1) for k in range(self.N) if self.switches[k]) or "none",
             self._show(self._lights(self.switches)))
 
+    def _matched(self):
+        return sum(1 for a, b in zip(self._lights(self.switches), self.target) if a == b)
+
     def _progress(self):
-        lit = self._lights(self.switches)
-        return round(0.8 * sum(1 for a, b in zip(lit, self.target) if a == b) / self.N, 4)
+        # Lights that already matched at the start earn nothing: only progress made counts.
+        gained = self._matched() - self.matched_at_start
+        return round(max(0.0, 0.8 * gained / (self.N - self.matched_at_start)), 4)
 
     def _act(self, cmd):
         if cmd is None:
