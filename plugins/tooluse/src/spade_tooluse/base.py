@@ -44,6 +44,7 @@ import copy
 import inspect
 import json
 import random
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -330,6 +331,18 @@ def tool_response(name: str, content: Any, *, error: bool = False) -> str:
     return "<tool_response>" + json.dumps(payload, ensure_ascii=False, sort_keys=False) + "</tool_response>"
 
 
+def output_found(output: str, text: str) -> bool:
+    """Whether ``output`` appears in ``text``, ignoring case and runs of whitespace; an
+    output that starts or ends with a letter or digit must not continue a longer word or
+    number there ("3" is not found in "13")."""
+    needle = r"\s+".join(re.escape(w) for w in output.split())
+    if not needle:
+        return True
+    left = r"(?<![0-9A-Za-z])" if output.strip()[0].isalnum() else ""
+    right = r"(?![0-9A-Za-z])" if output.strip()[-1].isalnum() else ""
+    return re.search(left + needle + right, text, flags=re.IGNORECASE) is not None
+
+
 def _as_call(raw: Any) -> ToolCall:
     if isinstance(raw, ToolCall):
         return raw
@@ -360,7 +373,11 @@ class _Outcome:
 
 
 class ToolEnv:
-    """Base class of multi-turn tool-use environments (see the module docstring)."""
+    """Base class of multi-turn tool-use environments (see the module docstring).
+
+    Attribute and method names starting with ``_te_`` are the base's own; subclasses
+    keep their helpers under other names.
+    """
 
     #: OpenAI-format schemas of the tools; checked against ``tool_*`` methods.
     tools: list[dict[str, Any]] = []
@@ -374,13 +391,13 @@ class ToolEnv:
     #: Top-level state keys that the state comparison skips (scratch, logs).
     ignore_keys: tuple[str, ...] = ()
 
-    _schemas: list[dict[str, Any]] = []
+    _te_schemas: list[dict[str, Any]] = []
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         has_methods = any(a.startswith("tool_") for a in dir(cls))
         if cls.__dict__.get("tools") is not None or has_methods:
-            cls._schemas = check_tool_declarations(cls)
+            cls._te_schemas = check_tool_declarations(cls)
         if cls.advance_on not in ADVANCE_MODES:
             raise ToolSchemaError(cls.__name__, [f"advance_on must be one of {ADVANCE_MODES}, got {cls.advance_on!r}"])
 
@@ -389,12 +406,12 @@ class ToolEnv:
         self.rng = random.Random(0)
         self.seed: int | None = None
         self.turns: list[Turn] = []
-        self._targets: list[dict[str, Any]] = []
-        self._turn = 0
-        self._passed: list[bool] = []
-        self._steps = 0
-        self._turn_answers: list[str] = []
-        self._done = False
+        self._te_targets: list[dict[str, Any]] = []
+        self._te_turn = 0
+        self._te_passed: list[bool] = []
+        self._te_steps = 0
+        self._te_turn_answers: list[str] = []
+        self._te_done = False
 
     # -- subclass hook ---------------------------------------------------------------
 
@@ -406,24 +423,24 @@ class ToolEnv:
 
     def get_tool_schemas(self) -> list[dict[str, Any]]:
         """The OpenAI-format schemas of this environment's tools (a copy)."""
-        return copy.deepcopy(type(self)._schemas)
+        return copy.deepcopy(type(self)._te_schemas)
 
     def reset(self, seed: int | None = None) -> tuple[str, dict[str, Any]]:
         """Start a new episode; the same seed gives the same state, turns and targets."""
         if seed is None:
             seed = random.SystemRandom().randrange(2**31)
-        self._start(seed)
-        self._targets = self._replay_targets(seed)
-        intro = self._intro()
-        return intro + "\n\n" + self._user_message(0), self._info(advanced=False, outcomes=[])
+        self._te_start(seed)
+        self._te_targets = self._te_replay_targets(seed)
+        intro = self._te_intro()
+        return intro + "\n\n" + self._te_user_message(0), self._te_info(advanced=False, outcomes=[])
 
     def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
         """Execute the calls of one agent message, then grade and advance as the mode says."""
         if not self.turns:
             raise ToolEnvError(f"{type(self).__name__}: step() called before reset()")
-        if self._done:
-            return "The episode is over.", self._progress(), True, False, self._info(advanced=False, outcomes=[])
-        self._steps += 1
+        if self._te_done:
+            return "The episode is over.", self._te_progress(), True, False, self._te_info(advanced=False, outcomes=[])
+        self._te_steps += 1
         text = action if isinstance(action, str) else str(action)
         try:
             parsed = parse_tool_action(text)
@@ -432,16 +449,16 @@ class ToolEnv:
                 f"Error: could not parse your tool call: {exc}. Write each call as "
                 '<tool_call>{"name": "<tool>", "arguments": {...}}</tool_call>.'
             )
-            return self._after(obs, [], answered=False, replied=False)
-        outcomes = [self._dispatch(c) for c in parsed.calls]
+            return self._te_after(obs, [], answered=False, replied=False)
+        outcomes = [self._te_dispatch(c) for c in parsed.calls]
         parts = [tool_response(o.name, o.text, error=o.error) for o in outcomes]
         answered = parsed.answer is not None
         if answered:
-            self._turn_answers.append(parsed.answer or "")
+            self._te_turn_answers.append(parsed.answer or "")
         elif not parsed.calls:
-            self._turn_answers.append(text)
+            self._te_turn_answers.append(text)
         replied = not parsed.calls
-        return self._after("\n".join(parts), outcomes, answered=answered, replied=replied)
+        return self._te_after("\n".join(parts), outcomes, answered=answered, replied=replied)
 
     def solution(self) -> list[str]:
         """One action per turn: the turn's reference calls, then its reference answer."""
@@ -457,59 +474,59 @@ class ToolEnv:
 
     # -- internals -------------------------------------------------------------------
 
-    def _start(self, seed: int) -> None:
+    def _te_start(self, seed: int) -> None:
         self.seed = seed
         self.rng = random.Random(seed)
         self.state = {}
         turns = self.build()
         if not isinstance(turns, list) or not turns or not all(isinstance(t, Turn) for t in turns):
             raise ToolEnvError(f"{type(self).__name__}.build() must return a non-empty list of Turn")
-        if not type(self)._schemas:
+        if not type(self)._te_schemas:
             raise ToolEnvError(f"{type(self).__name__} declares no tools")
         try:
             self.state = _canonical(self.state)
         except (TypeError, ValueError) as exc:
             raise ToolEnvError(f"{type(self).__name__}.state is not JSON-serialisable: {exc}") from None
         self.turns = turns
-        self._turn = 0
-        self._passed = []
-        self._steps = 0
-        self._turn_answers = []
-        self._done = False
+        self._te_turn = 0
+        self._te_passed = []
+        self._te_steps = 0
+        self._te_turn_answers = []
+        self._te_done = False
 
-    def _replay_targets(self, seed: int) -> list[dict[str, Any]]:
+    def _te_replay_targets(self, seed: int) -> list[dict[str, Any]]:
         """Replay the reference calls on a fresh instance; the state after each turn."""
         twin = type(self)()
-        twin._start(seed)
+        twin._te_start(seed)
         targets = []
         for k, turn in enumerate(twin.turns):
             for raw in turn.calls:
                 c = _as_call(raw)
-                outcome = twin._dispatch(c, reference=True)
+                outcome = twin._te_dispatch(c)
                 if outcome.kind in ("bad_call", "internal"):
                     raise ToolEnvError(
                         f"{type(self).__name__}: reference call {c.name}({c.arguments}) of turn {k} failed: {outcome.text}"
                     )
-            state = twin._comparable(twin.state)
-            if turn.check is not None and not twin._predicate(turn):
+            state = twin._te_comparable(twin.state)
+            if turn.check is not None and not twin._te_predicate(turn):
                 raise ToolEnvError(f"{type(self).__name__}: the reference calls of turn {k} fail the turn's check")
             targets.append(state)
         return targets
 
-    def _comparable(self, state: dict[str, Any]) -> dict[str, Any]:
+    def _te_comparable(self, state: dict[str, Any]) -> dict[str, Any]:
         snap = _canonical(state)
         for k in self.ignore_keys:
             snap.pop(k, None)
         return snap
 
-    def _predicate(self, turn: Turn) -> bool:
+    def _te_predicate(self, turn: Turn) -> bool:
         try:
             return bool(turn.check(copy.deepcopy(self.state))) if turn.check is not None else True
         except Exception:  # a predicate that crashes on an odd state is a failed check
             return False
 
-    def _dispatch(self, c: ToolCall, *, reference: bool = False) -> _Outcome:
-        schemas = {s["function"]["name"]: s for s in type(self)._schemas}
+    def _te_dispatch(self, c: ToolCall) -> _Outcome:
+        schemas = {s["function"]["name"]: s for s in type(self)._te_schemas}
         schema = schemas.get(c.name)
         if schema is None:
             return _Outcome(c.name, f"unknown tool {c.name!r}; available tools: {', '.join(schemas)}", "bad_call")
@@ -528,52 +545,52 @@ class ToolEnv:
             return _Outcome(c.name, f"internal error in tool {c.name!r}: {type(exc).__name__}: {exc}", "internal")
         return _Outcome(c.name, render_result(result))
 
-    def _turn_passes(self) -> bool:
-        turn = self.turns[self._turn]
+    def _te_turn_passes(self) -> bool:
+        turn = self.turns[self._te_turn]
         try:
-            if self._comparable(self.state) != self._targets[self._turn]:
+            if self._te_comparable(self.state) != self._te_targets[self._te_turn]:
                 return False
         except (TypeError, ValueError):
             return False
-        if not self._predicate(turn):
+        if not self._te_predicate(turn):
             return False
-        said = " ".join(self._turn_answers).casefold()
-        return all(o.casefold() in said for o in turn.outputs)
+        said = " ".join(self._te_turn_answers)
+        return all(output_found(o, said) for o in turn.outputs)
 
-    def _after(
+    def _te_after(
         self, obs: str, outcomes: list[_Outcome], *, answered: bool, replied: bool
     ) -> tuple[str, float, bool, bool, dict[str, Any]]:
-        passes = self._turn_passes()
+        passes = self._te_turn_passes()
         if self.advance_on == "check":
             ends = passes or answered
         else:
             ends = answered or replied
         advanced = False
         if ends:
-            self._passed.append(passes)
-            self._turn += 1
-            self._turn_answers = []
+            self._te_passed.append(passes)
+            self._te_turn += 1
+            self._te_turn_answers = []
             advanced = True
-            if self._turn >= len(self.turns):
-                self._done = True
+            if self._te_turn >= len(self.turns):
+                self._te_done = True
                 closing = "All requests handled. The conversation is over."
                 obs = (obs + "\n\n" + closing).strip()
-                return obs, self._progress(), True, False, self._info(advanced=True, outcomes=outcomes)
-            obs = (obs + "\n\n" + self._user_message(self._turn)).strip()
+                return obs, self._te_progress(), True, False, self._te_info(advanced=True, outcomes=outcomes)
+            obs = (obs + "\n\n" + self._te_user_message(self._te_turn)).strip()
         elif not obs:
             obs = (
                 "No tool call found. Call a tool with <tool_call>{\"name\": ..., \"arguments\": {...}}</tool_call> "
                 "or finish the request with <answer>...</answer>."
             )
-        truncated = self._steps >= self.max_steps
+        truncated = self._te_steps >= self.max_steps
         if truncated:
-            self._done = True
-        return obs, self._progress(), False, truncated, self._info(advanced=advanced, outcomes=outcomes)
+            self._te_done = True
+        return obs, self._te_progress(), False, truncated, self._te_info(advanced=advanced, outcomes=outcomes)
 
-    def _progress(self) -> float:
-        return sum(self._passed) / len(self.turns) if self.turns else 0.0
+    def _te_progress(self) -> float:
+        return sum(self._te_passed) / len(self.turns) if self.turns else 0.0
 
-    def _intro(self) -> str:
+    def _te_intro(self) -> str:
         listing = json.dumps(self.get_tool_schemas(), ensure_ascii=False)
         return (
             f"{self.description}\n"
@@ -582,16 +599,16 @@ class ToolEnv:
             "are allowed). When a request is complete, reply with <answer>...</answer>."
         )
 
-    def _user_message(self, k: int) -> str:
+    def _te_user_message(self, k: int) -> str:
         return f"User (request {k + 1} of {len(self.turns)}): {self.turns[k].user}"
 
-    def _info(self, *, advanced: bool, outcomes: list[_Outcome]) -> dict[str, Any]:
+    def _te_info(self, *, advanced: bool, outcomes: list[_Outcome]) -> dict[str, Any]:
         return {
-            "turn": min(self._turn, len(self.turns)),
+            "turn": min(self._te_turn, len(self.turns)),
             "turns_total": len(self.turns),
-            "turns_passed": int(sum(self._passed)),
-            "turn_results": list(self._passed),
+            "turns_passed": int(sum(self._te_passed)),
+            "turn_results": list(self._te_passed),
             "advanced": advanced,
             "tool_errors": sum(1 for o in outcomes if o.error),
-            "steps": self._steps,
+            "steps": self._te_steps,
         }

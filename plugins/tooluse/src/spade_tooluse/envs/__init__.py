@@ -1,0 +1,1 @@
+"""Seed tool-use environments (one source file each; loaded as environment source, not imported)."""
