@@ -1,1 +1,29 @@
-"""Hook implementations of spade_sandbox (filled in as the package grows)."""
+"""spade_sandbox's hook implementations: its backends and the ``spade sandbox`` commands."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from spade_core.hookspecs import hookimpl
+
+if TYPE_CHECKING:
+    import typer
+
+
+def _native(**options: Any) -> Any:
+    from .backends import ZygoteBackend
+
+    return ZygoteBackend("native", **options)
+
+
+@hookimpl
+def spade_register_sandbox_backends(register: Callable[[str, Callable[..., Any]], None]) -> None:
+    register("native", _native)
+
+
+@hookimpl
+def spade_register_commands(cli: typer.Typer) -> None:
+    from .cli import register
+
+    register(cli)

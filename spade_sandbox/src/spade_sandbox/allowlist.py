@@ -1,0 +1,171 @@
+"""What untrusted environment code may import, name and touch.
+
+Shared by the static layer (:mod:`spade_sandbox.static`) and the runtime guard inside the
+worker (:mod:`spade_sandbox.guard`); imports only the standard library so the worker stays
+small.
+"""
+
+from __future__ import annotations
+
+#: Pure standard-library modules that cannot reach the OS through their public API.
+#: The zygote imports them all before forking, so workers never touch the filesystem.
+DEFAULT_ALLOWED_MODULES: frozenset[str] = frozenset(
+    {
+        "__future__",
+        "abc",
+        "bisect",
+        "cmath",
+        "collections",
+        "collections.abc",
+        "copy",
+        "dataclasses",
+        "datetime",
+        "decimal",
+        "enum",
+        "fractions",
+        "functools",
+        "hashlib",
+        "heapq",
+        "itertools",
+        "json",
+        "math",
+        "numbers",
+        "operator",
+        "random",
+        "re",
+        "statistics",
+        "string",
+        "textwrap",
+        "typing",
+        "unicodedata",
+    }
+)
+
+#: Builtins that environment code may not call or name: they reach the interpreter's
+#: internals (eval/exec/compile, frames, namespaces) or the OS (open, input).
+FORBIDDEN_BUILTINS: frozenset[str] = frozenset(
+    {
+        "__import__",
+        "breakpoint",
+        "compile",
+        "delattr",
+        "eval",
+        "exec",
+        "exit",
+        "globals",
+        "help",
+        "input",
+        "locals",
+        "open",
+        "quit",
+        "setattr",
+        "vars",
+        "memoryview",
+    }
+)
+
+#: Dunder attributes that are harmless to read or call (method protocol, names).
+SAFE_DUNDER_ATTRIBUTES: frozenset[str] = frozenset(
+    {
+        "__init__",
+        "__name__",
+        "__qualname__",
+        "__doc__",
+        "__len__",
+        "__str__",
+        "__repr__",
+        "__eq__",
+        "__ne__",
+        "__lt__",
+        "__le__",
+        "__gt__",
+        "__ge__",
+        "__hash__",
+        "__iter__",
+        "__next__",
+        "__contains__",
+        "__getitem__",
+        "__setitem__",
+        "__delitem__",
+        "__post_init__",
+        "__enter__",
+        "__exit__",
+        "__add__",
+        "__sub__",
+        "__mul__",
+        "__bool__",
+    }
+)
+
+#: Dunder names a class may not define: they hook attribute lookup, pickling or
+#: finalisation, which escapes the static view of what code runs when.
+FORBIDDEN_DUNDER_DEFINITIONS: frozenset[str] = frozenset(
+    {
+        "__getattribute__",
+        "__reduce__",
+        "__reduce_ex__",
+        "__del__",
+        "__init_subclass__",
+        "__class_getitem__",
+        "__set_name__",
+        "__subclasshook__",
+        "__instancecheck__",
+        "__subclasscheck__",
+        "__prepare__",
+        "__getstate__",
+        "__setstate__",
+    }
+)
+
+#: Frame, code and traceback attributes: the classic ways from any object to globals.
+FRAME_ATTRIBUTES: frozenset[str] = frozenset(
+    {
+        "gi_frame",
+        "gi_code",
+        "gi_yieldfrom",
+        "cr_frame",
+        "cr_code",
+        "cr_await",
+        "ag_frame",
+        "ag_code",
+        "ag_await",
+        "f_back",
+        "f_globals",
+        "f_locals",
+        "f_builtins",
+        "f_code",
+        "f_trace",
+        "tb_frame",
+        "tb_next",
+        "co_code",
+        "co_consts",
+        "func_globals",
+        "func_code",
+        "mro",
+    }
+)
+
+#: Module-level dunder names code may read (``if __name__ == "__main__":``).
+SAFE_DUNDER_NAMES: frozenset[str] = frozenset({"__name__", "__doc__"})
+
+
+def is_dunder(name: str) -> bool:
+    return len(name) > 4 and name.startswith("__") and name.endswith("__")
+
+
+def attribute_allowed(name: str) -> bool:
+    """Whether untrusted code may access attribute ``name`` (static and runtime rule)."""
+    if name in FRAME_ATTRIBUTES:
+        return False
+    if is_dunder(name):
+        return name in SAFE_DUNDER_ATTRIBUTES
+    return True
+
+
+def module_allowed(name: str, allowed: frozenset[str] | set[str]) -> bool:
+    """``name`` (dotted) is allowed if it, or a package above it that is allow-listed as
+    ``pkg.*``, is in ``allowed``."""
+    if name in allowed:
+        return True
+    parts = name.split(".")
+    return any(".".join(parts[:i]) + ".*" in allowed for i in range(1, len(parts)))

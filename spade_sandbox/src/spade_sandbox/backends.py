@@ -1,0 +1,105 @@
+"""Sandbox backends: how worker processes are started and contained.
+
+* ``native`` (default) — the zygote runs as a plain child process; every worker applies
+  all OS layers itself (:mod:`spade_sandbox.hardening`).
+* ``restricted`` — in-process RestrictedPython, for hosts without namespaces or seccomp;
+  **not a security boundary** (see :mod:`spade_sandbox.restricted`).
+
+Backends are registered through the ``spade_register_sandbox_backends`` hook
+(:mod:`spade_sandbox.plugin`); :func:`resolve_backend` looks a name up there.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+from . import protocol
+from .channel import WorkerLink, ZygoteProcess
+from .errors import SandboxUnavailable
+from .limits import SandboxLimits
+
+
+class Backend(Protocol):
+    """What a :class:`~spade_sandbox.SandboxPool` needs from a backend."""
+
+    name: str
+
+    def start_worker(
+        self, worker_id: int, key: tuple[str, str, tuple[str, ...]], spec: dict[str, Any], limits: SandboxLimits
+    ) -> WorkerLink:
+        """Start a worker for ``spec`` and wait until it is ready (or raise why not)."""
+        ...
+
+    def close(self) -> None:
+        """Stop everything the backend started."""
+        ...
+
+
+class ZygoteBackend:
+    """Workers forked from a warm zygote; ``command_prefix`` wraps the zygote in an outer
+    jail (nsjail, bwrap) when set."""
+
+    def __init__(self, name: str = "native", command_prefix: Sequence[str] = ()) -> None:
+        self.name = name
+        self.command_prefix = list(command_prefix)
+        self._zygote: ZygoteProcess | None = None
+        self._lock = threading.Lock()
+
+    def zygote(self, limits: SandboxLimits) -> ZygoteProcess:
+        with self._lock:
+            if self._zygote is None or not self._zygote.alive:
+                if self._zygote is not None:
+                    self._zygote.close()
+                self._zygote = ZygoteProcess(self.command_prefix, limits.spawn_timeout_s)
+            return self._zygote
+
+    def start_worker(
+        self, worker_id: int, key: tuple[str, str, tuple[str, ...]], spec: dict[str, Any], limits: SandboxLimits
+    ) -> WorkerLink:
+        from .pool import error_from_reply
+
+        zygote = self.zygote(limits)
+        pid, sock, pidfd = zygote.spawn(spec)
+        link = WorkerLink(worker_id, key, pid, sock, pidfd, zygote, limits.max_frame_bytes)
+        with link.lock:
+            reply = link.receive("loading the environment", _now() + limits.spawn_timeout_s, limits.spawn_timeout_s)
+            if not isinstance(reply, list) or not reply or reply[0] != protocol.OK:
+                err = error_from_reply(reply, "loading the environment")
+                link.shutdown()
+                link.death = err
+                raise err
+            info = reply[1] if isinstance(reply[1], dict) else {}
+            layers = info.get("layers", [])
+            link.layers = [str(x) for x in layers] if isinstance(layers, list) else []
+            missing = info.get("missing", {})
+            if isinstance(missing, dict):
+                link.missing_layers = {str(k): str(v) for k, v in missing.items()}
+        return link
+
+    def close(self) -> None:
+        with self._lock:
+            if self._zygote is not None:
+                self._zygote.close()
+                self._zygote = None
+
+
+def _now() -> float:
+    import time
+
+    return time.monotonic()
+
+
+def resolve_backend(name: str, **options: Any) -> Backend:
+    """Instantiate the backend registered as ``name``."""
+    if name == "native" and not options:
+        return ZygoteBackend("native")
+    from spade_core.plugins import get_plugins
+
+    factories = get_plugins().sandbox_backends()
+    if name not in factories:
+        known = ", ".join(sorted(factories)) or "none"
+        raise SandboxUnavailable(f"unknown sandbox backend {name!r} (known: {known})")
+    backend: Backend = factories[name](**options)
+    return backend

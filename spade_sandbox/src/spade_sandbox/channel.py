@@ -1,0 +1,281 @@
+"""The pool's side of the wire: the zygote process and the link to each worker.
+
+:class:`ZygoteProcess` starts the zygote and asks it for workers; :class:`WorkerLink` sends
+requests to one worker with a wall-clock deadline, kills it through its pidfd when the
+deadline passes, and turns its death into the matching :class:`SandboxError`.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import protocol
+from .errors import (
+    SandboxCrash,
+    SandboxError,
+    SandboxMemoryError,
+    SandboxPolicyViolation,
+    SandboxTimeout,
+    SandboxUnavailable,
+)
+from .worker import EXIT_CODES
+
+_KIND_ERRORS: dict[str, type[SandboxError]] = {
+    "timeout": SandboxTimeout,
+    "memory": SandboxMemoryError,
+    "policy": SandboxPolicyViolation,
+    "crash": SandboxCrash,
+    "unavailable": SandboxUnavailable,
+}
+
+
+def describe_status(status: int | None) -> tuple[type[SandboxError], str]:
+    """Error class and wording for a worker's raw wait status."""
+    if status is None:
+        return SandboxCrash, "ended (exit status unknown)"
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        if sig == signal.SIGSYS:
+            return SandboxPolicyViolation, "was killed by the syscall filter (forbidden system call)"
+        if sig == signal.SIGXCPU:
+            return SandboxTimeout, "exceeded its CPU-time limit"
+        return SandboxCrash, f"died from signal {signal.Signals(sig).name}"
+    code = os.WEXITSTATUS(status)
+    if code in EXIT_CODES:
+        kind, why = EXIT_CODES[code]
+        return _KIND_ERRORS.get(kind, SandboxCrash), why
+    return SandboxCrash, f"exited with code {code}"
+
+
+class ZygoteProcess:
+    """The warm zygote, started as ``command_prefix + [python, -I, -m, spade_sandbox.zygote]``."""
+
+    def __init__(self, command_prefix: Sequence[str] = (), start_timeout_s: float = 30.0) -> None:
+        self.lock = threading.Lock()
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock = ours
+        cmd = [*command_prefix, sys.executable, "-I", "-m", "spade_sandbox.zygote", str(theirs.fileno())]
+        try:
+            self.proc = subprocess.Popen(
+                cmd,
+                env={},
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                pass_fds=(theirs.fileno(),),
+                start_new_session=True,
+                close_fds=True,
+            )
+        except OSError as exc:
+            ours.close()
+            raise SandboxUnavailable(f"cannot start the sandbox zygote ({cmd[0]}): {exc}") from None
+        finally:
+            theirs.close()
+        self.sock.settimeout(start_timeout_s)
+        try:
+            hello = protocol.decode_trusted(protocol.recv_frame(self.sock))
+        except (OSError, protocol.ChannelClosed) as exc:
+            self.close()
+            raise SandboxUnavailable(
+                f"the sandbox zygote failed to start ({exc}); run `{' '.join(cmd[:-1])} 3 3<&-` to see why"
+            ) from None
+        self.sock.settimeout(None)
+        self.pid = int(hello[1]["pid"]) if hello[0] == protocol.OK else self.proc.pid
+        self.seccomp_available = bool(hello[1].get("seccomp"))
+
+    @property
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def spawn(self, spec: dict[str, Any]) -> tuple[int, socket.socket, int]:
+        """Fork a worker; returns (pid, socket to it, pidfd or -1)."""
+        with self.lock:
+            protocol.send(self.sock, ["spawn", spec])
+            data, fds, _flags, _addr = socket.recv_fds(self.sock, 65536, 2)
+            if not data:
+                raise SandboxUnavailable("the sandbox zygote died")
+            (size,) = protocol.HEADER.unpack_from(data)
+            reply = protocol.decode_trusted(data[protocol.HEADER.size : protocol.HEADER.size + size])
+        if reply[0] != protocol.OK:
+            for fd in fds:
+                os.close(fd)
+            raise SandboxUnavailable(reply[2])
+        sock = socket.socket(fileno=fds[0])
+        pidfd = fds[1] if len(fds) > 1 else -1
+        return int(reply[1]), sock, pidfd
+
+    def wait_status(self, pid: int) -> int | None:
+        with self.lock:
+            try:
+                protocol.send(self.sock, ["status", pid])
+                reply = protocol.decode_trusted(protocol.recv_frame(self.sock))
+            except (OSError, protocol.ChannelClosed):
+                return None
+        return reply[1] if reply[0] == protocol.OK else None
+
+    def close(self) -> None:
+        try:
+            with self.lock:
+                protocol.send(self.sock, ["exit"])
+        except OSError:
+            pass
+        self.sock.close()
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+@dataclass(eq=False)
+class WorkerLink:
+    """One worker: its socket, pidfd and the instances it holds."""
+
+    id: int
+    key: tuple[str, str, tuple[str, ...]]
+    pid: int
+    sock: socket.socket
+    pidfd: int
+    zygote: ZygoteProcess
+    max_frame_bytes: int
+    layers: list[str] = field(default_factory=list)
+    missing_layers: dict[str, str] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    instances: set[int] = field(default_factory=set)
+    next_instance: int = 0
+    death: SandboxError | None = None
+    killed_by_us: str | None = None
+
+    def __post_init__(self) -> None:
+        self._poll = select.poll()
+        self._poll.register(self.sock.fileno(), select.POLLIN | select.POLLHUP | select.POLLERR)
+        self._buf = bytearray(65536)
+
+    @property
+    def alive(self) -> bool:
+        return self.death is None
+
+    # --- transport --------------------------------------------------------------------
+    def send(self, message: Any, what: str, timeout: float) -> None:
+        data = protocol.encode(message)
+        try:
+            if len(data) <= 65536:
+                self.sock.sendall(data)
+            else:  # a worker that stops reading must not block the pool forever
+                self.sock.settimeout(timeout)
+                try:
+                    self.sock.sendall(data)
+                finally:
+                    self.sock.settimeout(None)
+        except TimeoutError:
+            self.fail(what, "stopped reading requests", SandboxTimeout)
+        except OSError:
+            self.fail(what, None, None)
+
+    def receive(self, what: str, deadline: float, timeout: float) -> Any:
+        """Wait for one reply frame until ``deadline`` (``time.monotonic``) and decode it."""
+        buf = self._buf
+        view = memoryview(buf)
+        have = 0
+        need = protocol.HEADER.size
+        size = -1
+        while have < need:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or not self._poll.poll(max(1, int(remaining * 1000) + 1)):
+                if time.monotonic() >= deadline:
+                    self.fail(what, f"did not answer within {timeout:g} s", SandboxTimeout)
+                continue
+            try:
+                k = self.sock.recv_into(view[have:])
+            except OSError:
+                k = 0
+            if k == 0:
+                self.fail(what, None, None)
+            have += k
+            if size < 0 and have >= protocol.HEADER.size:
+                (size,) = protocol.HEADER.unpack_from(buf)
+                if size > self.max_frame_bytes:
+                    self.fail(what, f"sent a {size}-byte reply (limit {self.max_frame_bytes})", SandboxCrash)
+                need = protocol.HEADER.size + size
+                if need > len(buf):
+                    view.release()
+                    buf = bytearray(need)
+                    buf[:have] = self._buf[:have]
+                    view = memoryview(buf)
+        if have > need:
+            self.fail(what, "sent more than one reply", SandboxCrash)
+        try:
+            return protocol.decode_untrusted(bytes(view[protocol.HEADER.size : need]), max_str_len=self.max_frame_bytes)
+        except Exception as exc:
+            self.fail(what, f"sent an undecodable reply ({type(exc).__name__})", SandboxCrash)
+        finally:
+            view.release()
+
+    def request(self, message: Any, what: str, timeout: float) -> Any:
+        if self.death is not None:
+            raise self.lost_error()
+        self.send(message, what, timeout)
+        return self.receive(what, time.monotonic() + timeout, timeout)
+
+    # --- death ------------------------------------------------------------------------
+    def kill(self) -> None:
+        if self.pidfd >= 0:
+            try:
+                signal.pidfd_send_signal(self.pidfd, signal.SIGKILL)
+            except OSError:
+                pass
+        else:
+            try:
+                os.kill(self.pid, signal.SIGKILL)
+            except OSError:
+                pass
+
+    def fail(self, what: str, why: str | None, cls: type[SandboxError] | None) -> None:
+        """Kill the worker, record why it died and raise that error. ``why``/``cls`` None:
+        the worker closed its channel on its own; ask the zygote how it ended."""
+        self.kill()
+        status = self.zygote.wait_status(self.pid)
+        if why is None or cls is None:
+            cls, why = describe_status(status)
+        self.mark_dead(cls(f"worker {self.pid} {why} during {what}; it was killed and its "
+                           f"{len(self.instances)} instance(s) are lost"))
+        assert self.death is not None
+        raise self.death
+
+    def mark_dead(self, error: SandboxError) -> None:
+        if self.death is None:
+            self.death = error
+        self.close_fds()
+
+    def lost_error(self) -> SandboxCrash:
+        assert self.death is not None
+        return SandboxCrash(f"instance lost because worker {self.pid} died earlier: {self.death.message}")
+
+    def close_fds(self) -> None:
+        if self.sock.fileno() >= 0:
+            try:
+                self._poll.unregister(self.sock.fileno())
+            except (KeyError, ValueError):
+                pass
+            self.sock.close()
+        if self.pidfd >= 0:
+            os.close(self.pidfd)
+            self.pidfd = -1
+
+    def shutdown(self) -> None:
+        """Kill the worker on purpose (pool closing, or a worker whose error was fatal)."""
+        if self.death is None:
+            self.kill()
+            self.zygote.wait_status(self.pid)
+            self.death = SandboxCrash(f"worker {self.pid} was shut down")
+        self.close_fds()

@@ -1,0 +1,150 @@
+"""Errors raised by the sandbox.
+
+Every error is a :class:`spade_core.errors.SpadeError`. :class:`SandboxError` carries
+``kind`` (a short machine-readable cause: ``"timeout"``, ``"memory"``, ``"crash"``,
+``"policy"``, ``"env_code"``, ``"contract"``, ``"static"``, ``"unavailable"``,
+``"request"``) and ``env_traceback`` (the environment's own traceback, when the failure
+happened inside environment code and the worker could still report it).
+
+Which errors leave the worker alive:
+
+* :class:`EnvCodeError` and :class:`EnvContractViolation` — the environment raised or
+  returned garbage; the worker and its other instances keep running.
+* :class:`SandboxTimeout`, :class:`SandboxMemoryError`, :class:`SandboxCrash`,
+  :class:`SandboxPolicyViolation` — the worker was killed; every instance it held is lost
+  and later calls on those handles raise :class:`SandboxCrash` ("instance lost ...").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from spade_core.errors import EnvContractError, SpadeError
+
+if TYPE_CHECKING:
+    from .static import StaticFinding
+
+
+class SandboxError(SpadeError):
+    """Base of every sandbox failure."""
+
+    kind: str = "sandbox"
+
+    def __init__(self, message: str, *, env_traceback: str | None = None, kind: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.env_traceback = env_traceback
+        if kind is not None:
+            self.kind = kind
+
+    def __str__(self) -> str:
+        if self.env_traceback:
+            return f"{self.message}\n--- environment traceback ---\n{self.env_traceback.rstrip()}"
+        return self.message
+
+
+class SandboxTimeout(SandboxError):
+    """A call exceeded its wall-clock deadline (or the worker its CPU-time limit); the worker was killed."""
+
+    kind = "timeout"
+
+
+class SandboxMemoryError(SandboxError):
+    """The worker exceeded its memory limit; it was killed."""
+
+    kind = "memory"
+
+
+class SandboxCrash(SandboxError):
+    """The worker died (crash, exit, signal), or the instance was lost with its worker."""
+
+    kind = "crash"
+
+
+class SandboxPolicyViolation(SandboxError):
+    """Environment code attempted an operation the sandbox forbids (file, network, process,
+    forbidden syscall); the worker was killed."""
+
+    kind = "policy"
+
+
+class EnvCodeError(SandboxError):
+    """Environment code raised an exception (while loading, constructing, or inside a
+    method). The worker stays alive; ``env_traceback`` holds the environment's traceback."""
+
+    kind = "env_code"
+
+
+class EnvMethodMissing(EnvCodeError, NotImplementedError):
+    """The environment does not define the requested optional method (e.g. ``solution``)."""
+
+    kind = "missing_method"
+
+
+class EnvContractViolation(SandboxError, EnvContractError):
+    """The environment returned a value that breaks the contract or the sandbox's limits
+    (non-str observation, non-finite reward, oversized output...). The worker stays alive."""
+
+    kind = "contract"
+
+    def __init__(
+        self, message: str, *, method: str | None = None, env_traceback: str | None = None
+    ) -> None:
+        SandboxError.__init__(self, message, env_traceback=env_traceback)
+        self.method = method
+
+
+class StaticCheckError(SandboxError):
+    """The static layer rejected the source; ``findings`` lists every problem found."""
+
+    kind = "static"
+
+    def __init__(self, findings: Sequence[StaticFinding]) -> None:
+        self.findings = list(findings)
+        lines = [f"  line {f.line}, col {f.col}: [{f.rule}] {f.message}" for f in self.findings]
+        super().__init__("environment source rejected by the static check:\n" + "\n".join(lines))
+
+
+class SandboxUnavailable(SandboxError):
+    """The sandbox cannot run here as configured (missing isolation layers and no explicit
+    ``allow_insecure``, unknown backend, zygote failed to start...)."""
+
+    kind = "unavailable"
+
+
+class SandboxRequestError(SandboxError, ValueError):
+    """The caller passed an invalid request (closed handle, non-str action, huge seed...)."""
+
+    kind = "request"
+
+
+#: Error classes by ``kind``, used to rebuild errors reported by a worker.
+ERRORS_BY_KIND: dict[str, type[SandboxError]] = {
+    cls.kind: cls
+    for cls in (
+        SandboxTimeout,
+        SandboxMemoryError,
+        SandboxCrash,
+        SandboxPolicyViolation,
+        EnvCodeError,
+        EnvMethodMissing,
+        SandboxUnavailable,
+        SandboxRequestError,
+    )
+}
+
+__all__ = [
+    "ERRORS_BY_KIND",
+    "EnvCodeError",
+    "EnvContractViolation",
+    "EnvMethodMissing",
+    "SandboxCrash",
+    "SandboxError",
+    "SandboxMemoryError",
+    "SandboxPolicyViolation",
+    "SandboxRequestError",
+    "SandboxTimeout",
+    "SandboxUnavailable",
+    "StaticCheckError",
+]

@@ -1,0 +1,222 @@
+"""OS isolation layers a worker applies to itself before any untrusted code runs.
+
+Order (each step needs the privileges the next one removes):
+
+1. rlimits — address space, CPU seconds, open files, file size, no core dumps;
+2. fresh network / mount / IPC / UTS namespaces, plus a user namespace when not root;
+3. drop to an unprivileged uid/gid (``nobody``) when running as root;
+4. ``no_new_privs``, non-dumpable, die with the parent (the zygote);
+5. Landlock deny-all: filesystem, TCP bind/connect, abstract unix sockets, signals;
+6. the seccomp allow-list (:mod:`spade_sandbox.seccomp_policy`).
+
+Every layer reports whether it took effect; :func:`apply_layers` returns the names of the
+active ones so the pool can refuse to run untrusted code on a host that lacks them.
+Imported by the zygote and workers: standard library (and pyseccomp) only.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import resource
+import signal
+from dataclasses import dataclass, field
+from typing import Any
+
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.syscall.restype = ctypes.c_long
+
+CLONE_NEWNS = 0x00020000
+CLONE_NEWUTS = 0x04000000
+CLONE_NEWIPC = 0x08000000
+CLONE_NEWUSER = 0x10000000
+CLONE_NEWNET = 0x40000000
+
+PR_SET_PDEATHSIG = 1
+PR_SET_DUMPABLE = 4
+PR_SET_NO_NEW_PRIVS = 38
+
+NOBODY = 65534
+
+# Landlock (x86_64 and aarch64 share these syscall numbers).
+_SYS_LANDLOCK_CREATE_RULESET = 444
+_SYS_LANDLOCK_RESTRICT_SELF = 446
+_LANDLOCK_CREATE_RULESET_VERSION = 1
+_LANDLOCK_ACCESS_NET_BIND_TCP = 1
+_LANDLOCK_ACCESS_NET_CONNECT_TCP = 2
+_LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET = 1
+_LANDLOCK_SCOPE_SIGNAL = 2
+
+
+class _RulesetAttr(ctypes.Structure):
+    _fields_ = [
+        ("handled_access_fs", ctypes.c_uint64),
+        ("handled_access_net", ctypes.c_uint64),
+        ("scoped", ctypes.c_uint64),
+    ]
+
+
+@dataclass
+class LayerOptions:
+    """Which layers to apply and with what limits (sent by the pool as a plain dict)."""
+
+    memory_mb: int = 512
+    cpu_seconds: int = 60
+    max_open_files: int = 64
+    max_file_size: int = 0
+    namespaces: bool = True
+    drop_uid: bool = True
+    landlock: bool = True
+    seccomp: bool = True
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> LayerOptions:
+        known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
+        return cls(**known)
+
+
+@dataclass
+class LayerReport:
+    active: list[str] = field(default_factory=list)
+    missing: dict[str, str] = field(default_factory=dict)
+
+    def ok(self, name: str) -> None:
+        self.active.append(name)
+
+    def fail(self, name: str, why: str) -> None:
+        self.missing[name] = why
+
+
+def _errno_text() -> str:
+    e = ctypes.get_errno()
+    return f"{os.strerror(e)} (errno {e})"
+
+
+def landlock_abi() -> int:
+    """Landlock ABI version of this kernel, 0 when unavailable."""
+    r = _libc.syscall(_SYS_LANDLOCK_CREATE_RULESET, None, ctypes.c_size_t(0), ctypes.c_uint32(_LANDLOCK_CREATE_RULESET_VERSION))
+    return int(r) if r > 0 else 0
+
+
+def _landlock_fs_mask(abi: int) -> int:
+    mask = (1 << 13) - 1  # ABI 1: execute .. make_sym
+    if abi >= 2:
+        mask |= 1 << 13  # refer
+    if abi >= 3:
+        mask |= 1 << 14  # truncate
+    if abi >= 5:
+        mask |= 1 << 15  # ioctl_dev
+    return mask
+
+
+def apply_rlimits(opts: LayerOptions) -> None:
+    mem = opts.memory_mb * 1024 * 1024
+    resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
+    # The soft CPU limit sends SIGXCPU (reported as a timeout). It is a per-request budget:
+    # the worker moves it forward before each request (see worker.CpuBudget), so the hard
+    # limit stays open; the pool's wall-clock deadline is the backstop.
+    resource.setrlimit(resource.RLIMIT_CPU, (opts.cpu_seconds, resource.RLIM_INFINITY))
+    resource.setrlimit(resource.RLIMIT_NOFILE, (opts.max_open_files, opts.max_open_files))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (opts.max_file_size, opts.max_file_size))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+
+def unshare_namespaces(as_root: bool) -> None:
+    flags = CLONE_NEWNET | CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS
+    if not as_root:
+        flags |= CLONE_NEWUSER
+    if _libc.unshare(flags) != 0:
+        raise OSError(ctypes.get_errno(), f"unshare failed: {_errno_text()}")
+
+
+def drop_uid() -> None:
+    os.setgroups([])
+    os.setresgid(NOBODY, NOBODY, NOBODY)
+    os.setresuid(NOBODY, NOBODY, NOBODY)
+
+
+def prctl(option: int, arg: int) -> None:
+    if _libc.prctl(option, ctypes.c_ulong(arg), 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), f"prctl({option}) failed: {_errno_text()}")
+
+
+def apply_landlock() -> str:
+    abi = landlock_abi()
+    if abi <= 0:
+        raise OSError("Landlock is not available on this kernel")
+    attr = _RulesetAttr(_landlock_fs_mask(abi), 0, 0)
+    size = 8
+    parts = ["fs"]
+    if abi >= 4:
+        attr.handled_access_net = _LANDLOCK_ACCESS_NET_BIND_TCP | _LANDLOCK_ACCESS_NET_CONNECT_TCP
+        size = 16
+        parts.append("tcp")
+    if abi >= 6:
+        attr.scoped = _LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET | _LANDLOCK_SCOPE_SIGNAL
+        size = 24
+        parts += ["abstract-unix", "signal"]
+    fd = _libc.syscall(_SYS_LANDLOCK_CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(size), ctypes.c_uint32(0))
+    if fd < 0:
+        raise OSError(ctypes.get_errno(), f"landlock_create_ruleset failed: {_errno_text()}")
+    try:
+        # No rules added: every handled access is denied.
+        if _libc.syscall(_SYS_LANDLOCK_RESTRICT_SELF, ctypes.c_int(fd), ctypes.c_uint32(0)) != 0:
+            raise OSError(ctypes.get_errno(), f"landlock_restrict_self failed: {_errno_text()}")
+    finally:
+        os.close(fd)
+    return f"abi {abi}: deny {'+'.join(parts)}"
+
+
+def apply_layers(opts: LayerOptions, seccomp_filter: Any | None, parent_pid: int) -> LayerReport:
+    """Apply the layers in order; never raises: failures are recorded in the report."""
+    report = LayerReport()
+    as_root = os.geteuid() == 0
+    try:
+        apply_rlimits(opts)
+        report.ok("rlimits")
+    except (OSError, ValueError) as exc:
+        report.fail("rlimits", str(exc))
+    if opts.namespaces:
+        try:
+            unshare_namespaces(as_root)
+            report.ok("namespaces")
+            if not as_root:
+                report.ok("userns")
+        except OSError as exc:
+            report.fail("namespaces", str(exc))
+    if as_root and opts.drop_uid:
+        try:
+            drop_uid()
+            report.ok("uid_drop")
+        except OSError as exc:
+            report.fail("uid_drop", str(exc))
+    try:
+        prctl(PR_SET_NO_NEW_PRIVS, 1)
+        prctl(PR_SET_DUMPABLE, 0)
+        prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+        if os.getppid() != parent_pid:  # the zygote died before we armed the signal
+            os._exit(70)
+        report.ok("no_new_privs")
+    except OSError as exc:
+        report.fail("no_new_privs", str(exc))
+    if opts.landlock:
+        try:
+            apply_landlock()
+            report.ok("landlock")
+        except OSError as exc:
+            report.fail("landlock", str(exc))
+    if opts.seccomp:
+        if seccomp_filter is None:
+            report.fail("seccomp", "libseccomp (pyseccomp) is not available")
+        else:
+            try:
+                seccomp_filter.load()
+                report.ok("seccomp")
+            except Exception as exc:  # pyseccomp raises plain RuntimeError/OSError
+                report.fail("seccomp", str(exc))
+    return report
+
+
+def secure_enough(active: list[str]) -> bool:
+    """The refusal policy: untrusted code runs only under seccomp, or Landlock plus rlimits."""
+    return "seccomp" in active or ("landlock" in active and "rlimits" in active)

@@ -1,0 +1,522 @@
+"""The worker pool: the API the rest of SPADE uses to run untrusted environment code.
+
+One worker process per environment code version (source hash + class + allowed modules),
+each holding many instances. Requests to different workers can run concurrently from
+different threads; requests to one worker are serialised.
+"""
+
+from __future__ import annotations
+
+import atexit
+import math
+import threading
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from spade_core.metadata import code_hash
+
+from .backends import Backend, resolve_backend
+from .channel import WorkerLink
+from .errors import (
+    ERRORS_BY_KIND,
+    EnvContractViolation,
+    SandboxCrash,
+    SandboxError,
+    SandboxRequestError,
+    StaticCheckError,
+)
+from .limits import SandboxLimits
+from .static import StaticFinding, check_source
+
+ResetResult = tuple[str, dict[str, Any]]
+StepResult = tuple[str, float, bool, bool, dict[str, Any]]
+
+_SEED_RANGE = (-(2**63), 2**64 - 1)
+
+
+@dataclass(frozen=True)
+class EnvHandle:
+    """An environment instance living in a worker. Cheap to copy; meaningful only to the
+    pool that returned it."""
+
+    worker_id: int
+    instance_id: int
+    code_hash: str
+    class_name: str
+
+    def __repr__(self) -> str:
+        return f"EnvHandle({self.class_name}@{self.code_hash[:8]}, worker={self.worker_id}, instance={self.instance_id})"
+
+
+@dataclass(frozen=True)
+class WorkerInfo:
+    """What the pool knows about one live worker (for status, tests and benchmarks)."""
+
+    worker_id: int
+    pid: int
+    class_name: str
+    code_hash: str
+    instances: int
+    layers: tuple[str, ...]
+
+
+# --- checks on values coming back from a worker ------------------------------------------
+
+
+def _check_info(value: Any, method: str) -> dict[str, Any]:
+    # decode_untrusted admits only msgpack's plain types (no extension types) and str keys,
+    # so the only thing left to check is the container type.
+    if type(value) is not dict:
+        raise EnvContractViolation(f"{method}() returned info of type {type(value).__name__}, expected dict", method=method)
+    return value
+
+
+def _check_obs(value: Any, method: str, limit: int) -> str:
+    if not isinstance(value, str):
+        raise EnvContractViolation(f"{method}() returned a non-str observation", method=method)
+    if len(value) > limit:
+        raise EnvContractViolation(
+            f"{method}() returned an observation of {len(value)} characters (limit {limit})", method=method
+        )
+    return value
+
+
+def check_reset_reply(value: Any, limit: int) -> ResetResult:
+    if not isinstance(value, list) or len(value) != 2 or not isinstance(value[1], dict):
+        raise EnvContractViolation("reset() reply is malformed", method="reset")
+    return _check_obs(value[0], "reset", limit), value[1]
+
+
+def check_step_reply(value: Any, limit: int) -> StepResult:
+    if type(value) is not list or len(value) != 5:
+        raise EnvContractViolation("step() reply is malformed", method="step")
+    obs, reward, terminated, truncated, info = value
+    if type(reward) is not float or not math.isfinite(reward):
+        raise EnvContractViolation(f"step() returned an invalid reward {reward!r}", method="step")
+    if type(terminated) is not bool or type(truncated) is not bool or type(info) is not dict:
+        raise EnvContractViolation("step() reply has non-bool flags or non-dict info", method="step")
+    if type(obs) is not str or len(obs) > limit:
+        _check_obs(obs, "step", limit)
+    return obs, reward, terminated, truncated, info
+
+
+def check_call_reply(method: str, value: Any, limit: int) -> Any:
+    if method == "solution":
+        if isinstance(value, str):
+            return _check_obs(value, "solution", limit)
+        if isinstance(value, list) and all(isinstance(a, str) for a in value):
+            return value
+        raise EnvContractViolation("solution() reply is malformed", method="solution")
+    if method == "get_tool_schemas":
+        if not isinstance(value, list) or not all(isinstance(s, dict) for s in value):
+            raise EnvContractViolation("get_tool_schemas() must return a list of dicts", method=method)
+        return value
+    return None
+
+
+def error_from_reply(reply: Any, what: str) -> SandboxError:
+    """Rebuild the error a worker reported (``["err", kind, message, traceback, ...]``)."""
+    if not isinstance(reply, list) or len(reply) < 3 or not isinstance(reply[1], str):
+        return SandboxCrash(f"worker sent a malformed error reply during {what}")
+    kind, message = reply[1], str(reply[2])
+    tb = reply[3] if len(reply) > 3 and isinstance(reply[3], str) else None
+    if kind == "contract":
+        method = reply[4] if len(reply) > 4 and isinstance(reply[4], str) else None
+        return EnvContractViolation(message, method=method, env_traceback=tb)
+    cls = ERRORS_BY_KIND.get(kind, SandboxCrash)
+    return cls(message, env_traceback=tb)
+
+
+#: Error kinds after which the worker has exited by itself.
+_FATAL_KINDS = frozenset({"memory", "timeout", "policy", "unavailable", "crash"})
+
+
+class SandboxPool:
+    """Runs untrusted environment code in hardened worker processes.
+
+    ``backend`` names a sandbox backend registered through ``spade_register_sandbox_backends``
+    (``"native"``, the default, or ``"restricted"``...). ``allow_insecure`` lets code run
+    where neither seccomp nor Landlock+rlimits is active. ``unsafe_skip_static_check``
+    exists for tests of the OS layers only: it disables the static check *and* the runtime
+    guard, so the source runs with full builtins inside the worker.
+
+    A context manager; :meth:`close` kills every worker and the zygote.
+    """
+
+    def __init__(
+        self,
+        limits: SandboxLimits | None = None,
+        backend: str | Backend = "native",
+        allow_insecure: bool = False,
+        *,
+        unsafe_skip_static_check: bool = False,
+    ) -> None:
+        self.limits = limits or SandboxLimits()
+        self.allow_insecure = allow_insecure
+        self.skip_static = unsafe_skip_static_check
+        self.backend = resolve_backend(backend) if isinstance(backend, str) else backend
+        self._lock = threading.RLock()
+        self._current: dict[tuple[str, str, tuple[str, ...]], WorkerLink] = {}
+        self._links: dict[int, WorkerLink] = {}
+        self._next_worker = 0
+        self._closed = False
+        self._pending_drops: list[EnvHandle] = []
+
+    # --- lifecycle ----------------------------------------------------------------------
+    def __enter__(self) -> SandboxPool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Kill every worker and stop the zygote; handles become invalid. Idempotent."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            links = list(self._links.values())
+            self._links.clear()
+            self._current.clear()
+        for link in links:
+            with link.lock:
+                link.shutdown()
+        self.backend.close()
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    # --- spawning -----------------------------------------------------------------------
+    def spawn(
+        self,
+        source: str,
+        *,
+        allowed_modules: Iterable[str] = (),
+        class_name: str | None = None,
+    ) -> EnvHandle:
+        """Create an instance of the environment defined by ``source``.
+
+        Runs the static check first (:class:`StaticCheckError` lists every finding), then
+        constructs the class in the worker for this code version, starting that worker if
+        needed. :class:`EnvCodeError` if the class body or constructor raises.
+        """
+        self._check_open()
+        self._drain_pending()
+        allowed = tuple(sorted(set(allowed_modules)))
+        if not self.skip_static:
+            report = check_source(source, allowed)
+            if not report.ok:
+                raise StaticCheckError(report.findings)
+            class_name = class_name or report.class_name
+        elif class_name is None:
+            report = check_source(source, allowed)
+            class_name = report.class_name
+        if class_name is None:
+            raise StaticCheckError([StaticFinding(1, 0, "env-class", "no top-level class whose name ends in 'Env'")])
+        key = (code_hash(source), class_name, allowed)
+        link = self._worker_for(key, source)
+        with link.lock:
+            if not link.alive:  # died between lookup and use: start a fresh one
+                link = None  # type: ignore[assignment]
+        if link is None:
+            link = self._worker_for(key, source, fresh=True)
+        with link.lock:
+            iid = link.next_instance
+            link.next_instance += 1
+            reply = self._request(link, ["new", iid], f"{class_name}()")
+            if reply[0] != "ok":
+                raise self._reply_error(link, reply, f"{class_name}()")
+            link.instances.add(iid)
+        return EnvHandle(link.id, iid, key[0], class_name)
+
+    def _worker_for(self, key: tuple[str, str, tuple[str, ...]], source: str, fresh: bool = False) -> WorkerLink:
+        with self._lock:
+            link = self._current.get(key)
+            if link is not None and link.alive and not fresh:
+                return link
+            self._next_worker += 1
+            worker_id = self._next_worker
+        spec = {
+            "source": source,
+            "class_name": key[1],
+            "allowed_modules": list(key[2]),
+            "layers": self.limits.layer_options(),
+            "require_secure": not self.allow_insecure,
+            "guarded": not self.skip_static,
+            "max_output_chars": self.limits.max_output_chars,
+        }
+        link = self.backend.start_worker(worker_id, key, spec, self.limits)
+        with self._lock:
+            self._check_open(link)
+            self._current[key] = link
+            self._links[worker_id] = link
+        return link
+
+    # --- single calls -------------------------------------------------------------------
+    def reset(self, handle: EnvHandle, seed: int | None = None) -> ResetResult:
+        """``reset(seed)`` of the instance; returns ``(observation, info)``."""
+        _check_seed(seed)
+        link = self._link(handle)
+        with link.lock:
+            self._check_instance(link, handle)
+            reply = self._request(link, ["reset", handle.instance_id, seed], "reset()")
+            if reply[0] != "ok":
+                raise self._reply_error(link, reply, "reset()")
+        return check_reset_reply(reply[1], self.limits.max_output_chars)
+
+    def step(self, handle: EnvHandle, action: str) -> StepResult:
+        """``step(action)`` of the instance; returns the validated 5-tuple."""
+        self._check_action(action)
+        link = self._link(handle)
+        with link.lock:
+            self._check_instance(link, handle)
+            reply = self._request(link, ["step", handle.instance_id, action], "step()")
+            if reply[0] != "ok":
+                raise self._reply_error(link, reply, "step()")
+        return check_step_reply(reply[1], self.limits.max_output_chars)
+
+    def call(self, handle: EnvHandle, method: str) -> Any:
+        """Call an allow-listed method without arguments: ``"solution"`` or ``"get_tool_schemas"``."""
+        if method not in ("solution", "get_tool_schemas", "close"):
+            raise SandboxRequestError(f"method {method!r} may not be called (allowed: solution, get_tool_schemas)")
+        link = self._link(handle)
+        with link.lock:
+            self._check_instance(link, handle)
+            reply = self._request(link, ["call", handle.instance_id, method], f"{method}()")
+            if reply[0] != "ok":
+                raise self._reply_error(link, reply, f"{method}()")
+        return check_call_reply(method, reply[1], self.limits.max_output_chars)
+
+    def close_env(self, handle: EnvHandle) -> None:
+        """Close the instance (calls its ``close()``) and forget it. Idempotent; a lost
+        instance closes silently."""
+        with self._lock:
+            link = self._links.get(handle.worker_id)
+        if link is None or self._closed:
+            return
+        with link.lock:
+            if not link.alive or handle.instance_id not in link.instances:
+                return
+            link.instances.discard(handle.instance_id)
+            reply = self._request(link, ["drop", handle.instance_id], "close()")
+            if reply[0] != "ok":
+                raise self._reply_error(link, reply, "close()")
+            self._retire_if_idle(link)
+
+    def close_env_later(self, handle: EnvHandle) -> None:
+        """Queue ``close_env`` for the next spawn (safe from finalizers and other threads)."""
+        self._pending_drops.append(handle)
+
+    # --- batches ------------------------------------------------------------------------
+    def reset_many(self, items: Sequence[tuple[EnvHandle, int | None]]) -> list[ResetResult | SandboxError]:
+        """Reset many instances: one message per worker, workers run in parallel. Each
+        result is ``(obs, info)`` or the :class:`SandboxError` of that instance."""
+        return self._batch("reset_many", items, "reset()")  # type: ignore[return-value]
+
+    def step_many(self, items: Sequence[tuple[EnvHandle, str]]) -> list[StepResult | SandboxError]:
+        """Step many instances: one message per worker, workers run in parallel. Each
+        result is the 5-tuple or the :class:`SandboxError` of that instance."""
+        return self._batch("step_many", items, "step()")  # type: ignore[return-value]
+
+    def _batch(self, op: str, items: Sequence[tuple[EnvHandle, Any]], what: str) -> list[Any]:
+        results: list[Any] = [None] * len(items)
+        groups: dict[int, list[int]] = {}
+        links: dict[int, WorkerLink] = {}
+        for i, (handle, arg) in enumerate(items):
+            try:
+                if op == "step_many":
+                    self._check_action(arg)
+                else:
+                    _check_seed(arg)
+                link = self._link(handle)
+            except SandboxError as exc:
+                results[i] = exc
+                continue
+            groups.setdefault(link.id, []).append(i)
+            links[link.id] = link
+        order = sorted(links)
+        for wid in order:
+            links[wid].lock.acquire()
+        try:
+            sent: list[int] = []
+            for wid in order:
+                link = links[wid]
+                payload = []
+                for i in groups[wid]:
+                    handle = items[i][0]
+                    if not link.alive or handle.instance_id not in link.instances:
+                        results[i] = self._lost(link, handle)
+                    else:
+                        payload.append([handle.instance_id, items[i][1]])
+                if not payload:
+                    continue
+                try:
+                    link.send([op, payload], what, self.limits.call_timeout_s)
+                    sent.append(wid)
+                except SandboxError as exc:
+                    self._fill(results, groups[wid], exc)
+            start = time.monotonic()
+            for wid in sent:
+                link = links[wid]
+                idx = [i for i in groups[wid] if results[i] is None]
+                try:
+                    reply = link.receive(what, start + self.limits.call_timeout_s, self.limits.call_timeout_s)
+                except SandboxError as exc:
+                    self._fill(results, idx, exc)
+                    continue
+                self._unpack_batch(link, reply, idx, results, op, what)
+        finally:
+            for wid in order:
+                links[wid].lock.release()
+        return results
+
+    def _unpack_batch(
+        self, link: WorkerLink, reply: Any, idx: list[int], results: list[Any], op: str, what: str
+    ) -> None:
+        if not isinstance(reply, list) or not reply:
+            self._fill(results, idx, self._protocol_error(link, what))
+            return
+        if reply[0] != "ok":
+            self._fill(results, idx, self._reply_error(link, reply, what))
+            return
+        items = reply[1]
+        if not isinstance(items, list) or len(items) != len(idx):
+            self._fill(results, idx, self._protocol_error(link, what))
+            return
+        limit = self.limits.max_output_chars
+        for i, item in zip(idx, items, strict=True):
+            try:
+                if not isinstance(item, list) or not item:
+                    raise self._protocol_error(link, what)
+                if item[0] != "ok":
+                    raise error_from_reply(item, what)
+                results[i] = check_step_reply(item[1], limit) if op == "step_many" else check_reset_reply(item[1], limit)
+            except SandboxError as exc:
+                results[i] = exc
+
+    @staticmethod
+    def _fill(results: list[Any], idx: list[int], exc: SandboxError) -> None:
+        for i in idx:
+            results[i] = exc
+
+    # --- introspection --------------------------------------------------------------------
+    def workers(self) -> list[WorkerInfo]:
+        with self._lock:
+            links = [link for link in self._links.values() if link.alive]
+        return [
+            WorkerInfo(link.id, link.pid, link.key[1], link.key[0], len(link.instances), tuple(link.layers))
+            for link in links
+        ]
+
+    def worker_of(self, handle: EnvHandle) -> WorkerInfo:
+        link = self._link(handle)
+        return WorkerInfo(link.id, link.pid, link.key[1], link.key[0], len(link.instances), tuple(link.layers))
+
+    # --- internals ------------------------------------------------------------------------
+    def _check_open(self, new_link: WorkerLink | None = None) -> None:
+        if self._closed:
+            if new_link is not None:
+                new_link.shutdown()
+            raise SandboxRequestError("the sandbox pool is closed")
+
+    def _check_action(self, action: Any) -> None:
+        if not isinstance(action, str):
+            raise SandboxRequestError(f"action must be str, got {type(action).__name__}")
+        if len(action) > self.limits.max_action_chars:
+            raise SandboxRequestError(
+                f"action of {len(action)} characters exceeds the limit of {self.limits.max_action_chars}"
+            )
+
+    def _link(self, handle: EnvHandle) -> WorkerLink:
+        if not isinstance(handle, EnvHandle):
+            raise SandboxRequestError(f"expected an EnvHandle, got {type(handle).__name__}")
+        self._check_open()
+        with self._lock:
+            link = self._links.get(handle.worker_id)
+        if link is None or link.key[0] != handle.code_hash:
+            raise SandboxRequestError(f"{handle!r} does not belong to this pool or was closed")
+        return link
+
+    def _lost(self, link: WorkerLink, handle: EnvHandle) -> SandboxError:
+        if not link.alive:
+            return link.lost_error()
+        return SandboxRequestError(f"{handle!r} was closed")
+
+    def _check_instance(self, link: WorkerLink, handle: EnvHandle) -> None:
+        if not link.alive or handle.instance_id not in link.instances:
+            raise self._lost(link, handle)
+
+    def _request(self, link: WorkerLink, message: list[Any], what: str) -> Any:
+        reply = link.request(message, what, self.limits.call_timeout_s)
+        if not isinstance(reply, list) or not reply or not isinstance(reply[0], str):
+            raise self._protocol_error(link, what)
+        return reply
+
+    def _protocol_error(self, link: WorkerLink, what: str) -> SandboxError:
+        link.shutdown()
+        err = SandboxCrash(f"worker {link.pid} broke the protocol during {what}; it was killed")
+        link.death = err
+        return err
+
+    def _reply_error(self, link: WorkerLink, reply: Any, what: str) -> SandboxError:
+        err = error_from_reply(reply, what)
+        if err.kind in _FATAL_KINDS:
+            lost = len(link.instances)
+            link.shutdown()
+            err.message += f" (worker {link.pid} was killed; its {lost} instance(s) are lost)"
+            link.death = err
+        return err
+
+    def _retire_if_idle(self, link: WorkerLink) -> None:
+        """A worker whose last instance closed stays warm only while it is the current
+        worker for its code version; an orphaned (replaced) worker is shut down."""
+        with self._lock:
+            if link.instances or self._current.get(link.key) is link:
+                return
+            self._links.pop(link.id, None)
+        link.shutdown()
+
+    def _drain_pending(self) -> None:
+        while self._pending_drops:
+            handle = self._pending_drops.pop()
+            try:
+                self.close_env(handle)
+            except SandboxError:
+                pass
+
+
+def _check_seed(seed: Any) -> None:
+    if seed is None:
+        return
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise SandboxRequestError(f"seed must be an int or None, got {type(seed).__name__}")
+    if not _SEED_RANGE[0] <= seed <= _SEED_RANGE[1]:
+        raise SandboxRequestError(f"seed {seed} does not fit in 64 bits")
+
+
+# --- the process-wide pool ------------------------------------------------------------------
+
+_default: SandboxPool | None = None
+_default_lock = threading.Lock()
+
+
+def default_pool() -> SandboxPool:
+    """The process-wide pool (created on first use from the ``[spade.sandbox]`` settings of
+    the active configuration; closed at interpreter exit)."""
+    global _default
+    with _default_lock:
+        if _default is None or _default.closed:
+            from spade_core.config import load_config
+
+            settings = load_config().sandbox
+            limits = SandboxLimits(
+                call_timeout_s=settings.call_timeout_s,
+                memory_mb=settings.memory_mb,
+                cpu_seconds=settings.cpu_seconds,
+            )
+            _default = SandboxPool(limits, backend=settings.backend, allow_insecure=settings.allow_insecure)
+            atexit.register(_default.close)
+        return _default

@@ -1,0 +1,102 @@
+"""Wire protocol between the pool, the zygote and workers.
+
+A frame is a 4-byte big-endian length followed by that many bytes of msgpack. Nothing is
+ever pickled. Requests are arrays ``[op, *args]``; replies are ``["ok", value]`` or
+``["err", kind, message, traceback]``. Batched requests reply ``["ok", [reply, ...]]``
+with one reply per item, so one failing instance does not fail the others.
+
+This module is imported by workers: standard library and msgpack only.
+"""
+
+from __future__ import annotations
+
+import socket
+import struct
+from typing import Any
+
+import msgpack
+
+HEADER = struct.Struct(">I")
+#: Hard upper bound of one frame; the pool configures a lower one (SandboxLimits).
+MAX_FRAME_BYTES = 256 * 1024 * 1024
+
+OK = "ok"
+ERR = "err"
+
+
+class ChannelClosed(Exception):
+    """The peer closed its end (or died) before a whole frame arrived."""
+
+
+class FrameTooLarge(Exception):
+    """The peer announced a frame larger than the receiver accepts."""
+
+
+_packer = msgpack.Packer(use_bin_type=True)
+
+
+def encode(message: Any) -> bytes:
+    payload = _packer.pack(message)
+    return HEADER.pack(len(payload)) + payload
+
+
+def send(sock: socket.socket, message: Any) -> None:
+    sock.sendall(encode(message))
+
+
+def recv_exactly(sock: socket.socket, n: int) -> bytes:
+    buf = bytearray(n)
+    view = memoryview(buf)
+    got = 0
+    while got < n:
+        k = sock.recv_into(view[got:], n - got)
+        if k == 0:
+            raise ChannelClosed(f"peer closed the channel after {got} of {n} bytes")
+        got += k
+    return bytes(buf)
+
+
+def recv_frame(sock: socket.socket, max_bytes: int = MAX_FRAME_BYTES) -> bytes:
+    """Read one frame's payload (blocking). Raises :class:`ChannelClosed` on EOF."""
+    head = sock.recv(65536)
+    if not head:
+        raise ChannelClosed("peer closed the channel")
+    while len(head) < HEADER.size:
+        more = sock.recv(HEADER.size - len(head))
+        if not more:
+            raise ChannelClosed("peer closed the channel inside a frame header")
+        head += more
+    (size,) = HEADER.unpack_from(head)
+    if size > max_bytes:
+        raise FrameTooLarge(f"frame of {size} bytes exceeds the limit of {max_bytes}")
+    body = head[HEADER.size :]
+    if len(body) < size:
+        body += recv_exactly(sock, size - len(body))
+    elif len(body) > size:
+        # Strict request/reply: a peer never sends two frames ahead.
+        raise FrameTooLarge("peer sent more bytes than one frame")
+    return body
+
+
+def decode_trusted(payload: bytes) -> Any:
+    """Decode a frame from the trusted side (the pool): used inside workers and the zygote."""
+    return msgpack.unpackb(payload, raw=False, strict_map_key=False, use_list=True)
+
+
+def decode_untrusted(payload: bytes, *, max_str_len: int) -> Any:
+    """Decode a frame that came from a worker: bounded sizes, no extension types."""
+    return msgpack.unpackb(
+        payload,
+        raw=False,
+        use_list=True,
+        strict_map_key=True,
+        max_str_len=max_str_len,
+        max_bin_len=max_str_len,
+        max_array_len=1_000_000,
+        max_map_len=100_000,
+        max_ext_len=0,
+    )
+
+
+def error_reply(kind: str, message: str, traceback: str | None = None) -> list[Any]:
+    return [ERR, kind, message, traceback]

@@ -1,0 +1,71 @@
+"""The worker's seccomp filter: an allow-list of the syscalls a running CPython needs.
+
+* allowed: memory management, reading/writing already-open descriptors (the worker's one
+  socket), clocks, futexes, signals to itself, exit;
+* killed (the whole process, reported as a policy violation): exec, ptrace, namespace and
+  mount calls, bpf, kernel modules, keyrings, perf, userfaultfd, io_uring...;
+* everything else — including fork/clone, open/openat, socket, connect — fails with
+  ``EPERM``, which the worker reports as a policy violation if the code does not handle it.
+
+The filter is built once in the zygote (:func:`build_filter`) and loaded by each worker.
+"""
+
+from __future__ import annotations
+
+import errno
+from typing import Any
+
+ALLOWED_SYSCALLS: tuple[str, ...] = (
+    # descriptors the worker already holds
+    "read", "write", "readv", "writev", "pread64", "pwrite64", "recvfrom", "sendto",
+    "recvmsg", "sendmsg", "close", "fstat", "newfstatat", "lseek", "fcntl", "dup", "dup3",
+    "poll", "ppoll", "select", "pselect6", "epoll_wait", "epoll_pwait", "shutdown",
+    "getsockopt", "ioctl",
+    # memory
+    "brk", "mmap", "munmap", "mremap", "mprotect", "madvise", "mincore",
+    # signals, threads of the interpreter itself, time
+    "rt_sigaction", "rt_sigprocmask", "rt_sigreturn", "rt_sigpending", "sigaltstack",
+    "futex", "futex_waitv", "set_robust_list", "get_robust_list", "rseq", "restart_syscall",
+    "sched_yield", "sched_getaffinity", "nanosleep", "clock_nanosleep", "clock_gettime",
+    "clock_getres", "gettimeofday", "time", "getrandom",
+    # identity and limits (read-only)
+    "getpid", "gettid", "getppid", "getuid", "geteuid", "getgid", "getegid", "getresuid",
+    "getresgid", "getrlimit", "prlimit64", "getrusage", "times", "uname", "getcwd",
+    "sysinfo",
+    "exit", "exit_group",
+)
+
+#: Calls that only an escape attempt makes: kill the process at once.
+KILLED_SYSCALLS: tuple[str, ...] = (
+    "execve", "execveat", "ptrace", "process_vm_readv", "process_vm_writev", "unshare",
+    "setns", "mount", "umount2", "pivot_root", "chroot", "move_mount", "open_tree",
+    "fsopen", "fsmount", "fsconfig", "mount_setattr", "bpf", "init_module",
+    "finit_module", "delete_module", "kexec_load", "kexec_file_load", "reboot", "swapon",
+    "swapoff", "keyctl", "add_key", "request_key", "perf_event_open", "userfaultfd",
+    "io_uring_setup", "io_uring_enter", "io_uring_register", "open_by_handle_at",
+    "name_to_handle_at", "personality", "seccomp", "landlock_create_ruleset",
+    "landlock_add_rule", "landlock_restrict_self", "pidfd_getfd", "kcmp", "acct",
+    "settimeofday", "clock_settime", "adjtimex", "quotactl", "syslog", "vhangup",
+)
+
+
+def build_filter() -> Any | None:
+    """A ``pyseccomp.SyscallFilter`` implementing the policy, or ``None`` when libseccomp
+    is not usable here."""
+    try:
+        import pyseccomp as sc
+    except Exception:  # libseccomp missing: the pool reports the layer as inactive
+        return None
+    f = sc.SyscallFilter(defaction=sc.ERRNO(errno.EPERM))
+    for name in ALLOWED_SYSCALLS:
+        try:
+            f.add_rule(sc.ALLOW, name)
+        except Exception:  # syscall unknown on this architecture
+            continue
+    for name in KILLED_SYSCALLS:
+        try:
+            f.add_rule(sc.KILL_PROCESS, name)
+        except Exception:
+            continue
+    # Sockets cannot be created (EPERM by default); the inherited socketpair keeps working.
+    return f

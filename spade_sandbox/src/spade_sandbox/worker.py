@@ -1,0 +1,427 @@
+"""The worker: one process per environment code version, holding many instances.
+
+Runs in a child forked by the zygote. :func:`run` applies the OS layers, loads the
+source with the runtime guard, reports ready, then answers requests until its channel
+closes. Every value sent back is converted to plain msgpack types here; the pool checks
+them again (the worker is not trusted).
+
+Exit codes tell the zygote (and so the pool) why a worker ended when it could not say so
+itself: see :data:`EXIT_CODES`.
+
+Imported by the zygote: standard library and msgpack only.
+"""
+
+from __future__ import annotations
+
+import builtins
+import errno
+import gc
+import linecache
+import math
+import os
+import resource
+import signal
+import socket
+import sys
+import time
+import traceback
+import types
+from typing import Any
+
+from . import protocol
+from .allowlist import DEFAULT_ALLOWED_MODULES
+from .guard import make_builtins
+from .hardening import LayerOptions, apply_layers, secure_enough
+
+EXIT_MEMORY = 81
+EXIT_CPU = 82
+EXIT_POLICY = 83
+EXIT_UNAVAILABLE = 84
+EXIT_LOAD = 85
+EXIT_PROTOCOL = 86
+#: Exit code -> (error kind, explanation).
+EXIT_CODES: dict[int, tuple[str, str]] = {
+    EXIT_MEMORY: ("memory", "exceeded its memory limit"),
+    EXIT_CPU: ("timeout", "exceeded its CPU-time limit"),
+    EXIT_POLICY: ("policy", "attempted a forbidden operation"),
+    EXIT_UNAVAILABLE: ("unavailable", "could not apply the required isolation layers"),
+    EXIT_LOAD: ("env_code", "failed to load the environment"),
+    EXIT_PROTOCOL: ("crash", "broke the protocol"),
+}
+
+ENV_FILENAME = "<env>"
+MAX_TRACEBACK_CHARS = 8000
+MAX_INFO_DEPTH = 16
+MAX_INFO_ITEMS = 10_000
+_INT64 = (-(2**63), 2**64 - 1)
+
+
+class CpuLimitExceeded(BaseException):
+    """Raised by the SIGXCPU handler: the soft CPU-time limit was reached."""
+
+
+class ContractBroken(Exception):
+    def __init__(self, message: str, method: str) -> None:
+        super().__init__(message)
+        self.method = method
+
+
+class _Fatal(Exception):
+    """An error after which the worker must exit (memory, CPU, policy)."""
+
+    def __init__(self, reply: list[Any], code: int) -> None:
+        super().__init__(reply[2])
+        self.reply = reply
+        self.code = code
+
+
+def _on_sigxcpu(signum: int, frame: Any) -> None:
+    raise CpuLimitExceeded("CPU-time limit exceeded")
+
+
+def env_traceback(exc: BaseException) -> str:
+    """The traceback of ``exc`` restricted to environment frames (and what they called)."""
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_frame.f_code.co_filename != ENV_FILENAME:
+        tb = tb.tb_next
+    text = "".join(traceback.format_exception(type(exc), exc, tb if tb is not None else exc.__traceback__))
+    return text[-MAX_TRACEBACK_CHARS:]
+
+
+def _is_denied_by_os(exc: BaseException) -> bool:
+    return isinstance(exc, PermissionError) and exc.errno in (errno.EPERM, errno.EACCES)
+
+
+def classify(exc: BaseException, what: str) -> list[Any]:
+    """Turn an exception from environment code into an error reply; raise :class:`_Fatal`
+    when the worker must not continue."""
+    if isinstance(exc, MemoryError):
+        raise _Fatal(protocol.error_reply("memory", f"{what} ran out of memory (MemoryError)"), EXIT_MEMORY)
+    if isinstance(exc, CpuLimitExceeded):
+        raise _Fatal(protocol.error_reply("timeout", f"{what} exceeded the CPU-time limit"), EXIT_CPU)
+    tb = env_traceback(exc)
+    if _is_denied_by_os(exc):
+        raise _Fatal(
+            protocol.error_reply("policy", f"{what} attempted a forbidden operation: {exc}", tb), EXIT_POLICY
+        )
+    if isinstance(exc, ContractBroken):
+        return protocol.error_reply("contract", str(exc), None) + [exc.method]
+    return protocol.error_reply("env_code", f"{what} raised {type(exc).__name__}: {exc}", tb)
+
+
+# --- value conversion -------------------------------------------------------------------
+
+
+def wire_value(value: Any, depth: int = 0, budget: list[int] | None = None) -> Any:
+    """Plain msgpack-able copy of an info value; unknown objects become their repr."""
+    if budget is None:
+        budget = [MAX_INFO_ITEMS]
+    budget[0] -= 1
+    if budget[0] < 0 or depth > MAX_INFO_DEPTH:
+        raise ContractBroken("info is too large or too deeply nested", "info")
+    if value is None or isinstance(value, (bool, str, bytes, float)):
+        return value
+    if isinstance(value, int):
+        return value if _INT64[0] <= value <= _INT64[1] else str(value)
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [wire_value(v, depth + 1, budget) for v in value]
+    if isinstance(value, dict):
+        return {str(k): wire_value(v, depth + 1, budget) for k, v in value.items()}
+    try:
+        return repr(value)[:1000]
+    except Exception:
+        return f"<unrepresentable {type(value).__name__}>"
+
+
+def _obs(value: Any, method: str, limit: int) -> str:
+    if not isinstance(value, str):
+        raise ContractBroken(f"{method}() returned an observation of type {type(value).__name__}, expected str", method)
+    if len(value) > limit:
+        raise ContractBroken(f"{method}() returned an observation of {len(value)} characters (limit {limit})", method)
+    return value
+
+
+def _info(value: Any, method: str) -> dict[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ContractBroken(f"{method}() returned info of type {type(value).__name__}, expected dict", method)
+    return wire_value(value)  # type: ignore[no-any-return]
+
+
+def wire_reset(result: Any, limit: int) -> list[Any]:
+    if isinstance(result, str):
+        return [_obs(result, "reset", limit), {}]
+    if not isinstance(result, tuple) or len(result) != 2:
+        raise ContractBroken("reset() must return (observation: str, info: dict)", "reset")
+    return [_obs(result[0], "reset", limit), _info(result[1], "reset")]
+
+
+_PLAIN = frozenset({str, int, float, bool, type(None)})
+
+
+def _plain_info(info: Any) -> bool:
+    """Fast path: a flat dict of str keys and scalar values needs no conversion."""
+    if type(info) is not dict:
+        return False
+    for k, v in info.items():
+        if type(k) is not str or type(v) not in _PLAIN:
+            return False
+    return True
+
+
+def wire_step(result: Any, limit: int) -> list[Any]:
+    if type(result) is not tuple or len(result) not in (4, 5):
+        raise ContractBroken("step() must return (observation, reward, terminated, truncated, info)", "step")
+    if len(result) == 4:
+        obs, reward, terminated, info = result
+        truncated: Any = False
+    else:
+        obs, reward, terminated, truncated, info = result
+    if type(obs) is not str or len(obs) > limit:
+        obs = _obs(obs, "step", limit)
+    if type(reward) is not float:
+        if isinstance(reward, bool) or not isinstance(reward, (int, float)):
+            try:
+                reward = float(reward)  # numeric objects such as Fraction or Decimal
+            except Exception:
+                raise ContractBroken(
+                    f"step() returned a reward of type {type(reward).__name__}, expected a number", "step"
+                ) from None
+        reward = float(reward)
+    if not math.isfinite(reward):
+        raise ContractBroken(f"step() returned a non-finite reward {reward!r}", "step")
+    if terminated is not True and terminated is not False:
+        terminated = _flag(terminated, "terminated")
+    if truncated is not True and truncated is not False:
+        truncated = _flag(truncated, "truncated")
+    if not _plain_info(info):
+        info = _info(info, "step")
+    return [obs, reward, terminated, truncated, info]
+
+
+def _flag(flag: Any, name: str) -> bool:
+    if isinstance(flag, float) or not isinstance(flag, int):
+        raise ContractBroken(f"step() returned {name} of type {type(flag).__name__}, expected bool", "step")
+    return bool(flag)
+
+
+def wire_call(method: str, result: Any, limit: int) -> Any:
+    if method == "solution":
+        if isinstance(result, tuple):
+            result = list(result)
+        if isinstance(result, list):
+            if not all(isinstance(a, str) for a in result):
+                raise ContractBroken("solution() list must contain only str actions", "solution")
+            if sum(len(a) for a in result) > limit:
+                raise ContractBroken(f"solution() is longer than {limit} characters", "solution")
+            return result
+        if isinstance(result, str):
+            return _obs(result, "solution", limit)
+        raise ContractBroken(f"solution() returned {type(result).__name__}; expected list[str] or str", "solution")
+    if method == "get_tool_schemas":
+        if result is None:
+            return []
+        if not isinstance(result, (list, tuple)):
+            raise ContractBroken("get_tool_schemas() must return a list of dicts", method)
+        return wire_value(list(result))
+    return None  # close
+
+
+# --- the instance table ------------------------------------------------------------------
+
+
+class Instances:
+    """The environment instances of one worker and the request dispatch."""
+
+    CALLABLE = frozenset({"solution", "get_tool_schemas", "close"})
+
+    def __init__(self, cls: type, max_output_chars: int) -> None:
+        self.cls = cls
+        self.limit = max_output_chars
+        self.live: dict[int, Any] = {}
+
+    def handle(self, msg: list[Any]) -> list[Any]:
+        op = msg[0]
+        if op == "step":
+            return self.step(msg[1], msg[2])
+        if op == "reset":
+            return self.reset(msg[1], msg[2])
+        if op == "step_many":
+            return [protocol.OK, [self.step(i, a) for i, a in msg[1]]]
+        if op == "reset_many":
+            return [protocol.OK, [self.reset(i, s) for i, s in msg[1]]]
+        if op == "new":
+            return self.new(msg[1])
+        if op == "call":
+            return self.call(msg[1], msg[2])
+        if op == "drop":
+            return self.drop(msg[1])
+        if op == "ping":
+            return [protocol.OK, len(self.live)]
+        return protocol.error_reply("request", f"unknown request {op!r}")
+
+    def _get(self, iid: int) -> Any:
+        inst = self.live.get(iid)
+        if inst is None:
+            raise KeyError(iid)
+        return inst
+
+    def new(self, iid: int) -> list[Any]:
+        try:
+            self.live[iid] = self.cls()
+        except BaseException as exc:
+            return classify(exc, f"{self.cls.__name__}()")
+        return [protocol.OK, None]
+
+    def reset(self, iid: int, seed: Any) -> list[Any]:
+        try:
+            inst = self._get(iid)
+        except KeyError:
+            return protocol.error_reply("request", f"no instance {iid} in this worker")
+        try:
+            return [protocol.OK, wire_reset(inst.reset(seed=seed), self.limit)]
+        except BaseException as exc:
+            return classify(exc, "reset()")
+
+    def step(self, iid: int, action: Any) -> list[Any]:
+        try:
+            inst = self._get(iid)
+        except KeyError:
+            return protocol.error_reply("request", f"no instance {iid} in this worker")
+        try:
+            return [protocol.OK, wire_step(inst.step(action), self.limit)]
+        except BaseException as exc:
+            return classify(exc, "step()")
+
+    def call(self, iid: int, method: str) -> list[Any]:
+        if method not in self.CALLABLE:
+            return protocol.error_reply("request", f"method {method!r} may not be called")
+        try:
+            inst = self._get(iid)
+        except KeyError:
+            return protocol.error_reply("request", f"no instance {iid} in this worker")
+        fn = getattr(inst, method, None)
+        if fn is None and method == "get_tool_schemas":
+            schemas = getattr(inst, "tool_schemas", None)
+            fn = schemas if callable(schemas) else (lambda: schemas)
+        if fn is None:
+            if method == "close":
+                return [protocol.OK, None]
+            return protocol.error_reply("missing_method", f"{self.cls.__name__} does not define {method}()")
+        try:
+            return [protocol.OK, wire_call(method, fn(), self.limit)]
+        except BaseException as exc:
+            return classify(exc, f"{method}()")
+
+    def drop(self, iid: int) -> list[Any]:
+        inst = self.live.pop(iid, None)
+        if inst is not None:
+            fn = getattr(inst, "close", None)
+            if fn is not None:
+                try:
+                    fn()
+                except BaseException as exc:
+                    return classify(exc, "close()")
+        return [protocol.OK, None]
+
+
+def load_class(source: str, class_name: str, allowed: frozenset[str], guarded: bool, output: list[str]) -> type:
+    module = types.ModuleType("spade_env")
+    module.__file__ = ENV_FILENAME
+    module.__dict__["__builtins__"] = make_builtins(allowed, output=output) if guarded else builtins.__dict__
+    linecache.cache[ENV_FILENAME] = (len(source), None, source.splitlines(True), ENV_FILENAME)
+    sys.modules["spade_env"] = module
+    code = compile(source, ENV_FILENAME, "exec")
+    exec(code, module.__dict__)  # noqa: S102 - untrusted code, inside the hardened worker
+    cls = module.__dict__.get(class_name)
+    if not isinstance(cls, type):
+        raise NameError(f"class {class_name!r} is not defined by the source")
+    return cls
+
+
+class CpuBudget:
+    """Give every request at least ``seconds`` of CPU time before SIGXCPU fires."""
+
+    def __init__(self, seconds: int) -> None:
+        self.seconds = seconds
+        self.soft = seconds
+
+    def refresh(self) -> None:
+        used = time.process_time()
+        if self.soft - used < self.seconds:
+            self.soft = int(used) + 2 * self.seconds
+            try:
+                resource.setrlimit(resource.RLIMIT_CPU, (self.soft, resource.RLIM_INFINITY))
+            except (OSError, ValueError):
+                pass
+
+
+def _send_or_exit(sock: socket.socket, reply: list[Any], code: int) -> None:
+    try:
+        protocol.send(sock, reply)
+    except (OSError, ValueError, TypeError):
+        os._exit(EXIT_PROTOCOL)
+    if code:
+        os._exit(code)
+
+
+def run(sock: socket.socket, spec: dict[str, Any], seccomp_filter: Any, zygote_pid: int) -> None:
+    """Body of a freshly forked worker; never returns."""
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGXCPU, _on_sigxcpu)
+    opts = LayerOptions.from_dict(spec.get("layers", {}))
+    report = apply_layers(opts, seccomp_filter, zygote_pid)
+    ready_info = {"pid": os.getpid(), "layers": report.active, "missing": report.missing}
+    if spec.get("require_secure", True) and not secure_enough(report.active):
+        missing = ", ".join(f"{k}: {v}" for k, v in report.missing.items()) or "none"
+        _send_or_exit(
+            sock,
+            protocol.error_reply(
+                "unavailable",
+                "refusing to run untrusted code: neither seccomp nor Landlock+rlimits is active "
+                f"here (missing layers: {missing}); pass allow_insecure=True to override",
+            ),
+            EXIT_UNAVAILABLE,
+        )
+    limit = int(spec.get("max_output_chars", 65536))
+    output: list[str] = []
+    allowed = DEFAULT_ALLOWED_MODULES | frozenset(spec.get("allowed_modules", ()))
+    try:
+        cls = load_class(spec["source"], spec["class_name"], allowed, spec.get("guarded", True), output)
+    except BaseException as exc:
+        try:
+            reply = classify(exc, "loading the environment")
+            code = EXIT_LOAD
+        except _Fatal as fatal:
+            reply, code = fatal.reply, fatal.code
+        _send_or_exit(sock, reply, code)
+        return
+    instances = Instances(cls, limit)
+    budget = CpuBudget(opts.cpu_seconds)
+    gc.collect()
+    _send_or_exit(sock, [protocol.OK, ready_info], 0)
+    while True:
+        try:
+            msg = protocol.decode_trusted(protocol.recv_frame(sock))
+        except protocol.ChannelClosed:
+            os._exit(0)
+        except BaseException:
+            os._exit(EXIT_PROTOCOL)
+        budget.refresh()
+        try:
+            reply = instances.handle(msg)
+            code = 0
+        except _Fatal as fatal:
+            reply, code = fatal.reply, fatal.code
+        except BaseException:  # a bug or a hostile object; the worker cannot go on safely
+            os._exit(EXIT_PROTOCOL)
+        try:
+            protocol.send(sock, reply)
+        except MemoryError:
+            os._exit(EXIT_MEMORY)
+        except BaseException:
+            os._exit(EXIT_PROTOCOL)
+        if code:
+            os._exit(code)

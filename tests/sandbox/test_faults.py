@@ -1,0 +1,213 @@
+"""Fault containment: hangs, memory bombs, crashes and escape attempts are stopped, reported
+as specific errors, and never disturb the caller or other environments."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from conftest import open_fds, sandbox_processes
+from envsrc import COUNTER, step_body
+from spade_sandbox.errors import (
+    SandboxCrash,
+    SandboxMemoryError,
+    SandboxPolicyViolation,
+    SandboxTimeout,
+    StaticCheckError,
+)
+
+from spade_sandbox import SandboxLimits, SandboxPool
+
+TIMEOUT_S = 1.0
+
+
+@pytest.fixture(scope="module")
+def fault_pool():
+    with SandboxPool(SandboxLimits(call_timeout_s=TIMEOUT_S, memory_mb=256)) as p:
+        yield p
+
+
+@pytest.fixture(scope="module")
+def bystander(fault_pool: SandboxPool):
+    """An innocent environment in the same pool; checked after every fault."""
+    h = fault_pool.spawn(COUNTER)
+    fault_pool.reset(h, seed=1)
+    return h
+
+
+def still_fine(pool: SandboxPool, h) -> None:
+    obs, reward, *_ = pool.step(h, "still here?")
+    assert obs.endswith("still here?") and reward == 0.0
+
+
+def test_infinite_loop_times_out_within_the_deadline_and_kills_only_its_worker(fault_pool, bystander):
+    src = step_body("while True:\n    pass", name="HangEnv")
+    h, sibling = fault_pool.spawn(src), fault_pool.spawn(src)
+    pid = fault_pool.worker_of(h).pid
+    t0 = time.monotonic()
+    with pytest.raises(SandboxTimeout, match=r"did not answer within 1 s") as info:
+        fault_pool.step(h, "go")
+    elapsed = time.monotonic() - t0
+    assert elapsed < TIMEOUT_S + 2.0
+    assert "2 instance(s) are lost" in str(info.value)
+    assert pid not in {p.pid for p in sandbox_processes()}
+    with pytest.raises(SandboxCrash, match="instance lost because worker"):
+        fault_pool.step(sibling, "x")
+    fresh = fault_pool.spawn(src)  # the pool starts a new worker for the same code
+    assert fault_pool.worker_of(fresh).pid != pid
+    assert fault_pool.reset(fresh) == ("ready", {})
+    still_fine(fault_pool, bystander)
+
+
+def test_cpu_time_limit_stops_a_spinning_worker():
+    with SandboxPool(SandboxLimits(call_timeout_s=30, cpu_seconds=1)) as p:
+        h = p.spawn(step_body("while True:\n    pass", name="SpinEnv"))
+        t0 = time.monotonic()
+        with pytest.raises(SandboxTimeout, match="CPU-time limit"):
+            p.step(h, "go")
+        assert time.monotonic() - t0 < 20
+
+
+def test_memory_bomb_is_a_memory_error(fault_pool, bystander):
+    h = fault_pool.spawn(step_body("hog = []\nwhile True:\n    hog.append(bytearray(1 << 20))", name="HogEnv"))
+    with pytest.raises(SandboxMemoryError, match="memory"):
+        fault_pool.step(h, "eat")
+    with pytest.raises(SandboxCrash, match="instance lost"):
+        fault_pool.reset(h)
+    still_fine(fault_pool, bystander)
+
+
+def test_one_huge_allocation_is_a_memory_error(fault_pool, bystander):
+    h = fault_pool.spawn(step_body("x = 'a' * (1 << 31)", name="HugeEnv"))
+    with pytest.raises(SandboxMemoryError):
+        fault_pool.step(h, "eat")
+    still_fine(fault_pool, bystander)
+
+
+def test_recursion_is_an_ordinary_env_error(fault_pool, bystander):
+    from spade_sandbox.errors import EnvCodeError
+
+    src = "def f(n):\n    return f(n + 1)\n" + step_body("f(0)", name="DeepEnv")
+    h = fault_pool.spawn(src)
+    with pytest.raises(EnvCodeError, match="RecursionError"):
+        fault_pool.step(h, "dive")
+    assert fault_pool.reset(h) == ("ready", {})
+
+
+@pytest.mark.parametrize(
+    "snippet",
+    [
+        "open('/etc/passwd').read()",
+        "import socket\nsocket.socket().connect(('127.0.0.1', 80))",
+        "import os\nos.fork()",
+        "import os\nos.execv('/bin/sh', ['sh'])",
+        "import subprocess\nsubprocess.run(['id'])",
+        "__import__('os').system('id')",
+    ],
+)
+def test_static_layer_rejects_escape_attempts(fault_pool, snippet):
+    with pytest.raises(StaticCheckError):
+        fault_pool.spawn(step_body(snippet))
+
+
+# --- the OS layers alone (static check and runtime guard switched off) -----------------------
+
+
+@pytest.mark.parametrize(
+    ("snippet", "needle"),
+    [
+        ("open('/etc/passwd').read()", "Operation not permitted"),
+        ("open('/tmp/spade-sandbox-escape', 'w').write('x')", "Operation not permitted"),
+        ("import os\nos.listdir('/')", "Operation not permitted"),
+        ("import socket\nsocket.socket(socket.AF_INET, socket.SOCK_STREAM)", "Operation not permitted"),
+        ("import socket\nsocket.socket(socket.AF_UNIX, socket.SOCK_STREAM)", "Operation not permitted"),
+        ("import os\nos.fork()", "Operation not permitted"),
+        ("import os\nos.kill(1, 9)", "Operation not permitted"),
+        ("import subprocess\nsubprocess.run(['id'])", "Operation not permitted"),
+    ],
+)
+def test_os_layers_deny_files_network_and_processes(os_layer_pool, snippet, needle):
+    h = os_layer_pool.spawn(step_body(snippet, name="EscapeEnv"))
+    with pytest.raises(SandboxPolicyViolation, match=needle) as info:
+        os_layer_pool.step(h, "escape")
+    assert info.value.kind == "policy"
+
+
+def test_modules_not_preloaded_cannot_be_imported(os_layer_pool):
+    from spade_sandbox.errors import EnvCodeError
+
+    h = os_layer_pool.spawn(step_body("import sqlite3", name="ImportEnv"))
+    with pytest.raises(EnvCodeError, match="No module named 'sqlite3'"):
+        os_layer_pool.step(h, "import")
+
+
+@pytest.mark.parametrize(
+    "snippet",
+    [
+        "open('/etc/passwd').read()",
+        "open('/tmp/spade-sandbox-escape', 'w').write('x')",
+        "import os\nos.listdir('/')",
+        "import socket\ns = socket.socket()\ns.connect(('127.0.0.1', 22))",
+    ],
+)
+def test_landlock_alone_denies_files_and_tcp(snippet):
+    """With seccomp off, Landlock (and the empty network namespace) still stop the code."""
+    limits = SandboxLimits(call_timeout_s=5.0, seccomp=False)
+    with SandboxPool(limits, unsafe_skip_static_check=True) as p:
+        h = p.spawn(step_body(snippet, name="LandlockEnv"))
+        assert "seccomp" not in p.worker_of(h).layers and "landlock" in p.worker_of(h).layers
+        with pytest.raises(SandboxPolicyViolation, match="Permission denied|Network is unreachable"):
+            p.step(h, "escape")
+
+
+def test_exec_is_killed_by_the_syscall_filter(os_layer_pool):
+    h = os_layer_pool.spawn(step_body("import os\nos.execv('/bin/sh', ['sh', '-c', 'id'])", name="ExecEnv"))
+    with pytest.raises(SandboxPolicyViolation, match="syscall filter"):
+        os_layer_pool.step(h, "exec")
+
+
+def test_os_exit_is_a_crash(os_layer_pool):
+    h = os_layer_pool.spawn(step_body("import os\nos._exit(7)", name="ExitEnv"))
+    with pytest.raises(SandboxCrash, match="exited with code 7"):
+        os_layer_pool.step(h, "bye")
+
+
+def test_segfault_is_a_crash(os_layer_pool):
+    h = os_layer_pool.spawn(step_body("import ctypes\nctypes.string_at(0)", name="SegvEnv"))
+    with pytest.raises(SandboxCrash, match="SIGSEGV"):
+        os_layer_pool.step(h, "crash")
+
+
+def test_workers_run_unprivileged_in_their_own_namespaces(pool):
+    """Seen from outside through /proc: every layer is really in force on the worker."""
+    import os
+
+    h = pool.spawn(COUNTER)
+    pid = pool.worker_of(h).pid
+    status = dict(
+        line.split(":", 1) for line in open(f"/proc/{pid}/status").read().splitlines() if ":" in line
+    )
+    assert status["NoNewPrivs"].strip() == "1"
+    assert status["Seccomp"].strip() == "2"
+    uids = status["Uid"].split()
+    assert uids[0] != "0" and uids[1] != "0"
+    assert int(status["CapEff"].strip(), 16) == 0 or os.geteuid() != 0
+    for ns in ("net", "mnt", "ipc", "uts"):
+        assert os.readlink(f"/proc/{pid}/ns/{ns}") != os.readlink(f"/proc/self/ns/{ns}")
+    limits = open(f"/proc/{pid}/limits").read()
+    assert "Max core file size        0" in limits
+    assert set(pool.worker_of(h).layers) >= {"rlimits", "namespaces", "no_new_privs", "landlock", "seccomp"}
+
+
+def test_closing_pools_leaves_no_process_and_no_descriptor():
+    fds_before = open_fds()
+    procs_before = {p.pid for p in sandbox_processes()}
+    with SandboxPool(SandboxLimits(call_timeout_s=TIMEOUT_S)) as p:
+        hs = [p.spawn(COUNTER + f"\n# v{i}\n") for i in range(3)]
+        hang = p.spawn(step_body("while True:\n    pass", name="HangEnv"))
+        with pytest.raises(SandboxTimeout):
+            p.step(hang, "go")
+        p.step_many([(h, "a") for h in hs])
+        assert len({p.worker_of(h).pid for h in hs}) == 3
+    assert {q.pid for q in sandbox_processes()} == procs_before
+    assert open_fds() == fds_before
