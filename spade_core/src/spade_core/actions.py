@@ -70,6 +70,9 @@ class ToolCall:
 
     def to_tag(self) -> str:
         payload = json.dumps({"name": self.name, "arguments": self.arguments}, ensure_ascii=False)
+        # '<' and '>' only occur inside JSON strings; escaping them keeps a value such as
+        # "</tool_call>" from closing the tag early, and decodes to the same value.
+        payload = payload.replace("<", "\\u003c").replace(">", "\\u003e")
         return f"<tool_call>{payload}</tool_call>"
 
 

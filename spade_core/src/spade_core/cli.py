@@ -11,13 +11,16 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from typer.core import TyperGroup
 
 from .config import SpadeConfig, load_config
 from .errors import SpadeError
+
+if TYPE_CHECKING:
+    from .plugins import SpadePlugins
 
 #: Exit code of a command stopped by a SpadeError (click uses 1 for aborts, 2 for usage).
 ERROR_EXIT_CODE = 2
@@ -48,6 +51,8 @@ class CliState:
     """What the root callback hands every command (``ctx.obj``)."""
 
     config_path: Path | None = None
+    #: The plugin set the app was built from (``None``: the process-wide one).
+    plugins: SpadePlugins | None = None
     _config: SpadeConfig | None = field(default=None, repr=False)
 
     def config(self) -> SpadeConfig:
@@ -56,28 +61,31 @@ class CliState:
         return self._config
 
 
-def command_config(ctx: typer.Context) -> SpadeConfig:
-    """The validated configuration of this invocation (loaded on first use)."""
+def _state(ctx: typer.Context) -> CliState:
     state = ctx.find_object(CliState)
     if state is None:  # a command invoked outside the root group (embedding)
         state = CliState()
         ctx.obj = state
-    return state.config()
+    return state
 
 
-def _root(
-    ctx: typer.Context,
-    config: Path | None = typer.Option(
-        None, "--config", "-c", help="Configuration file (default: ./spade.toml, then $SPADE_HOME/spade.toml)."
-    ),
-) -> None:
-    ctx.obj = CliState(config_path=config)
+def command_config(ctx: typer.Context) -> SpadeConfig:
+    """The validated configuration of this invocation (loaded on first use)."""
+    return _state(ctx).config()
 
 
-def build_app(plugins: Any = None) -> typer.Typer:
+def command_plugins(ctx: typer.Context) -> SpadePlugins:
+    """The plugin set whose commands are running."""
+    from .plugins import get_plugins
+
+    return _state(ctx).plugins or get_plugins()
+
+
+def build_app(plugins: SpadePlugins | None = None) -> typer.Typer:
     """The ``spade`` app with every plugin's commands (``plugins`` defaults to the process set)."""
     from .plugins import get_plugins
 
+    chosen = plugins or get_plugins()
     app = typer.Typer(
         name="spade",
         help="SPADE: self-play environment design — registry, sandbox, designer, trainer.",
@@ -86,8 +94,17 @@ def build_app(plugins: Any = None) -> typer.Typer:
         add_completion=False,
         cls=SpadeGroup,
     )
-    app.callback()(_root)
-    (plugins or get_plugins()).pm.hook.spade_register_commands(cli=app)
+
+    @app.callback()
+    def _root(
+        ctx: typer.Context,
+        config: Path | None = typer.Option(
+            None, "--config", "-c", help="Configuration file (default: ./spade.toml, then $SPADE_HOME/spade.toml)."
+        ),
+    ) -> None:
+        ctx.obj = CliState(config_path=config, plugins=chosen)
+
+    chosen.pm.hook.spade_register_commands(cli=app)
     return app
 
 

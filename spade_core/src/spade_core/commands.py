@@ -21,7 +21,7 @@ from rich.markup import escape
 from rich.panel import Panel
 from rich.table import Table
 
-from .cli import command_config
+from .cli import command_config, command_plugins
 from .metadata import EnvMetadata, EnvStatus
 
 
@@ -45,12 +45,6 @@ def _console() -> Console:
 
 def _echo_json(value: Any) -> None:
     typer.echo(json.dumps(value, indent=2, ensure_ascii=False, default=str))
-
-
-def _plugins() -> Any:
-    from .plugins import get_plugins
-
-    return get_plugins()
 
 
 def _fmt(value: float | None, spec: str = ".2f") -> str:
@@ -77,7 +71,7 @@ def list_envs(
     from .catalog import CatalogEntry, open_store, seed_entries
 
     config = command_config(ctx)
-    seeds = seed_entries(_plugins(), domain=domain, skill=skill, status=status)
+    seeds = seed_entries(command_plugins(ctx), domain=domain, skill=skill, status=status)
     with open_store(config) as store:
         total = store.count(domain=domain, skill=skill, status=status)
         stored = [CatalogEntry("store", m) for m in store.find(domain=domain, skill=skill, status=status, limit=limit)]
@@ -180,7 +174,7 @@ def show(
 
     config = command_config(ctx)
     with open_store(config) as store:
-        entry = resolve(env_id, _plugins(), store)
+        entry = resolve(env_id, command_plugins(ctx), store)
         m = entry.metadata
         ancestors = [a.id for a in store.lineage(m.id)] if entry.kind == "store" else []
         children = [d.id for d in store.descendants(m.id)] if entry.kind == "store" else []
@@ -232,7 +226,7 @@ def play(
 
     config = command_config(ctx)
     with open_store(config) as store:
-        entry = resolve(env_id, _plugins(), store)
+        entry = resolve(env_id, command_plugins(ctx), store)
         env = open_env(entry, config, in_process=in_process, store=store)
     console = _console()
     if entry.kind == "store" and (in_process or config.store_envs_run == "in-process"):
@@ -351,9 +345,11 @@ def export(
 # --- spade plugins --------------------------------------------------------------------
 
 
-def plugins(as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table.")) -> None:
+def plugins(
+    ctx: typer.Context, as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table.")
+) -> None:
     """List loaded plugins: distribution, version, hooks and the domains they register."""
-    ps = _plugins()
+    ps = command_plugins(ctx)
     ps.domains()  # fills each plugin's domain list
     infos = [
         {

@@ -138,7 +138,7 @@ class SpadePlugins:
                 owner: dict[str, str] = {}
                 # Each implementation is called on its own so that every domain is traced
                 # back to the plugin that registered it (``spade plugins`` shows this).
-                for impl in reversed(self.pm.hook.spade_register_domains.get_hookimpls()):
+                for impl in self.pm.hook.spade_register_domains.get_hookimpls():
 
                     def register(domain: Domain, _plugin: str = impl.plugin_name) -> None:
                         if not isinstance(domain, Domain):
