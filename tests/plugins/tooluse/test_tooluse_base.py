@@ -6,7 +6,6 @@ from __future__ import annotations
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
 from spade_core.errors import SpadeError
 from spade_tooluse.base import ToolEnv, ToolEnvError, ToolError, ToolSchemaError, Turn, call, function_schema
 

@@ -11,9 +11,9 @@ import pytest
 pytest.importorskip("bfcl_eval")
 pytest.importorskip("mpmath")
 
-from spade_core.actions import ToolCall  # noqa: E402
-from spade_core.env import ReferenceEnvAdapter  # noqa: E402
-from spade_tooluse import bfcl  # noqa: E402
+from spade_core.actions import ToolCall
+from spade_core.env import ReferenceEnvAdapter
+from spade_tooluse import bfcl
 
 
 @pytest.fixture(scope="module")

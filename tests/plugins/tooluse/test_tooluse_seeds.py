@@ -12,7 +12,6 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
 from spade_core.env import ReferenceEnvAdapter
 from spade_core.metadata import ActionFormat
 from spade_core.plugins import SpadePlugins

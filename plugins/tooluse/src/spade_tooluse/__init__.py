@@ -1,1 +1,13 @@
-"""spade_tooluse."""
+"""spade_tooluse: the tool-use domain of SPADE.
+
+* :mod:`spade_tooluse.base` — :class:`~spade_tooluse.base.ToolEnv`, the base class of
+  tool-use environments (the one module generated environments may import);
+* :mod:`spade_tooluse.catalog` — the seed pool (``envs/*.py``), three per skill;
+* :mod:`spade_tooluse.bfcl` — the BFCL-v4 multi-turn suite (``python -m spade_tooluse.bfcl``);
+* :mod:`spade_tooluse.plugin` — the ``spade_register_domains`` hook.
+"""
+
+# ``import spade_core`` registers every plugin's seed environments, which imports this
+# package's plugin module. Finishing that first means no submodule of this package is ever
+# seen half-initialised by the registration (a circular import otherwise).
+import spade_core  # noqa: F401

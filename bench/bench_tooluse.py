@@ -1,0 +1,138 @@
+"""Tool-use domain benchmarks: seed environments (reset / replay, in-process vs sandbox)
+and the BFCL-v4 grader (ours vs the official checker on the same trajectories).
+
+Run: ``python -m bench.bench_tooluse`` (or ``python -m bench tooluse``). Medians of
+repeated runs; ratios side by side, since the machine is shared and noisy.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable
+
+from rich.console import Console
+from rich.table import Table
+
+
+def _median_ms(fn: Callable[[], object], repeat: int) -> float:
+    samples = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        samples.append((time.perf_counter() - t0) * 1000)
+    return statistics.median(samples)
+
+
+def seed_table(repeat: int = 15) -> Table:
+    from spade_core.source import load_trusted_class
+    from spade_tooluse.catalog import seed_envs
+
+    table = Table(title="tool-use seed environments, in-process (median ms)")
+    for col in ("env", "reset", "build only", "reset / build", "solution replay", "steps"):
+        table.add_column(col, justify="right" if col != "env" else "left", no_wrap=col == "env")
+    for seed in seed_envs():
+        cls = load_trusted_class(seed.source(), seed.class_name)
+
+        def build_only(cls=cls):
+            env = cls()
+            env._te_start(1)
+
+        def reset(cls=cls):
+            cls().reset(seed=1)
+
+        env = cls()
+        env.reset(seed=1)
+        actions = env.solution()
+
+        def replay(cls=cls, actions=actions):
+            e = cls()
+            e.reset(seed=1)
+            for a in actions:
+                e.step(a)
+
+        b, r, p = _median_ms(build_only, repeat), _median_ms(reset, repeat), _median_ms(replay, repeat)
+        table.add_row(seed.name, f"{r:.2f}", f"{b:.2f}", f"{r / b:.1f}x", f"{p:.2f}", str(len(actions)))
+    return table
+
+
+def sandbox_table(repeat: int = 5) -> Table | None:
+    try:
+        from spade_sandbox import SandboxPool
+    except (ImportError, AttributeError):
+        return None
+    from spade_core.source import load_trusted_class
+    from spade_tooluse.catalog import seed_envs
+
+    seed = seed_envs()[0]
+    cls = load_trusted_class(seed.source(), seed.class_name)
+    env = cls()
+    env.reset(seed=1)
+    actions = env.solution()
+
+    def local():
+        e = cls()
+        e.reset(seed=1)
+        for a in actions:
+            e.step(a)
+
+    pool = SandboxPool()
+    handle = pool.spawn(seed.source(), allowed_modules=("spade_tooluse.base",))
+
+    def sandboxed():
+        pool.reset(handle, seed=1)
+        for a in actions:
+            pool.step(handle, a)
+
+    try:
+        sandboxed()  # warm the worker
+        lo, sb = _median_ms(local, repeat), _median_ms(sandboxed, repeat)
+    finally:
+        pool.close()
+    table = Table(title=f"{seed.name}: solution replay, in-process vs sandbox (median ms)")
+    for col in ("in-process", "sandbox worker", "sandbox / in-process"):
+        table.add_column(col, justify="right")
+    table.add_row(f"{lo:.2f}", f"{sb:.2f}", f"{sb / lo:.1f}x")
+    return table
+
+
+def bfcl_table(sample: int = 80) -> Table | None:
+    try:
+        from spade_tooluse import bfcl
+    except ImportError:
+        return None
+    entries = bfcl.load_entries()[::max(1, 800 // sample)]
+    trajectories = [bfcl.ground_truth_trajectory(e) for e in entries]
+
+    def ours():
+        for e, t in zip(entries, trajectories, strict=True):
+            bfcl.score_trajectory(e, t)
+
+    counter = iter(range(10**9))
+
+    def official():
+        for e, t in zip(entries, trajectories, strict=True):
+            bfcl.official_verdict(e, t, tag=f"bench{next(counter)}")
+
+    o, f = _median_ms(ours, 3), _median_ms(official, 3)
+    t0 = time.perf_counter()
+    report = bfcl.run_suite(mutations=0)
+    full = time.perf_counter() - t0
+    table = Table(title=f"BFCL-v4 multi-turn grading, {len(entries)} ground-truth trajectories (median ms per entry)")
+    for col in ("ours (env, tag actions)", "official checker", "ours / official", "all 800 replays"):
+        table.add_column(col, justify="right")
+    table.add_row(f"{o / len(entries):.2f}", f"{f / len(entries):.2f}", f"{o / f:.2f}x",
+                  f"{report.replay_passed}/{report.entries} pass in {full:.1f} s")
+    return table
+
+
+def main() -> None:
+    console = Console()
+    console.print(seed_table())
+    for t in (sandbox_table(), bfcl_table()):
+        if t is not None:
+            console.print(t)
+
+
+if __name__ == "__main__":
+    main()
