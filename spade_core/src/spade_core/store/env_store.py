@@ -18,6 +18,7 @@ Contracts:
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
@@ -35,7 +36,7 @@ from ..metadata import TRANSITIONS, EnvMetadata, EnvStatus, StatsSnapshot, Valid
 from . import codec, migrations
 from .database import Database, open_database
 from .layout import ADMITTED_IDS_SQL, STORE_SCHEMA_VERSION
-from .schema import blobs, envs, parents
+from .schema import MAX_ID_LENGTH, blobs, envs, parents
 
 if TYPE_CHECKING:
     from ..config import SpadeConfig
@@ -57,6 +58,7 @@ _SELECT_BLOB = select(blobs.c.code_hash).where(blobs.c.code_hash == bindparam("c
 _SELECT_DOCUMENT = select(envs.c.document).where(envs.c.id == bindparam("id"))
 _SELECT_DOCUMENT_FOR_UPDATE = _SELECT_DOCUMENT.with_for_update()
 _INSERT_BLOB = insert(blobs)
+_LOCK_NAME = text("SELECT pg_advisory_xact_lock(:key)")
 _INSERT_ENV = insert(envs)
 _INSERT_PARENT = insert(parents)
 #: Content addressing in one statement where the dialect has "insert or ignore".
@@ -202,6 +204,9 @@ class EnvStore:
             raise StoreError(f"{metadata.id}: source must be str, got {type(source).__name__}")
         if not source.strip():
             raise StoreError(f"{metadata.id}: source is empty")
+        if "\x00" in source:
+            raise StoreError(f"{metadata.id}: source contains NUL characters (not valid Python source)")
+        _check_columns(metadata)
         digest = code_hash(source)
         if metadata.code_hash and metadata.code_hash != digest:
             raise StoreError(
@@ -214,6 +219,7 @@ class EnvStore:
 
     def _add_batch(self, batch: Sequence[tuple[str, EnvMetadata, str]], new_version: bool) -> list[EnvMetadata]:
         def work(conn: Connection) -> list[EnvMetadata]:
+            _lock_names(conn, [m.name for _, m, _ in batch])
             ids = list({m.id for _, m, _ in batch})
             taken = set(conn.execute(select(envs.c.id).where(envs.c.id.in_(ids))).scalars())
             hashes = list({m.code_hash for _, m, _ in batch})
@@ -251,6 +257,7 @@ class EnvStore:
         """The rules of :meth:`add` inside a write transaction; ``document`` encodes ``meta``."""
         prepared = meta
         name = meta.name
+        _lock_names(conn, [name])
         row = conn.execute(_SELECT_NAME_VERSION, {"name": name, "version": meta.version}).first()
         if row is not None:
             if row.code_hash == meta.code_hash:
@@ -476,6 +483,31 @@ class EnvStore:
             return new
 
         return self._write(action, work)
+
+
+def _lock_names(conn: Connection, names: Iterable[str]) -> None:
+    """Serialise writers of the same names until the transaction ends (PostgreSQL).
+
+    Under READ COMMITTED each statement sees newly committed rows, so without this two
+    writers could both miss each other's "same code under this name" and then store it
+    twice as consecutive versions. SQLite needs nothing: BEGIN IMMEDIATE already admits
+    one writer at a time. Sorted keys: no two writers wait on each other in a cycle.
+    """
+    if conn.dialect.name != "postgresql":
+        return
+    keys = sorted({int.from_bytes(hashlib.sha256(n.encode()).digest()[:8], "big", signed=True) for n in names})
+    for key in keys:
+        conn.execute(_LOCK_NAME, {"key": key})
+
+
+def _check_columns(meta: EnvMetadata) -> None:
+    """What every backend can index: no NUL in indexed text, parent ids that fit their column."""
+    for field_name in ("domain", "skill"):
+        if "\x00" in getattr(meta, field_name):
+            raise StoreError(f"{meta.id}: {field_name} contains a NUL character")
+    for parent in meta.parent_ids:
+        if "\x00" in parent or not 0 < len(parent) <= MAX_ID_LENGTH:
+            raise StoreError(f"{meta.id}: parent id {parent[:40]!r} must be 1-{MAX_ID_LENGTH} characters without NUL")
 
 
 def _check_parents(meta: EnvMetadata) -> None:

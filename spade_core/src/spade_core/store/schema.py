@@ -26,6 +26,9 @@ from .layout import BLOBS_TABLE, ENVS_TABLE, PARENTS_TABLE, SCHEMA_TABLE
 
 metadata_obj = MetaData()
 
+#: Longest environment id (and parent id) a row holds.
+MAX_ID_LENGTH = 200
+
 schema_table = Table(
     SCHEMA_TABLE,
     metadata_obj,
@@ -47,7 +50,7 @@ envs = Table(
     ENVS_TABLE,
     metadata_obj,
     Column("seq", Integer, primary_key=True, autoincrement=True),
-    Column("id", String(200), nullable=False, unique=True),
+    Column("id", String(MAX_ID_LENGTH), nullable=False, unique=True),
     Column("name", String(120), nullable=False),
     Column("version", Integer, nullable=False),
     Column("domain", String(64), nullable=False),
@@ -66,8 +69,8 @@ Index("ix_envs_code_hash", envs.c.code_hash)
 parents = Table(
     PARENTS_TABLE,
     metadata_obj,
-    Column("child_id", String(200), ForeignKey(f"{ENVS_TABLE}.id", ondelete="CASCADE"), primary_key=True),
+    Column("child_id", String(MAX_ID_LENGTH), ForeignKey(f"{ENVS_TABLE}.id", ondelete="CASCADE"), primary_key=True),
     Column("position", Integer, primary_key=True, autoincrement=False),
-    Column("parent_id", String(200), nullable=False),
+    Column("parent_id", String(MAX_ID_LENGTH), nullable=False),
 )
 Index("ix_env_parents_parent", parents.c.parent_id)
