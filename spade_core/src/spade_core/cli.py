@@ -104,8 +104,30 @@ def build_app(plugins: SpadePlugins | None = None) -> typer.Typer:
     ) -> None:
         ctx.obj = CliState(config_path=config, plugins=chosen)
 
-    chosen.pm.hook.spade_register_commands(cli=app)
+    _register_commands(chosen, app)
     return app
+
+
+def _register_commands(plugins: SpadePlugins, app: typer.Typer) -> None:
+    """Each plugin adds its commands; a third-party plugin that fails to is reported and
+    skipped, so one broken plugin cannot take the whole ``spade`` command down with it."""
+    from .plugins import DEFAULT_PLUGINS
+
+    for impl in plugins.pm.hook.spade_register_commands.get_hookimpls():
+        if impl.plugin_name in DEFAULT_PLUGINS:
+            impl.function(cli=app)
+            continue
+        try:
+            impl.function(cli=app)
+        except Exception as exc:
+            from rich.console import Console
+            from rich.markup import escape
+
+            Console(stderr=True, soft_wrap=True).print(
+                f"[yellow]warning:[/] plugin {escape(impl.plugin_name)!r} could not add its commands: "
+                f"{escape(type(exc).__name__)}: {escape(str(exc))}",
+                highlight=False,
+            )
 
 
 def _config_path_from_argv(argv: list[str]) -> str | None:

@@ -81,22 +81,37 @@ def list_envs(
         return
     console = _console()
     table = Table(title=f"{len(seeds)} seed + {total} store environments", title_justify="left")
-    for col in ("id", "kind", "domain", "skill", "status", "turns", "win rate", "regret", "description"):
-        table.add_column(col, no_wrap=col != "description", justify="right" if col in ("turns", "win rate", "regret") else "left")
+    # The id is what the user types next (`spade show ID`): it never wraps. On a narrow
+    # terminal the numbers and the description are left out rather than squeezed.
+    columns = ["id", "kind", "domain", "skill", "status"]
+    if console.width >= 100:
+        columns += ["turns", "win rate", "regret"]
+    if console.width >= 130:
+        columns.append("description")
+    for col in columns:
+        numeric = col in ("turns", "win rate", "regret")
+        table.add_column(
+            col,
+            justify="right" if numeric else "left",
+            no_wrap=col != "skill",
+            max_width=50 if col == "description" else None,
+            overflow="ellipsis" if col == "description" else "fold",
+        )
     colours = {"admitted": "green", "candidate": "yellow", "retired": "dim"}
     for e in entries:
         s = e.summary()
-        table.add_row(
-            escape(s["id"]),
-            "[cyan]seed[/]" if e.kind == "seed" else "store",
-            escape(s["domain"]),
-            escape(s["skill"]),
-            f"[{colours[s['status']]}]{s['status']}[/]",
-            str(s["max_turns"]),
-            _fmt(s["win_rate"]),
-            _fmt(s["regret"], ".3f"),
-            escape(_clip(s["description"], 60)),
-        )
+        cells = {
+            "id": escape(s["id"]),
+            "kind": "[cyan]seed[/]" if e.kind == "seed" else "store",
+            "domain": escape(s["domain"]),
+            "skill": escape(s["skill"]),
+            "status": f"[{colours[s['status']]}]{s['status']}[/]",
+            "turns": str(s["max_turns"]),
+            "win rate": _fmt(s["win_rate"]),
+            "regret": _fmt(s["regret"], ".3f"),
+            "description": escape(_clip(s["description"], 50)),
+        }
+        table.add_row(*(cells[c] for c in columns))
     console.print(table)
     if total > len(stored):
         console.print(f"[dim]showing {len(stored)} of {total} store environments; --limit shows more[/]")

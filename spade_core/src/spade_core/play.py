@@ -44,7 +44,7 @@ def open_env(entry: CatalogEntry, config: SpadeConfig, *, in_process: bool = Fal
         cls = load_trusted_class(source, meta.class_name, source_name=meta.id)
         return ReferenceEnvAdapter(cls, max_turns=meta.max_turns, reward_range=meta.reward_range)
     try:
-        from spade_sandbox import SandboxedEnv  # type: ignore[attr-defined]
+        from spade_sandbox import SandboxedEnv
     except ImportError:
         raise UntrustedCodeError(
             f"{meta.id} is store code and the sandbox (spade_sandbox.SandboxedEnv) is not available; "
@@ -58,7 +58,13 @@ def open_env(entry: CatalogEntry, config: SpadeConfig, *, in_process: bool = Fal
         allowed = get_plugins().domain(meta.domain).allowed_modules
     except SpadeError:
         pass  # an uninstalled domain gets the sandbox's standard allow-list only
-    env: TextEnv = SandboxedEnv(source, max_turns=meta.max_turns, allowed_modules=tuple(sorted(allowed)))
+    env: TextEnv = SandboxedEnv(
+        source,
+        max_turns=meta.max_turns,
+        allowed_modules=tuple(sorted(allowed)),
+        reward_range=meta.reward_range,
+        class_name=meta.class_name,
+    )
     return env
 
 
