@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import itertools
 import threading
-from datetime import UTC, timedelta, timezone
+from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 from hypothesis import HealthCheck, given, settings
