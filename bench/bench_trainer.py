@@ -46,7 +46,7 @@ class InstantEnvs:
         self.count: dict[int, int] = {}
         self._next = 0
 
-    def spawn(self, source: str, allowed_modules: Any = (), class_name: str | None = None) -> int:
+    def spawn(self, source: str, *, allowed_modules: Any = (), class_name: str | None = None) -> int:
         self._next += 1
         self.count[self._next] = 0
         return self._next

@@ -135,6 +135,7 @@ def build_trainer(
         rollout_func=rollout,
         callbacks=list(callbacks),
     )
+    trainer._spade_rollout = rollout
     # progress is ours (rich); TRL's per-step printing would interleave with it
     from transformers.trainer_callback import PrinterCallback, ProgressCallback
 

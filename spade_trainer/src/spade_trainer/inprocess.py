@@ -20,7 +20,7 @@ class TrustedEnvPool:
         self._envs: dict[int, Any] = {}
         self._next = 0
 
-    def spawn(self, source: str, allowed_modules: Any = (), class_name: str | None = None) -> int:
+    def spawn(self, source: str, *, allowed_modules: Any = (), class_name: str | None = None) -> int:
         key = (source, class_name)
         if key not in self._classes:
             self._classes[key] = load_trusted_class(source, class_name)

@@ -127,15 +127,17 @@ class TransformersPolicy:
                     top_k=None,
                     eos_token_id=self.stop_token_ids,
                     pad_token_id=self.pad_token_id,
-                    output_scores=True,
+                    output_logits=True,
                     return_dict_in_generate=True,
                 )
         finally:
             if was_training:
                 self.model.train()
         new = out.sequences[:, width:].cpu()
-        # logprobs of the sampled tokens under the (temperature-scaled) sampling distribution
-        steps = torch.stack(out.scores, dim=1).float().log_softmax(-1).cpu()
+        # logprobs of the sampled tokens under the temperature-scaled model distribution (before
+        # top-p), which is how TRL scores the same tokens in the loss
+        scale = sampling.temperature if sampling.temperature > 0 else 1.0
+        steps = (torch.stack(out.logits, dim=1).float() / scale).log_softmax(-1).cpu()
         chosen = steps.gather(-1, new[:, : steps.shape[1]].unsqueeze(-1)).squeeze(-1)
         stops = set(self.stop_token_ids)
         result: list[Generation] = []

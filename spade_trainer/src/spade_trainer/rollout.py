@@ -87,7 +87,7 @@ class Episode:
 class EnvBackend(Protocol):
     """What the engine needs from a pool of running environments (``SandboxPool`` fits)."""
 
-    def spawn(self, source: str, allowed_modules: Any = (), class_name: str | None = None) -> Any: ...
+    def spawn(self, source: str, *, allowed_modules: Any = (), class_name: str | None = None) -> Any: ...
 
     def reset_many(self, items: Sequence[tuple[Any, int | None]]) -> list[Any]: ...
 
@@ -184,7 +184,9 @@ class RolloutEngine:
             for i, ep in enumerate(episodes):
                 env = ep.spec.env
                 try:
-                    handles[i] = self.backend.spawn(env.source, env.allowed_modules, env.class_name)
+                    handles[i] = self.backend.spawn(
+                        env.source, allowed_modules=env.allowed_modules, class_name=env.class_name
+                    )
                 except Exception as exc:  # a broken environment ends only its own episodes
                     self._fail(ep, exc)
             started = [i for i in range(len(episodes)) if not episodes[i].done]

@@ -1,0 +1,61 @@
+"""The shared policy as an LLM backend, so the designer generates with the weights being
+trained, through the same :class:`~.policy.TokenPolicy` as the agent (transformers or vLLM).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from spade_designer.llm.base import Completion, Conversation, apply_stop, check_conversations, check_sampling
+
+from .policy import Sampling, TokenPolicy
+
+
+class PolicyChatBackend:
+    """``LLMBackend.chat`` over a :class:`TokenPolicy`; completions carry ids and logprobs.
+
+    ``stop`` strings cut the returned *text*; the token ids stay those sampled, since the
+    trainer learns from what the policy actually produced.
+    """
+
+    def __init__(self, policy: TokenPolicy, tokenizer: Any, *, name: str = "policy", model_name: str = "policy") -> None:
+        self.policy = policy
+        self.tokenizer = tokenizer
+        self.name = name
+        self.model_name = model_name
+
+    def chat(
+        self,
+        conversations: list[Conversation],
+        *,
+        max_new_tokens: int = 512,
+        temperature: float = 1.0,
+        top_p: float = 1.0,
+        seed: int | None = None,
+        stop: list[str] | None = None,
+    ) -> list[Completion]:
+        check_conversations(conversations, backend=self.name)
+        check_sampling(max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p, backend=self.name)
+        if not conversations:
+            return []
+        texts = [self.tokenizer.apply_chat_template(c, tokenize=False, add_generation_prompt=True) for c in conversations]
+        prompts = [list(ids) for ids in self.tokenizer(texts, add_special_tokens=False)["input_ids"]]
+        gens = self.policy.generate(
+            prompts, max_new_tokens=max_new_tokens, sampling=Sampling(temperature, top_p), seed=seed
+        )
+        out = []
+        for prompt, gen in zip(prompts, gens, strict=True):
+            text = self.tokenizer.decode(gen.completion_ids, skip_special_tokens=True)
+            text, stopped = apply_stop(text, stop)
+            out.append(
+                Completion(
+                    text=text,
+                    prompt_tokens=len(prompt),
+                    completion_tokens=len(gen.completion_ids),
+                    finish_reason="stop" if gen.finished or stopped else "length",
+                    prompt_ids=prompt,
+                    completion_ids=list(gen.completion_ids),
+                    logprobs=list(gen.logprobs),
+                )
+            )
+        return out

@@ -1,0 +1,205 @@
+"""The one validated configuration of a self-play run (``[selfplay]`` in TOML), with presets.
+
+Resolution order, later wins: the preset (``presets/<name>.toml`` in this package), the
+``[selfplay]`` table of the user's file, then ``--set key.path=value`` overrides.
+"""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from importlib import resources
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from .errors import ConfigError
+from .rewards import DesignerRewardSpec, DesignerRewardVariant, Plateau
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ModelSettings(_Section):
+    """Which policy to train: ``embedded`` (SmolLM2-135M-Instruct shipped in a package),
+    ``tiny`` (a 2-layer model built in-process; tests), or a local path / hub id."""
+
+    source: str = "embedded"
+    gguf_file: str | None = None
+    device: str = "cpu"
+    dtype: Literal["float32", "bfloat16", "float16"] = "float32"
+
+
+class GenerationSettings(_Section):
+    backend: Literal["transformers", "vllm"] = "transformers"
+    vllm_mode: Literal["colocate", "server"] = "colocate"
+    vllm_gpu_memory_utilization: float = Field(default=0.3, gt=0, le=1)
+    temperature: float = Field(default=1.0, ge=0)
+    top_p: float = Field(default=1.0, gt=0, le=1)
+    designer_max_new_tokens: int = Field(default=512, ge=16)
+    agent_max_new_tokens: int = Field(default=128, ge=1)
+    episode_token_budget: int = Field(default=2048, ge=16)
+    #: Cap on turns per episode (environments may declare fewer).
+    max_turns: int = Field(default=25, ge=1)
+    hint_max_new_tokens: int = Field(default=96, ge=8)
+
+
+class RewardSettings(_Section):
+    variant: DesignerRewardVariant = DesignerRewardVariant.blend
+    regret_scale: float = Field(default=0.15, gt=0)
+    regret_weight: float = 0.4
+    plateau_weight: float = 0.6
+    plateau: tuple[float, float, float, float] = (0.15, 0.4, 0.6, 0.85)
+    invalid_reward: float = 0.0
+    #: Weights handed to shaping plugins (``context.extra["shaping"]``).
+    shaping: dict[str, float] = Field(default_factory=lambda: {"invalid_penalty": 0.5, "novelty_weight": 0.1})
+
+    def spec(self) -> DesignerRewardSpec:
+        lo, blo, bhi, hi = self.plateau
+        return DesignerRewardSpec(
+            variant=self.variant,
+            regret_scale=self.regret_scale,
+            regret_weight=self.regret_weight,
+            plateau_weight=self.plateau_weight,
+            plateau=Plateau(lo, blo, bhi, hi),
+            invalid_reward=self.invalid_reward,
+        )
+
+
+class OptimSettings(_Section):
+    learning_rate: float = Field(default=1e-6, gt=0)
+    micro_batch: int = Field(default=2, ge=1)
+    max_grad_norm: float = Field(default=1.0, gt=0)
+
+
+class SandboxSettings(_Section):
+    #: Deadline of one step; a step past it is a hang (penalty -0.5).
+    step_timeout_s: float = Field(default=30.0, gt=0)
+    memory_mb: int = Field(default=512, ge=32)
+    backend: str = "native"
+    allow_insecure: bool = False
+
+
+class LoggingSettings(_Section):
+    tensorboard: bool = False
+    wandb: bool = False
+    wandb_project: str = "spade"
+
+
+class SelfPlayConfig(_Section):
+    """Everything a self-play run needs; see the presets for worked examples."""
+
+    run_dir: Path = Path("runs/selfplay")
+    iterations: int = Field(default=100, ge=1)
+    seed: int = 0
+    domain: str = "games"
+    #: Skills to design for; empty means all of the domain's skills.
+    skills: list[str] = Field(default_factory=list)
+    #: Skills designed for per iteration, taken round-robin.
+    skills_per_iteration: int = Field(default=3, ge=1)
+    designs_per_skill: int = Field(default=4, ge=1)
+    #: Environments the agent plays per iteration (new admissions first, then the pool).
+    envs_per_iteration: int = Field(default=24, ge=1)
+    #: K: hinted and unhinted plays per environment for regret.
+    plays_per_condition: int = Field(default=16, ge=1)
+    train_on_hinted: bool = False
+    import_seed_pool: bool = True
+    checkpoint_every: int = Field(default=10, ge=1)
+    register_admitted: bool = True
+    model: ModelSettings = Field(default_factory=ModelSettings)
+    generation: GenerationSettings = Field(default_factory=GenerationSettings)
+    reward: RewardSettings = Field(default_factory=RewardSettings)
+    optim: OptimSettings = Field(default_factory=OptimSettings)
+    sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
+    logging: LoggingSettings = Field(default_factory=LoggingSettings)
+    #: Raw ``[designer]``-style options handed to the designer (validated there).
+    designer: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> SelfPlayConfig:
+        if self.generation.backend == "vllm" and self.model.device == "cpu":
+            raise ValueError("generation.backend = 'vllm' needs a GPU: set model.device = 'cuda'")
+        return self
+
+    @property
+    def expected_samples(self) -> int:
+        """Samples per iteration: designer candidates plus agent episodes that are trained on."""
+        agent = self.envs_per_iteration * self.plays_per_condition * (2 if self.train_on_hinted else 1)
+        return self.skills_per_iteration * self.designs_per_skill + agent
+
+    def fingerprint(self) -> str:
+        """What must not change between a checkpoint and its resumption (JSON)."""
+        keep = self.model_dump(mode="json", exclude={"iterations", "run_dir", "logging", "checkpoint_every"})
+        return json.dumps(keep, sort_keys=True)
+
+
+def preset_names() -> list[str]:
+    folder = resources.files("spade_trainer") / "presets"
+    return sorted(p.name.removesuffix(".toml") for p in folder.iterdir() if p.name.endswith(".toml"))
+
+
+def _preset_table(name: str) -> dict[str, Any]:
+    names = preset_names()
+    if name not in names:
+        raise ConfigError(f"unknown preset {name!r} (known: {', '.join(names)})")
+    text = (resources.files("spade_trainer") / "presets" / f"{name}.toml").read_text(encoding="utf-8")
+    return dict(tomllib.loads(text).get("selfplay", {}))
+
+
+def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for k, v in over.items():
+        out[k] = _merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+    return out
+
+
+def parse_override(item: str) -> tuple[list[str], Any]:
+    """``a.b=value`` -> (["a", "b"], value); the value is read as TOML, else as a string."""
+    if "=" not in item:
+        raise ConfigError(f"override {item!r} must look like key.path=value")
+    key, raw = item.split("=", 1)
+    path = [p.strip() for p in key.split(".") if p.strip()]
+    if not path:
+        raise ConfigError(f"override {item!r} has an empty key")
+    try:
+        value = tomllib.loads(f"v = {raw}")["v"]
+    except tomllib.TOMLDecodeError:
+        value = raw
+    return path, value
+
+
+def load_selfplay_config(
+    *, preset: str | None = None, path: str | Path | None = None, overrides: list[str] | None = None
+) -> SelfPlayConfig:
+    """Build and validate the run configuration (see module docstring)."""
+    data: dict[str, Any] = _preset_table(preset) if preset else {}
+    origin = f"preset {preset!r}" if preset else "defaults"
+    if path is not None:
+        file = Path(path)
+        if not file.is_file():
+            raise ConfigError(f"config file {file} does not exist")
+        try:
+            raw = tomllib.loads(file.read_text(encoding="utf-8"))
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"{file}: not valid TOML: {exc}") from None
+        table = raw.get("selfplay")
+        if not isinstance(table, dict):
+            raise ConfigError(f"{file}: no [selfplay] table")
+        data = _merge(data, table)
+        origin += f" + {file}"
+    for item in overrides or []:
+        keys, value = parse_override(item)
+        nested: dict[str, Any] = {keys[-1]: value}
+        for k in reversed(keys[:-1]):
+            nested = {k: nested}
+        data = _merge(data, nested)
+    try:
+        return SelfPlayConfig.model_validate(data)
+    except ValidationError as exc:
+        lines = [f"invalid self-play configuration ({origin}):"]
+        for err in exc.errors():
+            loc = ".".join(str(p) for p in err["loc"]) or "(root)"
+            lines.append(f"  {loc}: {err['msg']}")
+        raise ConfigError("\n".join(lines)) from None

@@ -1,0 +1,527 @@
+"""The self-play loop: design, validate, admit, play (hinted and unhinted), measure regret,
+reward both roles, and update the shared policy — one GRPO step per iteration.
+
+TRL's trainer drives the iterations (``max_steps`` = iterations): each optimizer step
+pulls one iteration's samples from :meth:`SelfPlayRun.collect` through the GRPO
+``rollout_func``; :class:`SelfPlayCallback` finishes the iteration after the update
+(metrics, registration, checkpoint state).
+
+Checkpoints (every ``checkpoint_every`` iterations) are TRL/transformers checkpoints —
+policy, optimizer, scheduler, RNG states, step counter — plus ``selfplay_state.json``
+(iteration, config fingerprint) and a consistent copy of the run's store (environments,
+hints, stats; the designer's memory is rebuilt from it). Resuming restores all of them.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import shutil
+import sqlite3
+import time
+from collections import Counter, defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from transformers import TrainerCallback
+
+from spade_core.errors import EnvNotFound
+from spade_core.metadata import EnvMetadata, EnvStatus
+from spade_core.shaping import AgentRewardContext, DesignerRewardContext
+
+from .config import SelfPlayConfig
+from .design import DesignedCandidate, DesignStage
+from .errors import CheckpointError
+from .metrics import MetricsLog
+from .policy import Sampling, TokenPolicy
+from .regret import RegretEstimate, RegretEstimator, RegretMeasurement
+from .rewards import designer_reward
+from .rollout import PlayableEnv, RolloutEngine, TokenBudget
+from .samples import PolicySample, Role
+from .shaping import agent_terms, designer_terms
+
+STATE_FILE = "selfplay_state.json"
+STORE_FILE = "store.db"
+CHECKPOINTS = "checkpoints"
+
+
+@dataclass
+class IterationRecord:
+    """What one iteration did; becomes one line of ``metrics.jsonl``."""
+
+    iteration: int
+    data: dict[str, Any] = field(default_factory=dict)
+    timings: dict[str, float] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"iteration": self.iteration, **self.data, "timings": dict(self.timings)}
+
+
+def latest_checkpoint(run_dir: Path) -> Path | None:
+    """The newest ``checkpoint-N`` folder of a run that holds our state, or ``None``."""
+    root = Path(run_dir) / CHECKPOINTS
+    found = [p for p in root.glob("checkpoint-*") if (p / STATE_FILE).is_file()] if root.is_dir() else []
+    return max(found, key=lambda p: int(p.name.rsplit("-", 1)[1]), default=None)
+
+
+def _copy_sqlite(src: Path, dst: Path) -> None:
+    """A consistent copy of a live SQLite database (the backup API, not a file copy)."""
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    if dst.exists():
+        dst.unlink()
+    with sqlite3.connect(str(src)) as a, sqlite3.connect(str(dst)) as b:
+        a.backup(b)
+
+
+class SelfPlayRun:
+    """One self-play run over ``config.run_dir``.
+
+    The pieces are injected so tests can swap them: ``design_stage_factory(run)`` builds
+    the :class:`DesignStage` (default: the real designer), ``env_backend`` the pool that
+    runs environments (default: a ``SandboxPool``).
+    """
+
+    def __init__(
+        self,
+        config: SelfPlayConfig,
+        *,
+        console: Console | None = None,
+        design_stage_factory: Callable[[SelfPlayRun], DesignStage] | None = None,
+        env_backend: Any = None,
+        plugins: Any = None,
+    ) -> None:
+        self.config = config
+        self.run_dir = Path(config.run_dir)
+        self.console = console or Console()
+        self._design_stage_factory = design_stage_factory
+        self._env_backend = env_backend
+        from spade_core.plugins import get_plugins
+
+        self.plugins = plugins or get_plugins()
+        self.domain = self.plugins.domain(config.domain)
+        self.skills = list(config.skills or self.domain.skills)
+        unknown = sorted(set(self.skills) - set(self.domain.skills))
+        if unknown:
+            from .errors import ConfigError
+
+            raise ConfigError(f"skills {unknown} are not skills of domain {config.domain!r}: {self.domain.skills}")
+        self.iteration = 0
+        self.records: list[IterationRecord] = []
+        self._pending: IterationRecord | None = None
+        self._progress: Progress | None = None
+        self._task: Any = None
+        self.store: Any = None
+        self.trainer: Any = None
+        self.policy: TokenPolicy | None = None
+
+    # --- setup ------------------------------------------------------------------------
+
+    @property
+    def store_path(self) -> Path:
+        return self.run_dir / STORE_FILE
+
+    def _open_store(self) -> None:
+        from spade_core.store import EnvStore
+
+        self.store = EnvStore(f"sqlite:///{self.store_path}")
+
+    def import_seed_pool(self) -> int:
+        """Add the domain's seed environments to the run's store as admitted (idempotent)."""
+        added = 0
+        for seed in self.domain.seed_envs:
+            try:
+                self.store.get(seed.id)
+                continue
+            except EnvNotFound:
+                pass
+            meta = EnvMetadata(
+                name=seed.name,
+                version=seed.version,
+                domain=self.domain.name,
+                skill=seed.skill,
+                description=seed.description,
+                difficulty=seed.difficulty,
+                max_turns=seed.max_turns,
+                action_format=self.domain.action_format,
+                class_name=seed.class_name,
+                tags=["seed"],
+            )
+            self.store.add(seed.source(), meta)
+            self.store.set_status(seed.id, EnvStatus.admitted)
+            added += 1
+        return added
+
+    def _build_policy(self, trainer: Any, tokenizer: Any) -> TokenPolicy:
+        gen = self.config.generation
+        if gen.backend == "vllm":
+            from .policy import VLLMPolicy
+
+            engine = getattr(trainer.vllm_generation, "llm", None) or trainer.vllm_generation.vllm_client
+            return VLLMPolicy(engine, stop_token_ids=[tokenizer.eos_token_id])
+        from .policy import TransformersPolicy
+
+        return TransformersPolicy(trainer.model, tokenizer)
+
+    def _default_backend(self) -> Any:
+        from spade_sandbox import SandboxLimits, SandboxPool
+
+        sb = self.config.sandbox
+        return SandboxPool(
+            limits=SandboxLimits(call_timeout_s=sb.step_timeout_s, memory_mb=sb.memory_mb),
+            backend=sb.backend,
+            allow_insecure=sb.allow_insecure,
+        )
+
+    def _default_design_stage(self) -> DesignStage:
+        from .designer_stage import build_designer_stage
+
+        return build_designer_stage(self)
+
+    def setup(self, *, resume: bool = False) -> Path | None:
+        """Prepare the run folder, store, model, trainer and stages; returns the checkpoint to resume."""
+        from .grpo import UpdateShape, build_trainer, grpo_config
+        from .models import load_policy
+
+        cfg = self.config
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        checkpoint = latest_checkpoint(self.run_dir) if resume else None
+        if resume and checkpoint is None:
+            raise CheckpointError(f"nothing to resume: no checkpoint with {STATE_FILE} under {self.run_dir / CHECKPOINTS}")
+        if checkpoint is not None:
+            state = json.loads((checkpoint / STATE_FILE).read_text(encoding="utf-8"))
+            if state.get("fingerprint") != cfg.fingerprint():
+                raise CheckpointError(
+                    f"{checkpoint} was written with a different configuration; resume with the same "
+                    "settings (only iterations, run_dir, logging and checkpoint_every may change)"
+                )
+            self.iteration = int(state["iteration"])
+            _copy_sqlite(checkpoint / STORE_FILE, self.store_path)
+        elif (self.run_dir / "metrics.jsonl").exists() or self.store_path.exists():
+            raise CheckpointError(f"{self.run_dir} already holds a run; pass --resume or choose another run_dir")
+        (self.run_dir / "config.json").write_text(cfg.model_dump_json(indent=2), encoding="utf-8")
+        self._open_store()
+        if cfg.import_seed_pool:
+            self.import_seed_pool()
+        self.metrics = MetricsLog(self.run_dir, cfg.logging, run_name=self.run_dir.name)
+        self.metrics.truncate_after(self.iteration)
+        self.records = []
+
+        model, tokenizer = load_policy(cfg.model)
+        self.tokenizer = tokenizer
+        shape = UpdateShape.for_samples(cfg.expected_samples, cfg.optim.micro_batch)
+        report_to = [*(["tensorboard"] if cfg.logging.tensorboard else []), *(["wandb"] if cfg.logging.wandb else [])]
+        gen = cfg.generation
+        extra: dict[str, Any] = {"temperature": gen.temperature if gen.temperature > 0 else 1.0,
+                                 "max_grad_norm": cfg.optim.max_grad_norm}
+        if gen.backend == "vllm":
+            extra["vllm_gpu_memory_utilization"] = gen.vllm_gpu_memory_utilization
+        args = grpo_config(
+            str(self.run_dir / CHECKPOINTS),
+            shape,
+            max_steps=cfg.iterations,
+            learning_rate=cfg.optim.learning_rate,
+            seed=cfg.seed,
+            use_cpu=cfg.model.device == "cpu",
+            bf16=cfg.model.dtype == "bfloat16",
+            use_vllm=gen.backend == "vllm",
+            vllm_mode=gen.vllm_mode,
+            save_steps=cfg.checkpoint_every,
+            report_to=report_to,
+            logging_dir=str(self.run_dir / "tensorboard") if cfg.logging.tensorboard else None,
+            **extra,
+        )
+        self.shape = shape
+        self.trainer = build_trainer(model, tokenizer, self.collect, args, callbacks=[SelfPlayCallback(self)])
+        self.policy = self._build_policy(self.trainer, tokenizer)
+        self.backend = self._env_backend if self._env_backend is not None else self._default_backend()
+        self.engine = RolloutEngine(
+            self.backend,
+            self.policy,
+            tokenizer,
+            budget=TokenBudget(per_turn=gen.agent_max_new_tokens, per_episode=gen.episode_token_budget),
+            sampling=Sampling(gen.temperature, gen.top_p),
+        )
+        self.estimator = RegretEstimator(self.engine, cfg.plays_per_condition)
+        factory = self._design_stage_factory or (lambda run: run._default_design_stage())
+        self.stage = factory(self)
+        return checkpoint
+
+    # --- one iteration ------------------------------------------------------------------
+
+    def skills_for(self, iteration: int) -> list[str]:
+        """Round-robin skills of ``iteration`` (1-based)."""
+        k = min(self.config.skills_per_iteration, len(self.skills))
+        start = ((iteration - 1) * k) % len(self.skills)
+        return [self.skills[(start + j) % len(self.skills)] for j in range(k)]
+
+    def _status(self, text: str) -> None:
+        if self._progress is not None and self._task is not None:
+            self._progress.update(self._task, description=f"iteration {self.iteration + 1}/{self.config.iterations}: {text}")
+
+    def _agent_stats(self, skill: str) -> dict[str, float] | None:
+        metas = [m for m in self.store.find(domain=self.config.domain, skill=skill, status=EnvStatus.admitted)
+                 if m.latest_stats is not None]
+        if not metas:
+            return None
+        wins = [m.latest_stats.win_rate for m in metas]  # type: ignore[union-attr]
+        regrets = [m.latest_stats.regret or 0.0 for m in metas]  # type: ignore[union-attr]
+        return {"win_rate": sum(wins) / len(wins), "regret": sum(regrets) / len(regrets), "envs": float(len(metas))}
+
+    def choose_envs(self, new_ids: Sequence[str], rng: random.Random) -> list[EnvMetadata]:
+        """This iteration's environments: every new admission, then a uniform draw from the pool."""
+        pool = sorted(self.store.find(domain=self.config.domain, status=EnvStatus.admitted), key=lambda m: m.id)
+        by_id = {m.id: m for m in pool}
+        chosen = [by_id[i] for i in new_ids if i in by_id]
+        rest = [m for m in pool if m.id not in set(new_ids)]
+        room = max(0, self.config.envs_per_iteration - len(chosen))
+        chosen.extend(rng.sample(rest, min(room, len(rest))))
+        return chosen
+
+    def _playable(self, meta: EnvMetadata, seed: int) -> PlayableEnv:
+        source = self.store.get_source(meta.id)
+        hint = meta.hint
+        if not hint:
+            hint = self.stage.write_hint(source, seed=seed).strip() or "Read the rules carefully and plan each move."
+            self.store.set_hint(meta.id, hint[:4000])
+        return PlayableEnv(
+            env_id=meta.id,
+            source=source,
+            domain=meta.domain,
+            skill=meta.skill,
+            action_format=meta.action_format,
+            allowed_modules=frozenset(self.domain.allowed_modules),
+            class_name=meta.class_name,
+            max_turns=min(meta.max_turns, self.config.generation.max_turns),
+            hint=hint,
+        )
+
+    def collect(self, trainer: Any = None) -> list[PolicySample]:
+        """Run one iteration up to the update; returns both roles' samples (the GRPO rollout)."""
+        cfg = self.config
+        it = self.iteration + 1
+        seed = cfg.seed * 100_003 + it
+        rng = random.Random(seed)
+        record = IterationRecord(it)
+        snapshot = f"step-{self.iteration}"
+        t0 = time.perf_counter()
+
+        candidates: list[DesignedCandidate] = []
+        for j, skill in enumerate(self.skills_for(it)):
+            self._status(f"designing ({skill})")
+            candidates.extend(
+                self.stage.design(skill, cfg.designs_per_skill, seed=seed * 31 + j, agent_stats=self._agent_stats(skill))
+            )
+        record.timings["design_s"] = time.perf_counter() - t0
+
+        t1 = time.perf_counter()
+        new_ids = [c.env_id for c in candidates if c.admitted and c.env_id]
+        chosen = self.choose_envs(new_ids, rng)
+        self._status(f"writing hints for {sum(1 for m in chosen if not m.hint)} environments")
+        playable = [self._playable(m, seed * 17 + n) for n, m in enumerate(chosen)]
+        record.timings["hint_s"] = time.perf_counter() - t1
+
+        t2 = time.perf_counter()
+        self._status(f"playing {len(playable)} environments x {2 * cfg.plays_per_condition} episodes")
+        measurement = self.estimator.measure(playable, seed=seed)
+        record.timings["rollout_s"] = time.perf_counter() - t2
+        by_id = {e.env_id: e for e in measurement.estimates}
+        for est in measurement.estimates:
+            self.store.record_stats(est.env_id, est.stats(snapshot))
+            self.stage.remember(est.env_id, win_rate=est.win_rate, regret=est.regret)
+
+        samples = self._designer_samples(candidates, by_id, record) + self._agent_samples(measurement, record)
+        self._summarise(record, candidates, chosen, measurement)
+        record.timings["collect_s"] = time.perf_counter() - t0
+        self._pending = record
+        self._status("updating the policy")
+        return samples
+
+    def _designer_samples(
+        self, candidates: Sequence[DesignedCandidate], by_id: dict[str, RegretEstimate], record: IterationRecord
+    ) -> list[PolicySample]:
+        spec = self.config.reward.spec()
+        out: list[PolicySample] = []
+        rewards, terms_total = [], Counter[str]()
+        for c in candidates:
+            est = by_id.get(c.env_id) if c.admitted and c.env_id else None
+            base = designer_reward(est.regret, est.win_rate, spec) if est else designer_reward(None, None, spec)
+            ctx = DesignerRewardContext(
+                env_id=c.env_id, domain=self.config.domain, skill=c.skill, valid=c.valid, base_reward=base,
+                regret=est.regret if est else None, win_rate=est.win_rate if est else None, novelty=c.novelty,
+                failed_stage=c.failed_stage, extra={"shaping": dict(self.config.reward.shaping)},
+            )
+            terms = designer_terms(self.plugins, ctx)
+            terms_total.update(terms)
+            reward = base + sum(terms.values())
+            rewards.append(reward)
+            if c.prompt_ids and c.completion_ids and c.logprobs is not None:
+                out.append(PolicySample(Role.designer, list(c.prompt_ids), list(c.completion_ids),
+                                        list(c.logprobs), reward, c.skill))
+        record.data["designer_reward_mean"] = sum(rewards) / len(rewards) if rewards else None
+        record.data["designer_shaping"] = dict(terms_total)
+        return out
+
+    def _agent_samples(self, measurement: RegretMeasurement, record: IterationRecord) -> list[PolicySample]:
+        episodes = measurement.episodes if self.config.train_on_hinted else measurement.unhinted()
+        out: list[PolicySample] = []
+        returns = []
+        for ep in episodes:
+            ctx = AgentRewardContext(
+                env_id=ep.spec.env.env_id, domain=ep.spec.env.domain, episode_return=ep.episode_return,
+                turns=ep.turns, terminated=ep.terminated, hinted=ep.spec.hinted,
+            )
+            reward = ep.episode_return + sum(agent_terms(self.plugins, ctx).values())
+            returns.append(reward)
+            if ep.model_tokens == 0 or not ep.prompt_ids:
+                continue  # the environment failed before the agent spoke: nothing to learn from
+            group = ep.spec.env.env_id + ("/hinted" if ep.spec.hinted else "")
+            out.append(PolicySample(Role.agent, ep.prompt_ids, ep.completion_ids, ep.logprobs, reward, group,
+                                    env_mask=ep.env_mask))
+        record.data["agent_reward_mean"] = sum(returns) / len(returns) if returns else None
+        return out
+
+    def _summarise(
+        self, record: IterationRecord, candidates: Sequence[DesignedCandidate], chosen: Sequence[EnvMetadata],
+        measurement: RegretMeasurement,
+    ) -> None:
+        n = len(candidates)
+        stage_pass: Counter[str] = Counter()
+        for c in candidates:
+            stage_pass.update(set(c.stages_passed))
+        ests = measurement.estimates
+        eps = measurement.episodes
+        pool = self.store.find(domain=self.config.domain, status=EnvStatus.admitted)
+        by_skill: dict[str, int] = defaultdict(int)
+        for m in pool:
+            by_skill[m.skill] += 1
+        difficulties = [m.difficulty for m in chosen if m.difficulty is not None]
+        record.data.update(
+            designed=n,
+            valid=sum(c.valid for c in candidates),
+            admitted=sum(c.admitted for c in candidates),
+            admission_rate=(sum(c.admitted for c in candidates) / n) if n else None,
+            admission_by_stage={k: v / n for k, v in sorted(stage_pass.items())} if n else {},
+            rejected_at=dict(Counter(c.failed_stage for c in candidates if c.failed_stage)),
+            envs_played=len(ests),
+            episodes=len(eps),
+            regret_mean=sum(e.regret for e in ests) / len(ests) if ests else None,
+            regret_max=max((e.regret for e in ests), default=None),
+            win_rate=sum(e.win_rate for e in ests) / len(ests) if ests else None,
+            hinted_win_rate=sum(e.hinted_win_rate for e in ests) / len(ests) if ests else None,
+            return_hinted=sum(e.mean_hinted for e in ests) / len(ests) if ests else None,
+            return_unhinted=sum(e.mean_unhinted for e in ests) / len(ests) if ests else None,
+            measured_difficulty=1.0 - sum(e.win_rate for e in ests) / len(ests) if ests else None,
+            declared_difficulty=sum(difficulties) / len(difficulties) if difficulties else None,
+            hung_episodes=sum(e.hung for e in eps),
+            failed_episodes=sum(e.error is not None and not e.hung for e in eps),
+            mean_turns=sum(e.turns for e in eps) / len(eps) if eps else None,
+            pool_size=len(pool),
+            pool_by_skill=dict(sorted(by_skill.items())),
+            skills=self.skills_for(record.iteration),
+            per_env={e.env_id: {"regret": e.regret, "win_rate": e.win_rate} for e in ests},
+        )
+        record.timings["engine_s"] = self.engine.last_stats.engine_s
+        record.timings["generate_s"] = self.engine.last_stats.generate_s
+        record.timings["env_s"] = self.engine.last_stats.env_s
+
+    # --- after the update -----------------------------------------------------------------
+
+    def finish_iteration(self, trl_logs: dict[str, Any] | None = None) -> IterationRecord | None:
+        record, self._pending = self._pending, None
+        if record is None:
+            return None
+        self.iteration = record.iteration
+        t0 = time.perf_counter()
+        if self.config.register_admitted:
+            from spade_core.registry import register
+
+            reg = register(self.store, seeds=False)
+            record.data["registered"] = reg.stored
+        record.timings["register_s"] = time.perf_counter() - t0
+        if trl_logs:
+            record.data["train"] = {k: v for k, v in trl_logs.items() if isinstance(v, (int, float))}
+        fill = getattr(self.trainer, "_spade_rollout", None)
+        if fill is not None:
+            record.data["samples"] = dict(fill.last_fill)
+        self.metrics.write(record.to_json())
+        self.records.append(record)
+        d = record.data
+        self.console.log(
+            f"iteration {record.iteration}: designed {d.get('designed')} admitted {d.get('admitted')} "
+            f"played {d.get('envs_played')} envs | regret {_fmt(d.get('regret_mean'))} "
+            f"win rate {_fmt(d.get('win_rate'))} | loss {_fmt((d.get('train') or {}).get('loss'))} "
+            f"| {record.timings.get('collect_s', 0):.0f}s collect"
+        )
+        if self._progress is not None:
+            self._progress.advance(self._task)
+        return record
+
+    def save_state(self, checkpoint_dir: Path) -> None:
+        """Our part of a checkpoint: iteration, config fingerprint and the store."""
+        checkpoint_dir.mkdir(parents=True, exist_ok=True)
+        _copy_sqlite(self.store_path, checkpoint_dir / STORE_FILE)
+        state = {"iteration": self.iteration, "fingerprint": self.config.fingerprint()}
+        (checkpoint_dir / STATE_FILE).write_text(json.dumps(state), encoding="utf-8")
+
+    # --- the whole run ----------------------------------------------------------------------
+
+    def run(self, *, resume: bool = False) -> list[IterationRecord]:
+        checkpoint = self.setup(resume=resume)
+        if self.iteration >= self.config.iterations:
+            self.console.log(f"nothing to do: the run already has {self.iteration} iterations")
+            return []
+        columns = (TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
+                   TimeElapsedColumn())
+        try:
+            with Progress(*columns, console=self.console, transient=False) as progress:
+                self._progress = progress
+                self._task = progress.add_task("starting", total=self.config.iterations, completed=self.iteration)
+                self.trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
+        finally:
+            self._progress = None
+            self.close()
+        return self.records
+
+    def close(self) -> None:
+        for obj in (getattr(self, "backend", None), getattr(self, "stage", None)):
+            if obj is not None and obj is not self._env_backend and hasattr(obj, "close"):
+                obj.close()
+        if getattr(self, "metrics", None) is not None:
+            self.metrics.close()
+        if self.store is not None:
+            self.store.close()
+            self.store = None
+
+
+def _fmt(v: Any) -> str:
+    return "-" if v is None else f"{v:.3f}"
+
+
+class SelfPlayCallback(TrainerCallback):
+    """Finishes each iteration after TRL's update: metrics, registration, checkpoint state."""
+
+    def __init__(self, run: SelfPlayRun) -> None:
+        self.run = run
+        self._logs: dict[str, Any] = {}
+
+    def on_log(self, args: Any, state: Any, control: Any, logs: dict[str, Any] | None = None, **kw: Any) -> None:
+        if logs and "loss" in logs and self.run._pending is not None:
+            self.run.finish_iteration(logs)
+
+    def on_step_end(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
+        # logging every step means on_log finishes the iteration; make sure a checkpoint of
+        # this step sees it finished even if logging were off
+        control.should_log = True
+
+    def on_save(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
+        if self.run._pending is not None:
+            self.run.finish_iteration()
+        self.run.save_state(Path(args.output_dir) / f"checkpoint-{state.global_step}")
+
+    def on_train_end(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
+        if self.run._pending is not None:
+            self.run.finish_iteration()
