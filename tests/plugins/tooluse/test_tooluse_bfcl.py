@@ -117,7 +117,7 @@ def test_positional_ground_truth_arguments_are_named_by_signature():
 
 @pytest.mark.parametrize("kind", bfcl.MUTATIONS)
 def test_mutated_trajectories_get_the_official_checkers_verdict(entries, kind):
-    rng = random.Random(hash(kind) & 0xFFFF)
+    rng = random.Random(bfcl.MUTATIONS.index(kind))
     compared = disagreements = 0
     tag = 0
     while compared < 40:
@@ -159,3 +159,20 @@ def test_suite_report_figures_are_consistent():
     report = bfcl.run_suite(["miss_param"], mutations=12, seed=3)
     assert report.entries == 200 and report.replay_passed == 200
     assert report.mutated == 12 and report.agreement == 1.0
+
+
+def test_protocol_constants_are_the_benchmarks_own():
+    from bfcl_eval.constants.default_prompts import DEFAULT_USER_PROMPT_FOR_ADDITIONAL_FUNCTION_FC, MAXIMUM_STEP_LIMIT
+    from bfcl_eval.constants.executable_backend_config import STATELESS_CLASSES
+
+    assert bfcl.STEP_LIMIT == MAXIMUM_STEP_LIMIT
+    assert bfcl.REVEAL_MESSAGE == DEFAULT_USER_PROMPT_FOR_ADDITIONAL_FUNCTION_FC
+    assert set(STATELESS_CLASSES) == bfcl.STATELESS
+
+
+def test_split_mutations_stay_within_the_step_limit(entries):
+    rng = random.Random(0)
+    for entry in entries[600:]:  # long-context entries have the longest turns
+        mutated = bfcl.mutate(bfcl.ground_truth_trajectory(entry), "split_steps", rng)
+        assert mutated is not None
+        assert all(len(turn) <= bfcl.STEP_LIMIT for turn in mutated)

@@ -582,7 +582,12 @@ def mutate(trajectory: Trajectory, kind: str, rng: random.Random) -> Trajectory 
         t[i] = []
     elif kind == "split_steps":
         i, j, _ = rng.choice(slots)
-        t[i][j:j + 1] = [[c] for c in t[i][j]]
+        # One call per message, within the benchmark's per-turn message limit (its inference
+        # loop force-terminates beyond it, which its checker function never sees).
+        room = STEP_LIMIT - (len(t[i]) - 1)
+        calls = t[i][j]
+        size = max(1, -(-len(calls) // room))
+        t[i][j:j + 1] = [calls[n:n + size] for n in range(0, len(calls), size)]
     else:
         raise ValueError(f"unknown mutation {kind!r} (known: {', '.join(MUTATIONS)})")
     return t
