@@ -59,7 +59,7 @@ class VaultDialEnv:
         return obs, reward, False, truncated, {"turn": self.turn}
 
     def solution(self):
-        return ["\\boxed{try 555}", "\\boxed{try " + self.code + "}"]
+        return ["\\boxed{try " + self.code + "}"]
 
     def close(self):
         pass

@@ -99,7 +99,8 @@ class AffineCipherEnv:
         return obs, reward, terminated, truncated, {"turn": self.turn}
 
     def solution(self):
-        return ["\\boxed{encode ab}", "\\boxed{decode %s}" % self.plain]
+        """The shortest winning replay from reset(seed); it reads the hidden state."""
+        return ["\\boxed{decode %s}" % self.plain]
 
     def close(self):
         pass

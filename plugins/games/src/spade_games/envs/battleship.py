@@ -106,6 +106,7 @@ class BattleshipEnv:
         return obs, reward, terminated, truncated, {"turn": self.turn}
 
     def solution(self):
+        """The shortest winning replay from reset(seed); it reads the hidden state."""
         return ["\\boxed{fire %s%d}" % (self.COLS[c], r + 1) for ship in self.ships for r, c in ship]
 
     def close(self):

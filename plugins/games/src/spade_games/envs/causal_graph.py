@@ -112,8 +112,8 @@ class CausalGraphEnv:
         return obs, reward, terminated, truncated, {"turn": self.turn}
 
     def solution(self):
-        plan = ["\\boxed{do %s}" % name for name in NAMES]
-        return plan + ["\\boxed{links %s}" % " ".join("%s>%s" % e for e in sorted(self.edges))]
+        """The shortest winning replay from reset(seed); it reads the hidden state."""
+        return ["\\boxed{links %s}" % " ".join("%s>%s" % e for e in sorted(self.edges))]
 
     def close(self):
         pass

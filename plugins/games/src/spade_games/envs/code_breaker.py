@@ -79,8 +79,8 @@ class CodeBreakerEnv:
         return obs, reward, terminated, truncated, {"turn": self.turn}
 
     def solution(self):
-        opener = "1122" if self.code != "1122" else "3344"
-        return ["\\boxed{guess %s}" % opener, "\\boxed{guess %s}" % self.code]
+        """The shortest winning replay from reset(seed); it reads the hidden state."""
+        return ["\\boxed{guess %s}" % self.code]
 
     def close(self):
         pass

@@ -105,7 +105,8 @@ class CulpritDeductionEnv:
         return obs, reward, terminated, truncated, {"turn": self.turn}
 
     def solution(self):
-        return ["\\boxed{suggest %s %s %s}" % self.truth, "\\boxed{accuse %s %s %s}" % self.truth]
+        """The shortest winning replay from reset(seed); it reads the hidden state."""
+        return ["\\boxed{accuse %s %s %s}" % self.truth]
 
     def close(self):
         pass

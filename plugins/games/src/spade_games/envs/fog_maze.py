@@ -133,6 +133,7 @@ class FogMazeEnv:
         return obs, reward, terminated, truncated, {"turn": self.turn}
 
     def solution(self):
+        """The shortest winning replay from reset(seed); it reads the hidden state."""
         dist = self._distances(self.exit)
         cell, path = self.pos, []
         while cell != self.exit:

@@ -104,10 +104,8 @@ class GrowthLabEnv:
         return obs, reward, terminated, truncated, {"turn": self.turn}
 
     def solution(self):
-        plan = ["\\boxed{experiment 000000}"]
-        for k in range(len(FACTORS)):
-            plan.append("\\boxed{experiment %s}" % "".join("1" if i == k else "0" for i in range(len(FACTORS))))
-        return plan + ["\\boxed{causes %s}" % " ".join(FACTORS[k] for k in self.causes)]
+        """The shortest winning replay from reset(seed); it reads the hidden state."""
+        return ["\\boxed{causes %s}" % " ".join(FACTORS[k] for k in self.causes)]
 
     def close(self):
         pass

@@ -73,7 +73,8 @@ class HeightRankingEnv:
                 return "Correct! Tallest to shortest: %s." % " ".join(self.order), 1.0, True
             pairs = [(i, j) for i in range(6) for j in range(i + 1, 6)]
             agree = sum(1 for i, j in pairs if self.order.index(names[i]) < self.order.index(names[j]))
-            reward = round(0.8 * agree / len(pairs), 4)
+            # Kendall's tau clipped at 0: a random order agrees on half the pairs and earns nothing.
+            reward = round(0.8 * max(0.0, 2 * agree / len(pairs) - 1), 4)
             if self.answers >= self.max_answers:
                 return "Wrong order (%d of 15 pairs right); no answers left." % agree, reward, True
             return "Wrong order: %d of the 15 pairs are in the right relative order. %d answer left." % (
@@ -93,8 +94,8 @@ class HeightRankingEnv:
         return obs, reward, terminated, truncated, {"turn": self.turn}
 
     def solution(self):
-        plan = ["\\boxed{compare %s %s}" % (a, b) for a, b in zip(self.order, self.order[1:])]
-        return plan + ["\\boxed{answer %s}" % " ".join(self.order)]
+        """The shortest winning replay from reset(seed); it reads the hidden state."""
+        return ["\\boxed{answer %s}" % " ".join(self.order)]
 
     def close(self):
         pass

@@ -122,8 +122,8 @@ class HiddenGraphRouteEnv:
         return obs, reward, terminated, truncated, {"turn": self.turn}
 
     def solution(self):
-        plan = ["\\boxed{scan %s}" % town for town in self.best_path[:-1]]
-        return plan + ["\\boxed{route %s}" % " ".join(self.best_path)]
+        """The shortest winning replay from reset(seed); it reads the hidden state."""
+        return ["\\boxed{route %s}" % " ".join(self.best_path)]
 
     def close(self):
         pass

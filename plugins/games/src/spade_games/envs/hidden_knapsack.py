@@ -111,8 +111,8 @@ class HiddenKnapsackEnv:
         return obs, reward, terminated, truncated, {"turn": self.turn}
 
     def solution(self):
-        plan = ["\\boxed{appraise %d}" % (i + 1) for i in range(self.N)]
-        return plan + ["\\boxed{pack %s}" % " ".join(str(i + 1) for i in self.best_set)]
+        """The shortest winning replay from reset(seed); it reads the hidden state."""
+        return ["\\boxed{pack %s}" % " ".join(str(i + 1) for i in self.best_set)]
 
     def close(self):
         pass

@@ -73,7 +73,8 @@ class IslandOfLiarsEnv:
             right = sum(1 for v, k in zip(verdict, self.kinds) if v == k)
             if right == 6:
                 return "Correct! Knights: %s." % ", ".join(n for n, k in zip(self.NAMES, self.kinds) if k == "K"), 1.0, True
-            reward = round(0.8 * right / 6, 4)
+            # Coin-flip verdicts get half right: credit only agreement beyond chance.
+            reward = round(0.8 * max(0.0, 2 * right / 6 - 1), 4)
             if self.answers >= self.max_answers:
                 return "Wrong verdict (%d of 6 right); no verdicts left." % right, reward, True
             return "Wrong verdict: %d of 6 islanders classified correctly. %d verdict left." % (
@@ -93,8 +94,8 @@ class IslandOfLiarsEnv:
         return obs, reward, terminated, truncated, {"turn": self.turn}
 
     def solution(self):
-        plan = ["\\boxed{ask A %s}" % other for other in self.NAMES[1:]]
-        return plan + ["\\boxed{answer %s}" % self.kinds]
+        """The shortest winning replay from reset(seed); it reads the hidden state."""
+        return ["\\boxed{answer %s}" % self.kinds]
 
     def close(self):
         pass

@@ -73,8 +73,10 @@ class PeakFinderEnv:
                 return "f(%d) = %d" % (x, self.f(x)), round(0.5 * self._share(self.best_seen), 4), False
             if x == self.peak:
                 return "Exactly at the peak: f(%d) = %d." % (x, self.height), 1.0, True
+            # Credit falls off within ten steps of the peak: a blind guess earns almost nothing.
+            closeness = max(0.0, 1.0 - abs(x - self.peak) / 10)
             return "f(%d) = %d, but the peak was at %d with f = %d." % (
-                x, self.f(x), self.peak, self.height), round(0.9 * self._share(self.f(x)), 4), True
+                x, self.f(x), self.peak, self.height), round(0.8 * closeness, 4), True
         return "Unknown command %r. %s" % (cmd[:60], self.GRAMMAR), progress, False
 
     def step(self, action):
@@ -90,7 +92,8 @@ class PeakFinderEnv:
         return obs, reward, terminated, truncated, {"turn": self.turn}
 
     def solution(self):
-        return ["\\boxed{eval 50}", "\\boxed{eval %d}" % self.peak, "\\boxed{submit %d}" % self.peak]
+        """The shortest winning replay from reset(seed); it reads the hidden state."""
+        return ["\\boxed{submit %d}" % self.peak]
 
     def close(self):
         pass

@@ -98,8 +98,8 @@ class PolynomialProbeEnv:
         return obs, reward, terminated, truncated, {"turn": self.turn}
 
     def solution(self):
-        return ["\\boxed{query 0}", "\\boxed{query 1}", "\\boxed{query -1}",
-                "\\boxed{answer %d %d %d}" % self.coefs]
+        """The shortest winning replay from reset(seed); it reads the hidden state."""
+        return ["\\boxed{answer %d %d %d}" % self.coefs]
 
     def close(self):
         pass

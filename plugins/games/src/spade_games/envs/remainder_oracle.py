@@ -99,7 +99,8 @@ class RemainderOracleEnv:
         return obs, reward, terminated, truncated, {"turn": self.turn}
 
     def solution(self):
-        return ["\\boxed{mod 16}", "\\boxed{mod 17}", "\\boxed{mod 19}", "\\boxed{guess %d}" % self.secret]
+        """The shortest winning replay from reset(seed); it reads the hidden state."""
+        return ["\\boxed{guess %d}" % self.secret]
 
     def close(self):
         pass

@@ -96,7 +96,7 @@ class SecretRuleEnv:
             if right == len(truth):
                 return "All six classified correctly. The rule was: %s." % _RULES[self.rule_index][0], 1.0, True
             return "%d of 6 correct (answer %s). The rule was: %s." % (
-                right, truth, _RULES[self.rule_index][0]), round(0.8 * right / 6, 4), True
+                right, truth, _RULES[self.rule_index][0]), round(0.8 * max(0.0, 2 * right / 6 - 1), 4), True
         return "Unknown command %r. %s" % (cmd[:60], self.GRAMMAR), 0.0, False
 
     def step(self, action):
@@ -112,8 +112,8 @@ class SecretRuleEnv:
         return obs, reward, terminated, truncated, {"turn": self.turn}
 
     def solution(self):
-        probe = next(n for n in range(1, 1000) if n not in self.challenge)
-        return ["\\boxed{test %d}" % probe, "\\boxed{classify %s}" % self._truth()]
+        """The shortest winning replay from reset(seed); it reads the hidden state."""
+        return ["\\boxed{classify %s}" % self._truth()]
 
     def close(self):
         pass

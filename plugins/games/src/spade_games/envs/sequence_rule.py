@@ -114,8 +114,8 @@ class SequenceRuleEnv:
         return obs, reward, terminated, truncated, {"turn": self.turn}
 
     def solution(self):
-        probes = ["\\boxed{term %d}" % n for n in (4, 5, 6)]
-        return probes + ["\\boxed{answer %d}" % self.rule(self.target)]
+        """The shortest winning replay from reset(seed); it reads the hidden state."""
+        return ["\\boxed{answer %d}" % self.rule(self.target)]
 
     def close(self):
         pass

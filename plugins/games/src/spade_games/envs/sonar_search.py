@@ -89,8 +89,8 @@ class SonarSearchEnv:
         return obs, reward, terminated, truncated, {"turn": self.turn}
 
     def solution(self):
-        a, b = self.buoys
-        return ["\\boxed{ping 0 0}", "\\boxed{dive %d %d}" % a, "\\boxed{ping 7 7}", "\\boxed{dive %d %d}" % b]
+        """The shortest winning replay from reset(seed); it reads the hidden state."""
+        return ["\\boxed{dive %d %d}" % buoy for buoy in self.buoys]
 
     def close(self):
         pass

@@ -1,6 +1,5 @@
 """Subset scale: weigh groups of boxes (never one alone) and deduce every box's weight."""
 
-import itertools
 import random
 import re
 
@@ -86,8 +85,8 @@ class SubsetScaleEnv:
         return obs, reward, terminated, truncated, {"turn": self.turn}
 
     def solution(self):
-        plan = ["\\boxed{weigh %s}" % " ".join(trio) for trio in itertools.combinations(self.NAMES, 3)]
-        return plan + ["\\boxed{answer %s}" % " ".join(str(w) for w in self.weights)]
+        """The shortest winning replay from reset(seed); it reads the hidden state."""
+        return ["\\boxed{answer %s}" % " ".join(str(w) for w in self.weights)]
 
     def close(self):
         pass

@@ -1,6 +1,5 @@
 """Switch circuit: discover which switches drive which lights, then light the target pattern."""
 
-import itertools
 import random
 import re
 
@@ -18,12 +17,12 @@ def _command(action):
 
 
 class SwitchCircuitEnv:
-    """Six switches, six lights; each light is on when an odd number of its hidden switches are on."""
+    """Ten switches, ten lights; each light is on when an odd number of its hidden switches are on."""
 
-    N = 6
-    GRAMMAR = "Command: \\boxed{toggle K} flips switch K (1-6). The game ends when the lights match the target."
+    N = 10
+    GRAMMAR = "Command: \\boxed{toggle K} flips switch K (1-10). The game ends when the lights match the target."
 
-    def __init__(self, max_turns=20):
+    def __init__(self, max_turns=24):
         self.max_turns = max_turns
         self.wiring = []
         self.switches = [0] * self.N
@@ -42,18 +41,24 @@ class SwitchCircuitEnv:
             self.wiring = [sorted(rng.sample(range(self.N), rng.randint(1, 3))) for _ in range(self.N)]
             setting = [rng.randint(0, 1) for _ in range(self.N)]
             self.target = self._lights(setting)
-            # Cheapest way to reach the target, by brute force over all 64 switch settings.
-            reach = [s for s in itertools.product((0, 1), repeat=self.N) if self._lights(list(s)) == self.target]
-            cheapest = min(reach, key=lambda s: (sum(s), s))
-            if sum(cheapest) >= 2:
+            # Cheapest way to reach the target: the light pattern of every switch setting (as
+            # bitmasks, built from the setting without its lowest switch), then the fewest toggles.
+            effect = [sum(1 << i for i, wires in enumerate(self.wiring) if k in wires) for k in range(self.N)]
+            pattern = [0] * (1 << self.N)
+            for mask in range(1, 1 << self.N):
+                low = (mask & -mask).bit_length() - 1
+                pattern[mask] = pattern[mask & (mask - 1)] ^ effect[low]
+            goal = sum(1 << i for i, lit in enumerate(self.target) if lit)
+            cheapest = min((m for m in range(1 << self.N) if pattern[m] == goal), key=lambda m: (bin(m).count("1"), m))
+            if bin(cheapest).count("1") >= 3:
                 break
-        self.plan = [k for k in range(self.N) if cheapest[k]]
+        self.plan = [k for k in range(self.N) if cheapest >> k & 1]
         self.switches = [0] * self.N
         self.matched_at_start = self._matched()
         self.turn = 0
         self.done = False
         obs = (
-            "A control panel has switches 1-6 (all off) and lights 1-6 (all off). Hidden wiring connects "
+            "A control panel has switches 1-10 (all off) and lights 1-10 (all off). Hidden wiring connects "
             "each light to some switches; a light is on exactly when an odd number of its switches are on. "
             "Target lights: %s. %s You have %d turns. %s"
             % (self._show(self.target), self.GRAMMAR, self.max_turns, self._state())
@@ -82,7 +87,7 @@ class SwitchCircuitEnv:
         parts = cmd.lower().split()
         if len(parts) == 2 and parts[0] in ("toggle", "flip"):
             if not parts[1].isdigit() or not 1 <= int(parts[1]) <= self.N:
-                return "Invalid switch: give a number from 1 to 6.", self._progress(), False
+                return "Invalid switch: give a number from 1 to 10.", self._progress(), False
             k = int(parts[1]) - 1
             self.switches[k] ^= 1
             if self._lights(self.switches) == self.target:
@@ -103,6 +108,7 @@ class SwitchCircuitEnv:
         return obs, reward, terminated, truncated, {"turn": self.turn}
 
     def solution(self):
+        """The shortest winning replay from reset(seed); it reads the hidden state."""
         return ["\\boxed{toggle %d}" % (k + 1) for k in self.plan]
 
     def close(self):
