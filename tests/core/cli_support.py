@@ -5,11 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from typer.testing import CliRunner
-
 from spade_core.cli import build_app
 from spade_core.config import load_config
 from spade_core.store import EnvStore
+from typer.testing import CliRunner
 
 
 @dataclass

@@ -6,7 +6,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from spade_core.source import load_trusted_class
 
 FIXTURES = Path(__file__).parent / "fixtures"

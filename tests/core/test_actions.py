@@ -7,7 +7,6 @@ import json
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-
 from spade_core.actions import (
     ToolCall,
     find_boxed,

@@ -8,7 +8,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from spade_core.cli import main
 from spade_core.domains import Domain, SeedEnv
 from spade_core.hookspecs import hookimpl

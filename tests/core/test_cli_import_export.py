@@ -8,7 +8,6 @@ import shutil
 from pathlib import Path
 
 import pytest
-
 from spade_core.metadata import EnvMetadata, EnvStatus, code_hash
 
 from .cli_support import open_store, spade

@@ -6,7 +6,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from spade_core.config import SpadeConfig, find_config_file, load_config, spade_home
 from spade_core.errors import ConfigError, SpadeError
 

@@ -17,7 +17,6 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 from hypothesis import given
 from hypothesis import strategies as st
-
 from spade_core.env import (
     MAX_TEXT_LENGTH,
     ReferenceEnvAdapter,

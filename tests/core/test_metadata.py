@@ -11,7 +11,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
-
 from spade_core.metadata import (
     SCHEMA_VERSION,
     ActionFormat,

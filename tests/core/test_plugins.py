@@ -10,11 +10,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
-
 from spade_core.cli import build_app
 from spade_core.errors import PluginError
 from spade_core.plugins import DEFAULT_PLUGINS, SpadePlugins, selected_plugins
+from typer.testing import CliRunner
 
 PLUGIN_SOURCE = '''
 from pathlib import Path
