@@ -1,1 +1,103 @@
-"""Hook implementations of spade_designer (filled in as the package grows)."""
+"""Hook implementations of spade_designer: LLM backends, corpora, memory and commands.
+
+Every built-in is registered through the same hooks a third-party plugin would use;
+factories import their heavy libraries only when called.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from spade_core.hookspecs import hookimpl
+
+if TYPE_CHECKING:
+    import typer
+
+
+def _transformers(model: Any = None, **options: Any) -> Any:
+    from .llm.transformers_backend import TransformersBackend
+
+    if model is None or isinstance(model, str):  # a path (or the embedded default)
+        return TransformersBackend(model, **options)
+    return TransformersBackend(model=model, **options)  # an already-loaded model object
+
+
+def _openai(model: str | None = None, **options: Any) -> Any:
+    from .llm.openai_backend import OpenAIBackend
+
+    return OpenAIBackend(model=model or "default", **options)
+
+
+def _vllm(model: str | None = None, **options: Any) -> Any:
+    from .llm.vllm_backend import VLLMBackend
+
+    return VLLMBackend(model, **options)
+
+
+def _replay(model: str | None = None, **options: Any) -> Any:
+    from .llm.replay import ReplayBackend
+
+    del model  # replay has no model; the recording decides the text
+    return ReplayBackend(**options)
+
+
+@hookimpl
+def spade_register_llm_backends(register: Callable[[str, Callable[..., Any]], None]) -> None:
+    register("transformers", _transformers)
+    register("openai", _openai)
+    register("vllm", _vllm)
+    register("replay", _replay)
+
+
+def _pydocs(**options: Any) -> Any:
+    from .corpus.pydocs import PyDocsCorpus
+
+    return PyDocsCorpus(**options)
+
+
+def _jsonl(**options: Any) -> Any:
+    from .corpus.files import JsonlCorpus
+
+    return JsonlCorpus(**options)
+
+
+def _parquet(**options: Any) -> Any:
+    from .corpus.files import ParquetCorpus
+
+    return ParquetCorpus(**options)
+
+
+def _hf(**options: Any) -> Any:
+    from .corpus.hf import HFCorpus
+
+    return HFCorpus(**options)
+
+
+@hookimpl
+def spade_register_corpora(register: Callable[[str, Callable[..., Any]], None]) -> None:
+    register("pydocs", _pydocs)
+    register("jsonl", _jsonl)
+    register("parquet", _parquet)
+    register("hf", _hf)
+
+
+def _store_memory(store: Any, policy: Any = None, **options: Any) -> Any:
+    from .config import MemoryPolicy
+    from .memory import StoreMemory
+
+    if isinstance(policy, dict):
+        policy = MemoryPolicy.model_validate(policy)
+    return StoreMemory(store, policy, **options)
+
+
+@hookimpl
+def spade_register_memories(register: Callable[[str, Callable[..., Any]], None]) -> None:
+    register("store", _store_memory)
+
+
+@hookimpl
+def spade_register_commands(cli: typer.Typer) -> None:
+    from . import commands
+
+    commands.register(cli)

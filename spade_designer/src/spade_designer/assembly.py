@@ -1,0 +1,70 @@
+"""Building a :class:`~.designer.Designer` from configuration through the plugin registries.
+
+The CLI and the trainer assemble designers the same way: backend, corpus and memory by
+their registered names (``[designer]`` config), the store and the validation pipeline
+from the SPADE config.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from spade_core.config import SpadeConfig
+
+from .config import DesignerConfig
+from .designer import Designer
+
+
+def create_backend(config: DesignerConfig, plugins: Any) -> Any:
+    return plugins.create("llm_backends", config.backend, model=config.model, **config.backend_options)
+
+
+def create_corpus(config: DesignerConfig, plugins: Any) -> Any:
+    return plugins.create("corpora", config.corpus, **config.corpus_options)
+
+
+def create_memory(config: DesignerConfig, plugins: Any, store: Any) -> Any:
+    return plugins.create("memories", config.memory, store=store, policy=config.memory_policy)
+
+
+def create_validator(spade_config: SpadeConfig) -> Any:
+    """The validation pipeline with its own sandbox pool, configured by ``[validation]``
+    and the sandbox settings of ``[spade]``."""
+    from spade_sandbox import SandboxLimits, SandboxPool
+
+    from .validation import ValidationConfig, Validator
+
+    vconfig = ValidationConfig.from_section(spade_config.section("validation"))
+    sandbox = spade_config.sandbox
+    pool = SandboxPool(
+        limits=SandboxLimits(call_timeout_s=vconfig.sandbox_call_timeout_s),
+        backend=sandbox.backend,
+        allow_insecure=sandbox.allow_insecure,
+    )
+    return Validator(pool, vconfig)
+
+
+def assemble_designer(
+    spade_config: SpadeConfig,
+    config: DesignerConfig,
+    *,
+    store: Any,
+    plugins: Any = None,
+    backend: Any = None,
+    validator: Any = None,
+) -> Designer:
+    """A designer wired from configuration; pass ``backend`` / ``validator`` to reuse
+    ones already running (the trainer's in-training model, a shared pool)."""
+    if plugins is None:
+        from spade_core.plugins import get_plugins
+
+        plugins = get_plugins()
+    return Designer(
+        backend if backend is not None else create_backend(config, plugins),
+        store,
+        validator if validator is not None else create_validator(spade_config),
+        create_corpus(config, plugins),
+        create_memory(config, plugins, store),
+        config,
+        plugins=plugins,
+    )

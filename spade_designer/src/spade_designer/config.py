@@ -1,0 +1,108 @@
+"""The designer's configuration: one validated model, the ``[designer]`` table of
+``spade.toml`` (``DesignerConfig.from_spade_config(cfg)``), overridable by flags."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from spade_core.errors import ConfigError
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class SamplingSettings(_Model):
+    max_new_tokens: int = Field(default=2048, ge=1, le=131_072)
+    temperature: float = Field(default=1.0, ge=0.0, le=5.0)
+    top_p: float = Field(default=1.0, gt=0.0, le=1.0)
+
+
+class MemoryPolicy(_Model):
+    """Which earlier environments a design prompt shows (defaults: the reference recipe)."""
+
+    #: How many of the most recent environments of the domain retrieval considers.
+    window: int = Field(default=200, ge=1, le=100_000)
+    #: High-regret examples with win rate inside ``band``, shown as "make something different".
+    high_regret: int = Field(default=2, ge=0, le=20)
+    band: tuple[float, float] = (0.15, 0.85)
+    #: Too-easy (win rate above the band) or too-hard (below) negatives.
+    negatives: int = Field(default=1, ge=0, le=20)
+    #: Environments that failed validation, shown with their reasons.
+    failures: int = Field(default=1, ge=0, le=20)
+    #: Prefer examples of the requested skill; other skills fill the remaining places.
+    same_skill_first: bool = True
+    #: Two examples whose code is at least this similar (token-shingle Jaccard) are
+    #: near-duplicates: only the first is shown.
+    near_duplicate: float = Field(default=0.7, ge=0.0, le=1.0)
+    #: How much of each example's source the prompt shows.
+    code_prefix_chars: int = Field(default=1200, ge=0, le=100_000)
+
+    @model_validator(mode="after")
+    def _band_ok(self) -> MemoryPolicy:
+        lo, hi = self.band
+        if not 0.0 <= lo < hi <= 1.0:
+            raise ValueError(f"band must satisfy 0 <= low < high <= 1; got {self.band}")
+        return self
+
+
+class HintSettings(_Model):
+    enabled: bool = True
+    max_new_tokens: int = Field(default=160, ge=8, le=4096)
+    temperature: float = Field(default=0.7, ge=0.0, le=5.0)
+    #: Hint writing attempts before the environment is rejected at stage "hint".
+    attempts: int = Field(default=2, ge=1, le=10)
+    max_sentences: int = Field(default=3, ge=1, le=10)
+    max_chars: int = Field(default=600, ge=20, le=4000)
+    #: Seeds at which the environment's solution is computed for the leakage check.
+    check_seeds: list[int] = Field(default_factory=lambda: [42, 123])
+    #: A solution value this short (after normalising) is too common to count as a leak
+    #: on its own ("a", "1"); it still counts inside a leaked sequence.
+    min_key_chars: int = Field(default=2, ge=1, le=100)
+    #: Reject when the hint names at least this fraction of the solution's distinct
+    #: actions (only for solutions of at least two distinct actions).
+    max_action_fraction: float = Field(default=0.5, gt=0.0, le=1.0)
+
+
+class DesignerConfig(_Model):
+    backend: str = "transformers"
+    #: Model path/id for the backend (``None``: the backend's default).
+    model: str | None = None
+    backend_options: dict[str, Any] = Field(default_factory=dict)
+    corpus: str = "pydocs"
+    corpus_options: dict[str, Any] = Field(default_factory=dict)
+    memory: str = "store"
+    memory_policy: MemoryPolicy = Field(default_factory=MemoryPolicy)
+    #: Grounding documents are truncated to this many words (reference: 4-6K).
+    document_words: int = Field(default=4000, ge=0, le=100_000)
+    sampling: SamplingSettings = Field(default_factory=SamplingSettings)
+    #: Repair rounds after a failed validation (each one recorded); 0 disables repair.
+    repair_attempts: int = Field(default=2, ge=0, le=10)
+    #: How many findings of a failed validation the repair prompt quotes.
+    repair_findings: int = Field(default=6, ge=1, le=50)
+    hint: HintSettings = Field(default_factory=HintSettings)
+    #: Keep rejected candidates in the store (status retired, with their report).
+    store_rejected: bool = True
+    #: Difficulty used when a round does not ask for one (0 easy .. 1 hard).
+    default_difficulty: float | None = Field(default=None, ge=0.0, le=1.0)
+    #: Overrides the built-in system prompt of the designer role.
+    system_prompt: str | None = None
+
+    @classmethod
+    def load(cls, data: dict[str, Any] | None = None, **overrides: Any) -> DesignerConfig:
+        """Validate a ``[designer]`` table plus overrides (``None`` values are ignored)."""
+        merged = dict(data or {})
+        merged.update({k: v for k, v in overrides.items() if v is not None})
+        try:
+            return cls.model_validate(merged)
+        except ValidationError as exc:
+            lines = ["invalid [designer] configuration:"]
+            for err in exc.errors():
+                loc = ".".join(str(p) for p in err["loc"]) or "(root)"
+                lines.append(f"  designer.{loc}: {err['msg']}")
+            raise ConfigError("\n".join(lines)) from None
+
+    @classmethod
+    def from_spade_config(cls, config: Any, **overrides: Any) -> DesignerConfig:
+        return cls.load(config.section("designer"), **overrides)

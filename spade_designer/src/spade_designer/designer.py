@@ -1,0 +1,404 @@
+"""A design round: prompts -> batched generation -> extraction -> validation (with a
+repair loop) -> privileged hints -> admission into the store.
+
+Everything a round does is recorded in its :class:`~.records.RoundResult`: per candidate
+the grounding document, the memory examples shown, every attempt (prompt, completion
+with token ids and log-probabilities, extracted code, validation report), the hint and
+why the candidate was admitted or rejected.
+
+Store writes happen once, at the end of the round (admission), so that within a round a
+repair is never compared with its own rejected parent by the novelty check. Admitted
+candidates are stored with status ``admitted``, their validation report and hint;
+rejected attempts that produced code are stored with status ``retired`` and their report
+(they feed memory's failure examples). ``parent_ids`` record lineage: a repair's parent
+is the attempt it repairs; a first attempt's parents are the memory examples its prompt
+showed.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import time
+from collections.abc import Callable, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from spade_core.domains import Domain
+from spade_core.errors import SpadeError
+from spade_core.metadata import EnvMetadata, EnvStatus, ValidationReport, code_hash
+
+from .config import DesignerConfig
+from .corpus.base import Corpus, Document
+from .errors import ExtractionError, UnknownSkillError
+from .extract import ExtractedEnv, extract_env
+from .hints import HintRequest, HintWriter, ProbeFn, sandbox_probe
+from .llm.base import Completion, Conversation, LLMBackend
+from .memory import Memory, MemorySelection
+from .prompts import design_conversation, repair_conversation
+from .records import (
+    ADMISSION,
+    EXTRACT,
+    HINT,
+    AgentStats,
+    Attempt,
+    CandidateResult,
+    HintResult,
+    RoundResult,
+    StageOutcome,
+)
+
+#: Called as ``progress(phase, done, total)`` while a round runs.
+Progress = Callable[[str, int, int], None]
+
+
+@dataclass
+class _Work:
+    """A candidate while the round runs."""
+
+    result: CandidateResult
+    design: Conversation
+    conversation: Conversation
+    extracted: ExtractedEnv | None = None
+    metadata: EnvMetadata | None = None
+    history: list[tuple[Attempt, EnvMetadata | None]] = field(default_factory=list)
+
+
+def env_name(class_name: str, source: str) -> str:
+    """A store name for generated code: the class name plus a short code hash (unique per code)."""
+    base = re.sub(r"[^A-Za-z0-9_]", "", class_name)[:80]
+    if not base or not base[0].isalpha():
+        base = "Designed" + base
+    return f"{base}_{code_hash(source)[:10]}"
+
+
+class Designer:
+    """Turns (domain, skill, document, memory, agent performance) into admitted environments.
+
+    ``validator`` is a :class:`spade_designer.validation.Validator` (anything with its
+    ``validate_many(requests, store=)``); the hint leakage check runs environments in
+    ``pool`` (default: the validator's sandbox pool).
+    """
+
+    def __init__(
+        self,
+        backend: LLMBackend,
+        store: Any,
+        validator: Any,
+        corpus: Corpus | None = None,
+        memory: Memory | None = None,
+        config: DesignerConfig | None = None,
+        *,
+        pool: Any = None,
+        probe: ProbeFn | None = None,
+        plugins: Any = None,
+    ) -> None:
+        self.backend = backend
+        self.store = store
+        self.validator = validator
+        self.corpus = corpus
+        self.memory = memory
+        self.config = config or DesignerConfig()
+        self._pool = pool
+        self._probe = probe
+        self._plugins = plugins
+
+    # --- helpers ------------------------------------------------------------------------
+
+    @property
+    def model_name(self) -> str:
+        return str(getattr(self.backend, "model_name", None) or self.backend.name)
+
+    def _domain(self, domain: str | Domain) -> Domain:
+        if isinstance(domain, Domain):
+            return domain
+        if self._plugins is None:
+            from spade_core.plugins import get_plugins
+
+            self._plugins = get_plugins()
+        return self._plugins.domain(domain)
+
+    def _probe_fn(self) -> ProbeFn:
+        if self._probe is None:
+            pool = self._pool if self._pool is not None else self.validator.pool
+            self._probe = sandbox_probe(pool)
+        return self._probe
+
+    def _sampling(self) -> dict[str, Any]:
+        s = self.config.sampling
+        return {"max_new_tokens": s.max_new_tokens, "temperature": s.temperature, "top_p": s.top_p}
+
+    # --- hints --------------------------------------------------------------------------
+
+    def write_hint(
+        self,
+        source: str,
+        *,
+        metadata: EnvMetadata | None = None,
+        domain: str | Domain | None = None,
+        seed: int | None = None,
+    ) -> HintResult:
+        """A privileged hint for ``source`` checked for leakage (see :mod:`.hints`)."""
+        dom = self._domain(domain or metadata.domain) if (domain or metadata) else None  # type: ignore[union-attr]
+        req = HintRequest(
+            source,
+            skill=metadata.skill if metadata else None,
+            class_name=metadata.class_name if metadata else None,
+            allowed_modules=tuple(sorted(dom.allowed_modules)) if dom else (),
+        )
+        return HintWriter(self.backend, self.config.hint, self._probe_fn()).write_many([req], seed=seed)[0]
+
+    # --- the round ----------------------------------------------------------------------
+
+    def design_round(
+        self,
+        domain: str | Domain,
+        skill: str,
+        n: int,
+        *,
+        difficulty: float | None = None,
+        agent_stats: AgentStats | None = None,
+        seed: int | None = None,
+        progress: Progress | None = None,
+    ) -> RoundResult:
+        """Design ``n`` environments for ``skill`` of ``domain`` in one batched round."""
+        if not isinstance(n, int) or n < 1:
+            raise SpadeError(f"n must be a positive number of environments, got {n!r}")
+        if difficulty is not None and not 0.0 <= difficulty <= 1.0:
+            raise SpadeError(f"difficulty must be in [0, 1], got {difficulty}")
+        dom = self._domain(domain)
+        if skill not in dom.skills:
+            raise UnknownSkillError(dom.name, skill, dom.skills)
+        difficulty = difficulty if difficulty is not None else self.config.default_difficulty
+        report = progress or (lambda phase, done, total: None)
+        timings: dict[str, float] = {}
+        tokens = {"prompt": 0, "completion": 0}
+
+        @contextmanager
+        def timed(phase: str) -> Any:
+            t0 = time.perf_counter()
+            try:
+                yield
+            finally:
+                timings[phase] = timings.get(phase, 0.0) + time.perf_counter() - t0
+
+        rng = random.Random(seed)
+        with timed("prompt"):
+            selection = self.memory.retrieve(dom.name, skill) if self.memory is not None else MemorySelection()
+            work: list[_Work] = []
+            for i in range(n):
+                document: Document | None = None
+                if self.corpus is not None:
+                    document = self.corpus.sample(rng).truncated(self.config.document_words)
+                conv = design_conversation(
+                    dom, skill, document=document, memory=selection, difficulty=difficulty,
+                    agent=agent_stats, system=self.config.system_prompt,
+                )
+                result = CandidateResult(i, document.ref() if document else None, selection.ids)
+                work.append(_Work(result, conv, conv))
+
+        pending = list(work)
+        for number in range(self.config.repair_attempts + 1):
+            if not pending:
+                break
+            phase = "design" if number == 0 else f"repair {number}"
+            report(phase, 0, len(pending))
+            with timed("generation"):
+                completions = self.backend.chat(
+                    [w.conversation for w in pending],
+                    **self._sampling(),
+                    seed=None if seed is None else seed + 104729 * number,
+                )
+            for comp in completions:
+                tokens["prompt"] += comp.prompt_tokens
+                tokens["completion"] += comp.completion_tokens
+            with timed("extraction"):
+                to_validate = [w for w, c in zip(pending, completions, strict=True)
+                               if self._extract(w, c, number, dom, skill, difficulty)]
+            with timed("validation"):
+                self._validate(to_validate, dom)
+            report(phase, len(pending), len(pending))
+            failed = [w for w in pending if not w.result.attempts[-1].passed]
+            if number < self.config.repair_attempts:
+                for w in failed:
+                    last = w.result.attempts[-1]
+                    w.conversation = repair_conversation(
+                        w.design, last.completion.text if last.completion else "",
+                        last.findings_text(self.config.repair_findings),
+                    )
+            pending = failed
+
+        passed = self._unique(w for w in work if w.result.attempts[-1].passed)
+        if passed and self.config.hint.enabled:
+            report("hints", 0, len(passed))
+            with timed("hint"):
+                hints = HintWriter(self.backend, self.config.hint, self._probe_fn()).write_many(
+                    [HintRequest(w.extracted.source, skill, w.extracted.class_name,  # type: ignore[union-attr]
+                                 tuple(sorted(dom.allowed_modules))) for w in passed],
+                    seed=None if seed is None else seed + 15485863,
+                )
+            for w, h in zip(passed, hints, strict=True):
+                w.result.hint = h
+                w.result.stages.append(StageOutcome(HINT, h.accepted, h.hint if h.accepted else str(h.reason),
+                                                    len(w.result.attempts) - 1))
+                for ha in h.attempts:
+                    if ha.completion is not None:
+                        tokens["prompt"] += ha.completion.prompt_tokens
+                        tokens["completion"] += ha.completion.completion_tokens
+            report("hints", len(passed), len(passed))
+
+        report("admission", 0, n)
+        with timed("admission"):
+            self._admit(work)
+        report("admission", n, n)
+        return RoundResult(
+            domain=dom.name, skill=skill, difficulty=difficulty, seed=seed, model=self.model_name,
+            candidates=[w.result for w in work], timings=timings,
+            prompt_tokens=tokens["prompt"], completion_tokens=tokens["completion"],
+        )
+
+    # --- phases -------------------------------------------------------------------------
+
+    def _extract(self, w: _Work, completion: Completion, number: int, dom: Domain, skill: str,
+                 difficulty: float | None) -> bool:
+        attempt = Attempt(number, w.conversation, completion)
+        w.result.attempts.append(attempt)
+        try:
+            ext = extract_env(completion.text)
+        except ExtractionError as exc:
+            attempt.extraction_error = str(exc)
+            w.result.stages.append(StageOutcome(EXTRACT, False, str(exc), number))
+            w.history.append((attempt, None))
+            return False
+        attempt.source, attempt.class_name = ext.source, ext.class_name
+        w.result.stages.append(StageOutcome(EXTRACT, True, f"class {ext.class_name}", number))
+        previous = next((m for _, m in reversed(w.history) if m is not None), None)
+        meta = EnvMetadata(
+            name=env_name(ext.class_name, ext.source),
+            domain=dom.name,
+            skill=skill,
+            description=ext.description,
+            difficulty=difficulty,
+            max_turns=ext.max_turns or 25,
+            action_format=dom.action_format,
+            class_name=ext.class_name,
+            document=w.result.document,
+            designer_model=self.model_name,
+            # lineage: a repair descends from the attempt it repairs; a first design from
+            # the memory examples it was shown
+            parent_ids=[previous.id] if previous is not None else list(w.result.memory_ids),
+            tags=["designed"] + ([f"repair-{number}"] if number else []),
+        )
+        w.extracted, w.metadata = ext, meta
+        w.history.append((attempt, meta))
+        return True
+
+    def _validate(self, batch: Sequence[_Work], dom: Domain) -> None:
+        if not batch:
+            return
+        from .validation import ValidationRequest
+
+        requests = [ValidationRequest(w.extracted.source, w.metadata, dom) for w in batch]  # type: ignore[union-attr]
+        try:
+            reports: list[ValidationReport] = self.validator.validate_many(requests, store=self.store)
+        except SystemError:
+            # CPython 3.11 can raise "AST constructor recursion depth mismatch" when threads
+            # parse concurrently (python/cpython#106905); the batch is redone one by one.
+            reports = [
+                self.validator.validate(r.source, metadata=r.metadata, domain=dom, store=self.store) for r in requests
+            ]
+        for w, rep in zip(batch, reports, strict=True):
+            attempt = w.result.attempts[-1]
+            attempt.report = rep
+            for f in rep.findings:
+                w.result.stages.append(StageOutcome(f.stage, f.ok, f.message, attempt.number))
+
+    @staticmethod
+    def _unique(passed: Any) -> list[_Work]:
+        """Passed candidates with distinct code; a later copy of the same code is rejected
+        at stage ``novelty`` (the store check cannot see candidates of the same round)."""
+        first: dict[str, int] = {}
+        out = []
+        for w in passed:
+            digest = code_hash(w.result.attempts[-1].source or "")
+            if digest in first:
+                w.result.rejected_stage = "novelty"
+                w.result.reasons = [f"same code as candidate {first[digest]} of this round"]
+                w.result.stages.append(StageOutcome("novelty", False, w.result.reasons[0], len(w.result.attempts) - 1))
+                continue
+            first[digest] = w.result.index
+            out.append(w)
+        return out
+
+    def _admit(self, work: Sequence[_Work]) -> None:
+        for w in work:
+            res = w.result
+            last = res.attempts[-1]
+            if res.rejected_stage == "novelty" and last.passed:  # same code as an earlier candidate
+                res.metadata = w.history[-1][1]
+                continue
+            for attempt, meta in w.history:
+                if meta is None:
+                    continue
+                meta = meta.model_copy(update={"validation": attempt.report})
+                if attempt is last and last.passed:
+                    continue  # decided below
+                res.metadata = meta
+                if self.config.store_rejected:
+                    self._store(attempt, meta, EnvStatus.retired, res)
+            if not last.passed:
+                res.rejected_stage = last.failed_stage
+                res.reasons = (
+                    [last.extraction_error] if last.extraction_error else list(last.report.reasons if last.report else [])
+                )
+                continue
+            meta = w.history[-1][1].model_copy(update={"validation": last.report})  # type: ignore[union-attr]
+            if self.config.hint.enabled:
+                if res.hint is None or not res.hint.accepted:
+                    self._reject(res, meta, last, HINT, res.hint.reason if res.hint else "no hint was written")
+                    continue
+                meta = meta.model_copy(update={"hint": res.hint.hint})
+            stored = self._store(last, meta, EnvStatus.admitted, res)
+            if stored is None:
+                continue
+            res.metadata = stored
+            res.admitted = True
+            res.stages.append(StageOutcome(ADMISSION, True, f"admitted as {stored.id}", last.number))
+
+    def _reject(self, res: CandidateResult, meta: EnvMetadata, attempt: Attempt, stage: str, reason: str) -> None:
+        res.rejected_stage = stage
+        res.reasons = [reason]
+        res.metadata = meta
+        if self.config.store_rejected:
+            self._store(attempt, meta, EnvStatus.retired, res)
+
+    def _store(self, attempt: Attempt, meta: EnvMetadata, status: EnvStatus, res: CandidateResult) -> EnvMetadata | None:
+        """Add one attempt to the store with ``status``; a store refusal rejects the
+        candidate at stage ``admission`` with the store's message (nothing else is lost)."""
+        if attempt.stored_id is None:
+            parents = [p for p in meta.parent_ids if _exists(self.store, p)]
+            meta = meta.model_copy(update={"parent_ids": parents})
+        try:
+            stored = self.store.add(attempt.source, meta)
+            # The same code may be stored already (content addressing): a fresh record
+            # takes the decided status; an admitted one is never demoted by a reject.
+            if stored.status == EnvStatus.candidate or (
+                status == EnvStatus.admitted and stored.status == EnvStatus.retired
+            ):
+                stored = self.store.set_status(stored.id, status)
+        except SpadeError as exc:
+            res.rejected_stage = res.rejected_stage or ADMISSION
+            res.reasons = res.reasons or [f"store refused {meta.id}: {exc}"]
+            res.stages.append(StageOutcome(ADMISSION, False, str(exc), attempt.number))
+            return None
+        attempt.stored_id = stored.id
+        return stored
+
+
+def _exists(store: Any, env_id: str) -> bool:
+    try:
+        store.get(env_id)
+    except SpadeError:
+        return False
+    return True

@@ -1,0 +1,191 @@
+"""Any OpenAI-compatible chat completions endpoint (vLLM server, SGLang, llama.cpp server,
+Ollama, hosted APIs).
+
+Conversations of a batch are sent concurrently (``concurrency`` requests in flight). A
+request that fails in a way that may pass on retry (connection error, timeout, HTTP 408,
+409, 429, 5xx) is retried with exponential backoff and jitter, honouring ``Retry-After``;
+any other HTTP error fails the batch at once with the status and the server's message.
+Token usage reported by the server is accumulated in :attr:`OpenAIBackend.usage`.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import LLMBackendError
+from .base import Completion, Conversation, apply_stop, check_conversations, check_sampling
+
+RETRYABLE_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
+
+
+@dataclass
+class TokenUsage:
+    """Running totals over the backend's lifetime."""
+
+    requests: int = 0
+    retries: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+
+class OpenAIBackend:
+    """:class:`~spade_designer.llm.base.LLMBackend` over ``POST {base_url}/chat/completions``."""
+
+    def __init__(
+        self,
+        base_url: str = "http://127.0.0.1:8000/v1",
+        model: str = "default",
+        *,
+        api_key: str | None = None,
+        concurrency: int = 8,
+        timeout_s: float = 120.0,
+        max_retries: int = 4,
+        backoff_s: float = 0.5,
+        max_backoff_s: float = 30.0,
+        logprobs: bool = False,
+        name: str = "openai",
+        transport: Any = None,
+    ) -> None:
+        import httpx
+
+        if concurrency < 1:
+            raise LLMBackendError(f"concurrency must be >= 1, got {concurrency}", backend=name)
+        if max_retries < 0 or timeout_s <= 0 or backoff_s < 0:
+            raise LLMBackendError("max_retries and backoff_s must be >= 0 and timeout_s > 0", backend=name)
+        self.name = name
+        self.model_name = model
+        self.base_url = base_url.rstrip("/")
+        self.concurrency = concurrency
+        self.max_retries = max_retries
+        self.backoff_s = backoff_s
+        self.max_backoff_s = max_backoff_s
+        self.logprobs = logprobs
+        self.usage = TokenUsage()
+        self._usage_lock = threading.Lock()
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._client = httpx.Client(
+            timeout=httpx.Timeout(timeout_s),
+            headers=headers,
+            limits=httpx.Limits(max_connections=concurrency),
+            transport=transport,
+        )
+
+    def close(self) -> None:
+        self._client.close()
+
+    def chat(
+        self,
+        conversations: list[Conversation],
+        *,
+        max_new_tokens: int = 512,
+        temperature: float = 1.0,
+        top_p: float = 1.0,
+        seed: int | None = None,
+        stop: list[str] | None = None,
+    ) -> list[Completion]:
+        check_conversations(conversations, backend=self.name)
+        check_sampling(max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p, backend=self.name)
+
+        def one(i: int) -> Completion:
+            body: dict[str, Any] = {
+                "model": self.model_name,
+                "messages": conversations[i],
+                "max_tokens": max_new_tokens,
+                "temperature": temperature,
+                "top_p": top_p,
+                "n": 1,
+            }
+            if seed is not None:
+                body["seed"] = seed + i  # distinct but reproducible per item
+            if stop:
+                body["stop"] = list(stop)
+            if self.logprobs:
+                body["logprobs"] = True
+            return self._parse(self._post(body), stop)
+
+        if len(conversations) == 1:
+            return [one(0)]
+        with ThreadPoolExecutor(max_workers=min(self.concurrency, len(conversations))) as pool:
+            return list(pool.map(one, range(len(conversations))))
+
+    def _post(self, body: dict[str, Any]) -> dict[str, Any]:
+        import httpx
+
+        url = f"{self.base_url}/chat/completions"
+        attempt = 0
+        while True:
+            wait: float | None = None
+            try:
+                resp = self._client.post(url, json=body)
+            except (httpx.TransportError, httpx.TimeoutException) as exc:
+                problem = f"{type(exc).__name__}: {exc}"
+            else:
+                if resp.status_code == 200:
+                    try:
+                        data = resp.json()
+                    except ValueError:
+                        raise LLMBackendError(f"{url} answered 200 with a body that is not JSON", backend=self.name) from None
+                    with self._usage_lock:
+                        self.usage.requests += 1
+                        self.usage.retries += attempt
+                    return data
+                problem = f"HTTP {resp.status_code}: {resp.text[:300]}"
+                if resp.status_code not in RETRYABLE_STATUS:
+                    raise LLMBackendError(f"{url} rejected the request: {problem}", backend=self.name)
+                wait = _retry_after(resp.headers.get("retry-after"))
+            if attempt >= self.max_retries:
+                with self._usage_lock:
+                    self.usage.retries += attempt
+                raise LLMBackendError(
+                    f"{url} failed after {attempt + 1} attempts; last error: {problem}", backend=self.name
+                )
+            if wait is None:
+                wait = min(self.max_backoff_s, self.backoff_s * 2**attempt) * (0.5 + random.random() / 2)
+            time.sleep(wait)
+            attempt += 1
+
+    def _parse(self, data: dict[str, Any], stop: list[str] | None) -> Completion:
+        try:
+            choice = data["choices"][0]
+            text = choice["message"]["content"] or ""
+        except (KeyError, IndexError, TypeError):
+            raise LLMBackendError(
+                f"response has no choices[0].message.content: {str(data)[:200]}", backend=self.name
+            ) from None
+        usage = data.get("usage") or {}
+        prompt_tokens = int(usage.get("prompt_tokens") or 0)
+        completion_tokens = int(usage.get("completion_tokens") or 0)
+        with self._usage_lock:
+            self.usage.prompt_tokens += prompt_tokens
+            self.usage.completion_tokens += completion_tokens
+        logprobs = None
+        content = (choice.get("logprobs") or {}).get("content") if isinstance(choice.get("logprobs"), dict) else None
+        if content:
+            logprobs = [float(t["logprob"]) for t in content]
+        text, stopped = apply_stop(text, stop)
+        finish = choice.get("finish_reason") or ("stop" if stopped else "length")
+        return Completion(
+            text=text,
+            prompt_tokens=prompt_tokens,
+            completion_tokens=completion_tokens,
+            finish_reason=str(finish),
+            logprobs=logprobs,
+        )
+
+
+def _retry_after(value: str | None) -> float | None:
+    if not value:
+        return None
+    try:
+        return max(0.0, min(float(value), 60.0))
+    except ValueError:
+        return None  # an HTTP date: fall back to our own backoff

@@ -1,0 +1,130 @@
+"""The designer role's prompts: design, repair and hint conversations.
+
+A design prompt is: the domain's spec (format, rules, an example) + the grounding
+document + memory examples (different / too easy / too hard / failed) + the target skill,
+difficulty and the agent's recent performance. The reply is expected to hold one fenced
+Python block; :mod:`.extract` is tolerant of everything else.
+"""
+
+from __future__ import annotations
+
+from spade_core.domains import Domain
+
+from .corpus.base import Document
+from .llm.base import Conversation
+from .memory import MemoryExample, MemorySelection
+from .records import AgentStats
+
+DESIGNER_SYSTEM = (
+    "You are the Environment Designer. You write complete, self-contained Python "
+    "environments (one file, one class whose name ends in `Env`) that train a reasoning "
+    "agent over several turns. Reply with exactly one ```python fenced block holding the "
+    "whole file, then nothing else."
+)
+
+HINT_SYSTEM = (
+    "You write privileged hints for training environments. A hint is 1-3 sentences that "
+    "help a player find the right strategy. It never states the answer, a hidden value, or "
+    "the exact sequence of actions."
+)
+
+_ROLE_TITLES = {
+    "different": "A good environment (the agent is challenged by it). Make something DIFFERENT from it",
+    "too_easy": "Too easy (the agent almost always wins). Avoid designs like this",
+    "too_hard": "Too hard (the agent almost never wins). Avoid designs like this",
+    "failure": "Rejected by validation. Do not repeat these mistakes",
+}
+
+
+def difficulty_words(difficulty: float | None) -> str:
+    if difficulty is None:
+        return "moderate, solvable but not trivial"
+    level = "easy" if difficulty < 1 / 3 else "medium" if difficulty < 2 / 3 else "hard"
+    return f"{level} ({difficulty:.2f} on a 0-1 scale)"
+
+
+def _example_block(i: int, ex: MemoryExample) -> str:
+    facts = [f"skill {ex.skill}"]
+    if ex.win_rate is not None:
+        facts.append(f"agent win rate {ex.win_rate:.2f}")
+    if ex.regret is not None:
+        facts.append(f"regret {ex.regret:.2f}")
+    lines = [f"### Example {i}: {_ROLE_TITLES[ex.role]} ({', '.join(facts)})"]
+    if ex.reasons:
+        lines.append("Rejected because: " + "; ".join(ex.reasons))
+    if ex.code:
+        lines.append("```python\n" + ex.code.rstrip() + "\n```")
+    return "\n".join(lines)
+
+
+def design_conversation(
+    domain: Domain,
+    skill: str,
+    *,
+    document: Document | None = None,
+    memory: MemorySelection | None = None,
+    difficulty: float | None = None,
+    agent: AgentStats | None = None,
+    system: str | None = None,
+) -> Conversation:
+    """The conversation asking for one new environment."""
+    parts = [domain.prompt_spec.strip()]
+    if document is not None and document.text.strip():
+        title = f" ({document.title})" if document.title else ""
+        parts.append(
+            f"## Grounding document{title}\nBase the environment's theme, rules or content on this text:\n\n"
+            + document.text.strip()
+        )
+    if memory is not None and memory.examples:
+        blocks = [_example_block(i, ex) for i, ex in enumerate(memory.examples, 1)]
+        parts.append("## Environments designed before\n" + "\n\n".join(blocks))
+    target = [f"## Your task\nDesign a new environment for the skill `{skill}`.",
+              f"Target difficulty: {difficulty_words(difficulty)}."]
+    if agent is not None and agent.win_rate is not None:
+        target.append(
+            f"The agent currently wins {agent.win_rate:.0%} of recent `{skill}` environments"
+            + (f" over {agent.episodes} episodes" if agent.episodes else "")
+            + ("; make this one harder." if agent.win_rate > 0.6 else
+               "; make this one easier to start with." if agent.win_rate < 0.2 else ".")
+        )
+    target.append("Reply with the complete Python file in one ```python block.")
+    parts.append("\n".join(target))
+    return [
+        {"role": "system", "content": system or DESIGNER_SYSTEM},
+        {"role": "user", "content": "\n\n".join(parts)},
+    ]
+
+
+def repair_conversation(design: Conversation, reply: str, findings: list[str]) -> Conversation:
+    """The design conversation continued: the previous reply, then what validation found."""
+    problems = "\n".join(f"- {line}" for line in findings) or "- (no details)"
+    return [
+        *design,
+        {"role": "assistant", "content": reply},
+        {
+            "role": "user",
+            "content": (
+                "Validation rejected this environment:\n"
+                f"{problems}\n\n"
+                "Fix every problem and reply with the complete corrected Python file in one ```python block."
+            ),
+        },
+    ]
+
+
+def hint_conversation(source: str, *, skill: str | None = None, max_source_chars: int = 8000) -> Conversation:
+    """Ask for a 1-3 sentence privileged hint about ``source``."""
+    code = source if len(source) <= max_source_chars else source[:max_source_chars] + "\n# ... (truncated)"
+    about = f" (skill: {skill})" if skill else ""
+    return [
+        {"role": "system", "content": HINT_SYSTEM},
+        {
+            "role": "user",
+            "content": (
+                f"Here is the source code of an environment{about}:\n\n```python\n{code.rstrip()}\n```\n\n"
+                "Write a hint of 1 to 3 sentences for a player who cannot see this code. Explain a useful "
+                "strategy or a rule that is easy to miss. Do not reveal the answer, any hidden value, or the "
+                "exact actions to take. Reply with the hint only."
+            ),
+        },
+    ]
