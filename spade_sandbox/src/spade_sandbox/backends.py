@@ -39,10 +39,11 @@ class Backend(Protocol):
 
 class ZygoteBackend:
     """Workers forked from a warm zygote; ``command_prefix`` wraps the zygote in an outer
-    jail (nsjail, bwrap) when set."""
+    jail (nsjail, bwrap) when set. ``spare`` keeps one pre-hardened worker forked ahead."""
 
-    def __init__(self, name: str = "native", command_prefix: Sequence[str] = ()) -> None:
+    def __init__(self, name: str = "native", command_prefix: Sequence[str] = (), spare: bool = True) -> None:
         self.name = name
+        self.spare = spare
         self.command_prefix = list(command_prefix)
         self._zygote: ZygoteProcess | None = None
         self._lock = threading.Lock()
@@ -52,7 +53,7 @@ class ZygoteBackend:
             if self._zygote is None or not self._zygote.alive:
                 if self._zygote is not None:
                     self._zygote.close()
-                self._zygote = ZygoteProcess(self.command_prefix, limits.spawn_timeout_s)
+                self._zygote = ZygoteProcess(self.command_prefix, limits.spawn_timeout_s, spare=self.spare)
             return self._zygote
 
     def start_worker(
@@ -73,6 +74,9 @@ class ZygoteBackend:
             info = reply[1] if isinstance(reply[1], dict) else {}
             layers = info.get("layers", [])
             link.layers = [str(x) for x in layers] if isinstance(layers, list) else []
+            timings = info.get("timings_us", {})
+            if isinstance(timings, dict):
+                link.timings_us = {str(k): int(v) for k, v in timings.items() if isinstance(v, int)}
             missing = info.get("missing", {})
             if isinstance(missing, dict):
                 link.missing_layers = {str(k): str(v) for k, v in missing.items()}

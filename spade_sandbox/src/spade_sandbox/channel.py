@@ -60,11 +60,13 @@ def describe_status(status: int | None) -> tuple[type[SandboxError], str]:
 class ZygoteProcess:
     """The warm zygote, started as ``command_prefix + [python, -I, -m, spade_sandbox.zygote]``."""
 
-    def __init__(self, command_prefix: Sequence[str] = (), start_timeout_s: float = 30.0) -> None:
+    def __init__(self, command_prefix: Sequence[str] = (), start_timeout_s: float = 30.0, spare: bool = True) -> None:
         self.lock = threading.Lock()
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         self.sock = ours
         cmd = [*command_prefix, sys.executable, "-I", "-m", "spade_sandbox.zygote", str(theirs.fileno())]
+        if not spare:
+            cmd.append("--no-spare")
         try:
             self.proc = subprocess.Popen(
                 cmd,
@@ -150,6 +152,7 @@ class WorkerLink:
     max_frame_bytes: int
     layers: list[str] = field(default_factory=list)
     missing_layers: dict[str, str] = field(default_factory=dict)
+    timings_us: dict[str, int] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
     instances: set[int] = field(default_factory=set)
     next_instance: int = 0

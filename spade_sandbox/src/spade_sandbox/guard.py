@@ -21,6 +21,9 @@ from typing import Any
 from .allowlist import FORBIDDEN_BUILTINS, attribute_allowed, module_allowed
 
 _wrappers: dict[str, types.ModuleType] = {}
+_builtins: dict[frozenset[str], dict[str, Any]] = {}
+#: What environment code printed (bounded); never written to a file descriptor.
+PRINTED: list[str] = []
 
 
 def preimport(names: Iterable[str]) -> list[str]:
@@ -69,8 +72,13 @@ def module_wrapper(name: str, allowed: frozenset[str]) -> types.ModuleType:
     return wrapper
 
 
-def make_builtins(allowed: frozenset[str], *, output: list[str] | None = None) -> dict[str, Any]:
-    """The ``__builtins__`` mapping for environment code."""
+def make_builtins(allowed: frozenset[str]) -> dict[str, Any]:
+    """The ``__builtins__`` mapping for environment code (built once per allow-set, so the
+    zygote can prepare the default one before forking)."""
+    cached = _builtins.get(allowed)
+    if cached is not None:
+        return cached
+    output = PRINTED
     safe = {k: v for k, v in vars(builtins).items() if k not in FORBIDDEN_BUILTINS and not k.startswith("_")}
     safe["__build_class__"] = builtins.__build_class__
     safe["__name__"] = "builtins"
@@ -114,11 +122,12 @@ def make_builtins(allowed: frozenset[str], *, output: list[str] | None = None) -
 
     def captured_print(*args: Any, sep: str | None = " ", end: str | None = "\n", **_: Any) -> None:
         # Environment prints go to a small bounded buffer, never to a file descriptor.
-        if output is not None and len(output) < 200:
+        if len(output) < 200:
             output.append((sep or " ").join(str(a) for a in args)[:2000])
 
     safe["__import__"] = guarded_import
     safe["getattr"] = guarded_getattr
     safe["hasattr"] = guarded_hasattr
     safe["print"] = captured_print
+    _builtins[allowed] = safe
     return safe

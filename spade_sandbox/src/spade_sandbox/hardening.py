@@ -20,8 +20,11 @@ import ctypes
 import os
 import resource
 import signal
+import time
 from dataclasses import dataclass, field
 from typing import Any
+
+from .seccomp_policy import install_program
 
 _libc = ctypes.CDLL(None, use_errno=True)
 _libc.syscall.restype = ctypes.c_long
@@ -77,14 +80,25 @@ class LayerOptions:
 
 @dataclass
 class LayerReport:
+    """Active layers, missing ones with the reason, and microseconds spent on each."""
+
     active: list[str] = field(default_factory=list)
     missing: dict[str, str] = field(default_factory=dict)
+    timings_us: dict[str, int] = field(default_factory=dict)
+    _mark: float = field(default_factory=time.perf_counter)
+
+    def _time(self, name: str) -> None:
+        now = time.perf_counter()
+        self.timings_us[name] = int((now - self._mark) * 1e6)
+        self._mark = now
 
     def ok(self, name: str) -> None:
         self.active.append(name)
+        self._time(name)
 
     def fail(self, name: str, why: str) -> None:
         self.missing[name] = why
+        self._time(name)
 
 
 def _errno_text() -> str:
@@ -167,7 +181,7 @@ def apply_landlock() -> str:
     return f"abi {abi}: deny {'+'.join(parts)}"
 
 
-def apply_layers(opts: LayerOptions, seccomp_filter: Any | None, parent_pid: int) -> LayerReport:
+def apply_layers(opts: LayerOptions, seccomp_program: bytes | None, parent_pid: int) -> LayerReport:
     """Apply the layers in order; never raises: failures are recorded in the report."""
     report = LayerReport()
     as_root = os.geteuid() == 0
@@ -179,9 +193,9 @@ def apply_layers(opts: LayerOptions, seccomp_filter: Any | None, parent_pid: int
     if opts.namespaces:
         try:
             unshare_namespaces(as_root)
-            report.ok("namespaces")
             if not as_root:
-                report.ok("userns")
+                report.active.append("userns")
+            report.ok("namespaces")
         except OSError as exc:
             report.fail("namespaces", str(exc))
     if as_root and opts.drop_uid:
@@ -206,13 +220,13 @@ def apply_layers(opts: LayerOptions, seccomp_filter: Any | None, parent_pid: int
         except OSError as exc:
             report.fail("landlock", str(exc))
     if opts.seccomp:
-        if seccomp_filter is None:
+        if seccomp_program is None:
             report.fail("seccomp", "libseccomp (pyseccomp) is not available")
         else:
             try:
-                seccomp_filter.load()
+                install_program(seccomp_program)
                 report.ok("seccomp")
-            except Exception as exc:  # pyseccomp raises plain RuntimeError/OSError
+            except OSError as exc:
                 report.fail("seccomp", str(exc))
     return report
 

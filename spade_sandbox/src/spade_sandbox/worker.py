@@ -326,13 +326,15 @@ class Instances:
         return [protocol.OK, None]
 
 
-def load_class(source: str, class_name: str, allowed: frozenset[str], guarded: bool, output: list[str]) -> type:
+def load_class(source: str, class_name: str, allowed: frozenset[str], guarded: bool, report: Any = None) -> type:
     module = types.ModuleType("spade_env")
     module.__file__ = ENV_FILENAME
-    module.__dict__["__builtins__"] = make_builtins(allowed, output=output) if guarded else builtins.__dict__
+    module.__dict__["__builtins__"] = make_builtins(allowed) if guarded else builtins.__dict__
     linecache.cache[ENV_FILENAME] = (len(source), None, source.splitlines(True), ENV_FILENAME)
     sys.modules["spade_env"] = module
+    if report is not None: report._time("builtins")
     code = compile(source, ENV_FILENAME, "exec")
+    if report is not None: report._time("compile")
     exec(code, module.__dict__)  # noqa: S102 - untrusted code, inside the hardened worker
     cls = module.__dict__.get(class_name)
     if not isinstance(cls, type):
@@ -366,15 +368,25 @@ def _send_or_exit(sock: socket.socket, reply: list[Any], code: int) -> None:
         os._exit(code)
 
 
-def run(sock: socket.socket, spec: dict[str, Any], seccomp_filter: Any, zygote_pid: int) -> None:
-    """Body of a freshly forked worker; never returns."""
+def run(sock: socket.socket, hardening: dict[str, Any], seccomp_program: bytes | None, zygote_pid: int) -> None:
+    """Body of a freshly forked worker; never returns.
+
+    The worker hardens itself first (``hardening``: layer options and the refusal
+    policy), and only then reads its load request — the source, class name and allowed
+    modules — from its socket. A pre-forked spare therefore waits fully hardened.
+    """
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGXCPU, _on_sigxcpu)
-    opts = LayerOptions.from_dict(spec.get("layers", {}))
-    report = apply_layers(opts, seccomp_filter, zygote_pid)
-    ready_info = {"pid": os.getpid(), "layers": report.active, "missing": report.missing}
-    if spec.get("require_secure", True) and not secure_enough(report.active):
+    opts = LayerOptions.from_dict(hardening.get("layers", {}))
+    report = apply_layers(opts, seccomp_program, zygote_pid)
+    ready_info = {
+        "pid": os.getpid(),
+        "layers": report.active,
+        "missing": report.missing,
+        "timings_us": report.timings_us,
+    }
+    if hardening.get("require_secure", True) and not secure_enough(report.active):
         missing = ", ".join(f"{k}: {v}" for k, v in report.missing.items()) or "none"
         _send_or_exit(
             sock,
@@ -385,11 +397,15 @@ def run(sock: socket.socket, spec: dict[str, Any], seccomp_filter: Any, zygote_p
             ),
             EXIT_UNAVAILABLE,
         )
+    try:
+        spec = protocol.decode_trusted(protocol.recv_frame(sock))
+    except BaseException:
+        os._exit(0)  # the zygote went away before handing out this (spare) worker
+    report._time("idle")
     limit = int(spec.get("max_output_chars", 65536))
-    output: list[str] = []
     allowed = DEFAULT_ALLOWED_MODULES | frozenset(spec.get("allowed_modules", ()))
     try:
-        cls = load_class(spec["source"], spec["class_name"], allowed, spec.get("guarded", True), output)
+        cls = load_class(spec["source"], spec["class_name"], allowed, spec.get("guarded", True), report)
     except BaseException as exc:
         try:
             reply = classify(exc, "loading the environment")
@@ -398,9 +414,11 @@ def run(sock: socket.socket, spec: dict[str, Any], seccomp_filter: Any, zygote_p
             reply, code = fatal.reply, fatal.code
         _send_or_exit(sock, reply, code)
         return
+    report._time("load")
     instances = Instances(cls, limit)
     budget = CpuBudget(opts.cpu_seconds)
     gc.collect()
+    report._time("gc")
     _send_or_exit(sock, [protocol.OK, ready_info], 0)
     while True:
         try:

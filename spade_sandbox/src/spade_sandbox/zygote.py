@@ -1,7 +1,10 @@
 """The zygote: a warm process that forks one worker per environment code version.
 
-Started by the pool as ``python -I -m spade_sandbox.zygote FD`` with an empty environment,
-where FD is its end of the control socket. It pre-imports the allowed modules, builds the
+Started by the pool as ``python -I -m spade_sandbox.zygote FD [--no-spare]`` with an empty
+environment, where FD is its end of the control socket. Unless ``--no-spare`` is given it
+keeps one *spare* worker forked and hardened ahead of time, so a spawn only has to hand the
+spare its source (the spare is used only if it was forked with the same layer options and
+every module the new code may import). It pre-imports the allowed modules, builds the
 seccomp filter once, freezes the heap (so forked workers share it copy-on-write) and then
 serves requests on the control socket:
 
@@ -19,6 +22,7 @@ from __future__ import annotations
 
 import gc
 import os
+import select
 import signal
 import socket
 import sys
@@ -26,19 +30,54 @@ from typing import Any
 
 from . import protocol
 from .allowlist import DEFAULT_ALLOWED_MODULES
-from .guard import module_wrapper, preimport
-from .seccomp_policy import build_filter
+from .guard import make_builtins, module_wrapper, preimport
+from .seccomp_policy import compile_program
 
+#: A spare is forked after the control socket has been quiet this long.
+SPARE_QUIET_MS = 5
 #: Statuses of reaped workers, kept until the pool asks (bounded).
 _MAX_STATUSES = 8192
 
 
+def _hardening_key(hardening: dict[str, Any]) -> bytes:
+    return protocol.encode([sorted(hardening["layers"].items()), hardening["require_secure"]])
+
+
+class Spare:
+    """A forked worker (hardening itself, or already waiting) not yet handed to the pool."""
+
+    def __init__(self, pid: int, sock: socket.socket, pidfd: int, key: bytes, modules: frozenset[str]) -> None:
+        self.pid = pid
+        self.sock = sock
+        self.pidfd = pidfd
+        self.key = key
+        self.modules = modules
+
+    def release(self) -> None:
+        """Close the zygote's copies of the descriptors (after handing them over)."""
+        self.sock.close()
+        if self.pidfd >= 0:
+            os.close(self.pidfd)
+            self.pidfd = -1
+
+    def discard(self) -> None:
+        try:
+            os.kill(self.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        self.release()
+
+
 class Zygote:
-    def __init__(self, control: socket.socket) -> None:
+    def __init__(self, control: socket.socket, keep_spare: bool = True) -> None:
+        self.keep_spare = keep_spare
+        self.spare: Spare | None = None
+        #: Layer options of the spare to fork once the control socket goes quiet.
+        self.spare_hardening: dict[str, Any] | None = None
         self.control = control
         self.children: set[int] = set()
         self.statuses: dict[int, int] = {}
-        self.seccomp_filter = build_filter()
+        self.seccomp_program = compile_program()
         self.imported: set[str] = set()
 
     # --- children -------------------------------------------------------------------
@@ -81,14 +120,8 @@ class Zygote:
         self.imported.update(n for n in todo if n not in failed)
         return failed
 
-    def spawn(self, spec: dict[str, Any]) -> None:
-        failed = self.preimport(list(spec.get("allowed_modules", ())))
-        if failed:
-            protocol.send(
-                self.control,
-                protocol.error_reply("unavailable", f"allowed module(s) cannot be imported: {', '.join(failed)}"),
-            )
-            return
+    def fork_worker(self, hardening: dict[str, Any]) -> Spare:
+        """Fork a worker that hardens itself and then waits for its load request."""
         parent_end, child_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         me = os.getpid()
         pid = os.fork()
@@ -101,7 +134,7 @@ class Zygote:
                 os.closerange(keep + 1, 65536)
                 from .worker import run
 
-                run(child_end, spec, self.seccomp_filter, me)
+                run(child_end, hardening, self.seccomp_program, me)
             finally:
                 os._exit(protocol_exit())
         self.children.add(pid)
@@ -110,17 +143,48 @@ class Zygote:
             pidfd = os.pidfd_open(pid)
         except OSError:
             pidfd = -1
+        return Spare(pid, parent_end, pidfd, _hardening_key(hardening), frozenset(self.imported))
+
+    def spawn(self, spec: dict[str, Any]) -> None:
+        allowed = list(spec.get("allowed_modules", ()))
+        failed = self.preimport(allowed)
+        if failed:
+            protocol.send(
+                self.control,
+                protocol.error_reply("unavailable", f"allowed module(s) cannot be imported: {', '.join(failed)}"),
+            )
+            return
+        hardening = {"layers": spec.get("layers", {}), "require_secure": spec.get("require_secure", True)}
+        key = _hardening_key(hardening)
+        worker = self.spare
+        self.spare = None
+        if worker is not None and (worker.key != key or not set(allowed) <= worker.modules):
+            worker.discard()
+            worker = None
+        if worker is None:
+            worker = self.fork_worker(hardening)
+        load = {k: spec[k] for k in ("source", "class_name", "allowed_modules", "guarded", "max_output_chars") if k in spec}
         try:
-            fds = [parent_end.fileno()] + ([pidfd] if pidfd >= 0 else [])
-            socket.send_fds(self.control, [protocol.encode([protocol.OK, pid])], fds)
+            protocol.send(worker.sock, load)
+        except OSError:
+            pass  # the worker already died; the pool reads why from its socket
+        try:
+            fds = [worker.sock.fileno()] + ([worker.pidfd] if worker.pidfd >= 0 else [])
+            socket.send_fds(self.control, [protocol.encode([protocol.OK, worker.pid])], fds)
         finally:
-            parent_end.close()
-            if pidfd >= 0:
-                os.close(pidfd)
+            worker.release()
+        self.spare_hardening = hardening if self.keep_spare else None
 
     def serve(self) -> None:
         signal.signal(signal.SIGCHLD, self.reap)
+        quiet = select.poll()
+        quiet.register(self.control.fileno(), select.POLLIN)
         while True:
+            if self.spare_hardening is not None and self.spare is None and not quiet.poll(SPARE_QUIET_MS):
+                # Fork the next spare only when no request is waiting, so that its fork and
+                # hardening do not compete with the worker that was just handed out.
+                self.spare = self.fork_worker(self.spare_hardening)
+                self.spare_hardening = None
             try:
                 msg = protocol.decode_trusted(protocol.recv_frame(self.control))
             except (protocol.ChannelClosed, OSError):
@@ -155,7 +219,7 @@ def protocol_exit() -> int:
 
 def main() -> None:
     control = socket.socket(fileno=int(sys.argv[1]))
-    zygote = Zygote(control)
+    zygote = Zygote(control, keep_spare="--no-spare" not in sys.argv[2:])
     zygote.preimport(sorted(DEFAULT_ALLOWED_MODULES))
     # Worker-side modules and wrappers are built once here, then shared copy-on-write.
     import traceback  # noqa: F401
@@ -165,9 +229,10 @@ def main() -> None:
     for name in sorted(DEFAULT_ALLOWED_MODULES):
         if name in sys.modules:
             module_wrapper(name, DEFAULT_ALLOWED_MODULES)
+    make_builtins(DEFAULT_ALLOWED_MODULES)
     gc.collect()
     gc.freeze()
-    protocol.send(control, [protocol.OK, {"pid": os.getpid(), "seccomp": zygote.seccomp_filter is not None}])
+    protocol.send(control, [protocol.OK, {"pid": os.getpid(), "seccomp": zygote.seccomp_program is not None}])
     zygote.serve()
 
 
