@@ -1,0 +1,373 @@
+"""Gymnasium registration (spade_core.registry): what ``import spade_core`` registers,
+how ``gymnasium.make`` builds each kind of environment, and that nothing the store or a
+plugin does can break the import."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import json
+import os
+import pickle
+import subprocess
+import sys
+import textwrap
+import types
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+
+import gymnasium as gym
+import pytest
+from gymnasium.envs.registration import EnvSpec
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from spade_core.config import SpadeConfig
+from spade_core.domains import Domain, SeedEnv
+from spade_core.env import ReferenceEnvAdapter
+from spade_core.hookspecs import hookimpl
+from spade_core.metadata import EnvMetadata, EnvStatus
+from spade_core.plugins import SpadePlugins, reset_plugins
+from spade_core.store import EnvStore
+
+from spade_core import registry
+
+from . import test_store_backends as backends
+
+postgres_url, store_url = backends.postgres_url, backends.store_url
+
+FIXTURES = Path(__file__).parent / "fixtures" / "reference_envs"
+GUESS = FIXTURES / "guess_number.py"
+
+
+def guess_meta(name: str = "guess", **fields: object) -> EnvMetadata:
+    fields.setdefault("domain", "puzzles")
+    fields.setdefault("skill", "search")
+    fields.setdefault("max_turns", 6)
+    return EnvMetadata(name=name, **fields)
+
+
+@pytest.fixture
+def clean_registry() -> Iterator[None]:
+    """Gymnasium's registry and this module's bookkeeping as they were before the test."""
+    saved = dict(gym.registry)
+    seeds, stored = set(registry._registered_seeds), set(registry._registered_stored)
+    yield
+    gym.registry.clear()
+    gym.registry.update(saved)
+    registry._registered_seeds.clear()
+    registry._registered_seeds.update(seeds)
+    registry._registered_stored.clear()
+    registry._registered_stored.update(stored)
+
+
+class PuzzlePlugin:
+    """A domain plugin with one seed environment (the guess-number fixture)."""
+
+    def __init__(self, seeds: tuple[SeedEnv, ...], allowed: frozenset[str] = frozenset()) -> None:
+        self.domain = Domain(
+            name="puzzles",
+            description="test puzzles",
+            skills=("search",),
+            prompt_spec="write puzzles",
+            seed_envs=seeds,
+            allowed_modules=allowed,
+        )
+
+    @hookimpl
+    def spade_register_domains(self, register):  # type: ignore[no-untyped-def]
+        register(self.domain)
+
+
+@pytest.fixture
+def puzzle_domain() -> Iterator[PuzzlePlugin]:
+    plugin = PuzzlePlugin(
+        (SeedEnv(name="seed_guess", skill="search", path=GUESS, max_turns=4),), allowed=frozenset({"math", "re"})
+    )
+    plugins = SpadePlugins(load_entry_points=False)
+    plugins.register(plugin, name="puzzles")
+    reset_plugins(plugins)
+    yield plugin
+    reset_plugins(None)
+
+
+def run_python(code: str, home: Path, *, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """A fresh interpreter with SPADE_HOME=home (the isolation a real user has)."""
+    env = {**os.environ, "SPADE_HOME": str(home)}
+    env.pop("SPADE_PLUGINS", None)
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=cwd or home,
+        timeout=120,
+    )
+
+
+def home_with_store(tmp_path: Path, *, in_process: bool) -> Path:
+    home = tmp_path / "home"
+    home.mkdir()
+    with EnvStore(f"sqlite:///{home / 'store.db'}") as store:
+        source = GUESS.read_text()
+        store.add(source, guess_meta("guess", status="admitted"))
+        store.add(source + "\n# b", guess_meta("pending"))
+        store.add(source + "\n# c", guess_meta("gone", status="retired"))
+    if in_process:
+        (home / "spade.toml").write_text('[spade]\nstore_envs_run = "in-process"\n')
+    return home
+
+
+# --- a fresh interpreter --------------------------------------------------------------------
+
+
+def test_gym_make_of_an_admitted_store_env_works_in_a_fresh_interpreter(tmp_path: Path) -> None:
+    home = home_with_store(tmp_path, in_process=True)
+    out = run_python(
+        """
+        import gymnasium as gym
+        env = gym.make("spade_core:spade/guess-v1")
+        obs, info = env.reset(seed=3)
+        steps = [env.step("\\\\boxed{32}") for _ in range(6)]
+        ids = sorted(k for k in gym.registry if k in ("spade/guess-v1", "spade/pending-v1", "spade/gone-v1"))
+        print(type(env.unwrapped).__name__, "|", obs[:20], "|", steps[-1][3] or steps[-1][2], "|", ids)
+        """,
+        home,
+    )
+    assert out.returncode == 0, out.stderr
+    kind, obs, ended, ids = (part.strip() for part in out.stdout.split("|"))
+    assert kind == "ReferenceEnvAdapter"
+    assert obs.startswith("I am thinking of")
+    assert ended == "True"  # max_turns=6 from the metadata ends the episode
+    assert ids == "['spade/guess-v1']"  # candidates and retired envs are not registered
+
+
+def test_importing_with_no_store_creates_nothing_and_warns_nothing(tmp_path: Path) -> None:
+    home = tmp_path / "empty-home"
+    home.mkdir()
+    out = run_python("import warnings; warnings.simplefilter('error'); import spade_core", home)
+    assert out.returncode == 0, out.stderr
+    assert list(home.iterdir()) == []
+
+
+def test_the_import_path_reads_a_sqlite_store_without_sqlalchemy(tmp_path: Path) -> None:
+    home = home_with_store(tmp_path, in_process=False)
+    out = run_python(
+        "import sys, spade_core, gymnasium as gym; "
+        "print('spade/guess-v1' in gym.registry, 'sqlalchemy' in sys.modules)",
+        home,
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["True", "False"]
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        pytest.param(lambda p: p.write_bytes(b"\x00garbage" * 500), id="garbage"),
+        pytest.param(lambda p: p.write_bytes(p.read_bytes()[:60]), id="truncated"),
+    ],
+)
+def test_a_broken_store_warns_naming_the_file_and_the_import_survives(tmp_path: Path, damage) -> None:  # type: ignore[no-untyped-def]
+    count = """
+        import warnings
+        warnings.simplefilter("always")
+        import spade_core, gymnasium as gym
+        print(sum(k.startswith("spade/") for k in gym.registry))
+        """
+    healthy_home = tmp_path / "no-store"
+    healthy_home.mkdir()
+    healthy = run_python(count, healthy_home)
+    assert healthy.returncode == 0, healthy.stderr
+    home = home_with_store(tmp_path, in_process=False)
+    damage(home / "store.db")
+    out = run_python(count, home)
+    assert out.returncode == 0, out.stderr
+    assert "were not registered" in out.stderr and str(home / "store.db") in out.stderr
+    assert "Traceback" not in out.stderr
+    assert int(out.stdout) == int(healthy.stdout)  # every plugin seed is still registered
+
+
+def test_store_code_is_refused_without_the_sandbox_unless_opted_in(tmp_path: Path) -> None:
+    home = home_with_store(tmp_path, in_process=False)
+    out = run_python(
+        """
+        import sys
+        sys.modules["spade_sandbox"] = None  # as if spade-sandbox were not installed
+        import gymnasium as gym
+        from spade_core.errors import UntrustedCodeError
+        try:
+            gym.make("spade_core:spade/guess-v1")
+        except UntrustedCodeError as exc:
+            print("refused:", exc)
+        """,
+        home,
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("refused: guess-v1 comes from the store and is untrusted")
+    assert 'store_envs_run = "in-process"' in out.stdout
+
+
+# --- make entry points (in this process) ----------------------------------------------------
+
+
+def test_stored_envs_run_in_the_sandbox_with_their_domain_allowed_modules(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, puzzle_domain: PuzzlePlugin
+) -> None:
+    url = f"sqlite:///{tmp_path / 'store.db'}"
+    with EnvStore(url) as store:
+        store.add(GUESS.read_text(), guess_meta("guess", class_name="GuessNumberEnv", reward_range=(0.0, 2.0)))
+    made: dict = {}
+
+    class RecordingSandboxedEnv:  # test double of spade_sandbox.SandboxedEnv's constructor
+        def __init__(self, source: str, **kwargs: object) -> None:
+            made.update(source=source, **kwargs)
+
+    monkeypatch.setitem(sys.modules, "spade_sandbox", types.SimpleNamespace(SandboxedEnv=RecordingSandboxedEnv))
+    env = registry.make_stored_env("guess-v1", url, config=SpadeConfig())
+    assert isinstance(env, RecordingSandboxedEnv)
+    assert made == {
+        "source": GUESS.read_text(),
+        "max_turns": 6,
+        "allowed_modules": ("math", "re"),
+        "reward_range": (0.0, 2.0),
+        "class_name": "GuessNumberEnv",
+        "render_mode": None,
+    }
+
+
+def test_in_process_execution_of_store_code_is_an_explicit_opt_in(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'store.db'}"
+    with EnvStore(url) as store:
+        store.add(GUESS.read_text(), guess_meta("guess"))
+    env = registry.make_stored_env("guess-v1", url, config=SpadeConfig(store_envs_run="in-process"))
+    assert isinstance(env, ReferenceEnvAdapter)
+    obs, _ = env.reset(seed=5)
+    assert "thinking of an integer" in obs
+    assert env.max_turns == 6
+
+
+def test_make_of_an_unknown_stored_env_names_it(tmp_path: Path) -> None:
+    from spade_core.errors import EnvNotFound
+
+    url = f"sqlite:///{tmp_path / 'store.db'}"
+    EnvStore(url).close()
+    with pytest.raises(EnvNotFound, match="'ghost-v1'"):
+        registry.make_stored_env("ghost-v1", url, config=SpadeConfig(store_envs_run="in-process"))
+
+
+# --- register() -----------------------------------------------------------------------------
+
+
+@pytest.mark.usefixtures("clean_registry")
+def test_seed_envs_of_plugins_are_registered_and_made_in_process(
+    tmp_path: Path, puzzle_domain: PuzzlePlugin
+) -> None:
+    result = registry.register(f"sqlite:///{tmp_path / 'none.db'}")
+    assert result.seeds == ["spade/seed_guess-v1"]
+    assert not (tmp_path / "none.db").exists()
+    env = gym.make("spade/seed_guess-v1")
+    assert isinstance(env.unwrapped, ReferenceEnvAdapter)
+    env.reset(seed=1)
+    results = [env.step("\\boxed{1}") for _ in range(4)]
+    assert results[-1][2] or results[-1][3]  # max_turns=4 of the seed ends it
+
+
+@pytest.mark.usefixtures("clean_registry", "puzzle_domain")
+def test_register_again_adds_newly_admitted_and_removes_retired_envs(store_url: str) -> None:
+    gym.register("Other/Unrelated-v0", entry_point="builtins:object")
+    with EnvStore(store_url) as store:
+        store.add(GUESS.read_text(), guess_meta("one", status="admitted"))
+        store.add(GUESS.read_text(), guess_meta("two"))
+        first = registry.register(store)
+        assert (first.stored, first.removed) == (1, 0)
+        assert "spade/one-v1" in gym.registry and "spade/two-v1" not in gym.registry
+
+        store.set_status("two-v1", EnvStatus.admitted)
+        store.set_status("one-v1", EnvStatus.retired)
+        second = registry.register(store_url)
+        assert (second.stored, second.removed) == (1, 1)
+        assert "spade/two-v1" in gym.registry and "spade/one-v1" not in gym.registry
+    assert "Other/Unrelated-v0" in gym.registry
+    assert "spade/seed_guess-v1" in gym.registry
+
+
+@pytest.mark.usefixtures("clean_registry", "puzzle_domain")
+def test_a_store_env_with_a_seed_id_is_not_registered_over_the_seed(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'store.db'}"
+    with EnvStore(url) as store:
+        store.add(GUESS.read_text() + "#", guess_meta("seed_guess", status="admitted"))
+    with pytest.warns(RuntimeWarning, match="shadowed by seed environments.*spade/seed_guess-v1"):
+        result = registry.register(url)
+    assert result.stored == 0
+    assert gym.registry["spade/seed_guess-v1"].entry_point == registry.SEED_ENTRY_POINT
+
+
+@pytest.mark.usefixtures("clean_registry")
+def test_a_failing_plugin_is_a_warning_and_store_envs_still_register(tmp_path: Path) -> None:
+    class Broken:
+        @hookimpl
+        def spade_register_domains(self, register):  # type: ignore[no-untyped-def]
+            raise RuntimeError("plugin exploded")
+
+    plugins = SpadePlugins(load_entry_points=False)
+    plugins.register(Broken(), name="broken")
+    reset_plugins(plugins)
+    try:
+        url = f"sqlite:///{tmp_path / 'store.db'}"
+        with EnvStore(url) as store:
+            store.add(GUESS.read_text(), guess_meta("guess", status="admitted"))
+        with pytest.warns(RuntimeWarning, match="seed environments were not registered: .*plugin exploded"):
+            result = registry.register(url)
+        assert result.stored == 1 and "spade/guess-v1" in gym.registry
+    finally:
+        reset_plugins(None)
+
+
+@pytest.mark.usefixtures("clean_registry")
+def test_registration_inserts_specs_without_gym_register(monkeypatch: pytest.MonkeyPatch) -> None:
+    """gym.register checks every existing spec per call (quadratic in a loop)."""
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("gym.register was called")
+
+    monkeypatch.setattr(gym.envs.registration, "register", refuse)
+    monkeypatch.setattr(gym, "register", refuse)
+    registry._register_stored([f"bulk{i}-v1" for i in range(20_000)], "sqlite:///x.db", registry.Registration())
+    assert sum(k.startswith("spade/bulk") for k in gym.registry) == 20_000
+
+
+# --- the cheap spec is a real spec -------------------------------------------------------
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    name=st.from_regex(r"[A-Za-z][A-Za-z0-9_.]{0,30}", fullmatch=True),
+    version=st.integers(1, 10**6),
+    url=st.sampled_from(["sqlite:///s.db", "postgresql+psycopg://u@h/db"]),
+)
+def test_a_stored_spec_equals_the_spec_gymnasium_would_construct(name: str, version: int, url: str) -> None:
+    env_id = f"{name}-v{version}"
+    (cheap,) = registry._stored_specs([env_id], url).values()
+    full = EnvSpec(
+        id=f"spade/{env_id}", entry_point=registry.STORED_ENTRY_POINT, kwargs={"env_id": env_id, "store_url": url}
+    )
+    fields = [f.name for f in dataclasses.fields(EnvSpec)]
+    assert {f: getattr(cheap, f) for f in fields} == {f: getattr(full, f) for f in fields}
+    assert (cheap.namespace, cheap.name, cheap.version) == ("spade", name, version)
+    assert json.loads(cheap.to_json()) == json.loads(full.to_json())
+    for clone in (pickle.loads(pickle.dumps(cheap)), copy.deepcopy(cheap), dataclasses.replace(cheap)):
+        assert {f: getattr(clone, f) for f in fields} == {f: getattr(full, f) for f in fields}
+    with pytest.raises(AttributeError):
+        cheap.no_such_field  # noqa: B018
+
+
+def test_register_on_import_never_raises(monkeypatch: pytest.MonkeyPatch) -> None:
+    def explode(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(registry, "register", explode)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        registry.register_on_import()
+    assert any("registration failed: boom" in str(w.message) for w in caught)
