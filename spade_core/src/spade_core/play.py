@@ -45,9 +45,10 @@ def open_env(entry: CatalogEntry, config: SpadeConfig, *, in_process: bool = Fal
         return ReferenceEnvAdapter(cls, max_turns=meta.max_turns, reward_range=meta.reward_range)
     try:
         from spade_sandbox import SandboxedEnv
-    except ImportError:
+    except ImportError as exc:
+        why = "" if exc.name == "spade_sandbox" else f" ({exc})"  # installed but broken: say how
         raise UntrustedCodeError(
-            f"{meta.id} is store code and the sandbox (spade_sandbox.SandboxedEnv) is not available; "
+            f"{meta.id} is store code and the sandbox (spade_sandbox.SandboxedEnv) is not available{why}; "
             "refusing to run it in this process. Pass --in-process (or set "
             'store_envs_run = "in-process" in spade.toml) only for code you trust.'
         ) from None
