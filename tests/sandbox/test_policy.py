@@ -6,10 +6,10 @@ import json
 
 import pytest
 from envsrc import COUNTER
+from spade_sandbox.errors import SandboxUnavailable
 from typer.testing import CliRunner
 
 from spade_sandbox import SandboxLimits, SandboxPool, sandbox_status
-from spade_sandbox.errors import SandboxUnavailable
 
 
 def test_untrusted_code_is_refused_without_seccomp_or_landlock():

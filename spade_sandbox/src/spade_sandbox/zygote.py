@@ -116,8 +116,14 @@ class Zygote:
     # --- requests -------------------------------------------------------------------
     def preimport(self, names: list[str]) -> list[str]:
         todo = [n for n in names if n not in self.imported]
+        if not todo:
+            return []
         failed = preimport(todo)
         self.imported.update(n for n in todo if n not in failed)
+        # Newly imported objects join the frozen heap, so that workers' garbage
+        # collections never write to (and copy) their pages.
+        gc.collect()
+        gc.freeze()
         return failed
 
     def fork_worker(self, hardening: dict[str, Any]) -> Spare:
