@@ -10,7 +10,7 @@ from spade_core.metadata import Finding
 
 from .codes import Reason, Stage
 from .config import ValidationConfig
-from .runner import Bounds, EnvRunner, Instance
+from .runner import FATAL, Bounds, EnvRunner, Instance, Rejection
 
 
 @dataclass(frozen=True)
@@ -46,6 +46,7 @@ class Run:
     instance: Instance | None = None
     #: ``solution()`` after ``reset(seed)``, per seed (``None``: not provided).
     solutions: dict[int, list[str] | str | None] = field(default_factory=dict)
+    solution_errors: dict[int, Rejection] = field(default_factory=dict)
     #: Distinct actions the fuzzer sent, reused as probes by the degenerate checks.
     fuzz_actions: list[str] = field(default_factory=list)
     feasibility_proven: bool = False
@@ -85,12 +86,26 @@ class Run:
             self.instance = None
 
     def solution(self, seed: int) -> list[str] | str | None:
-        """``solution()`` for ``seed`` (the answer depends on the hidden state that reset drew)."""
+        """``solution()`` for ``seed`` (the answer depends on the hidden state that reset drew).
+
+        A broken ``solution()`` reads as ``None`` here, so earlier stages carry on without
+        it; the feasibility stage reports it (:meth:`solution_error`).
+        """
         if seed not in self.solutions:
             env = self.env()
             env.reset(seed)
-            self.solutions[seed] = env.solution()
+            try:
+                self.solutions[seed] = env.solution()
+            except Rejection as rej:
+                if rej.code in FATAL:
+                    raise
+                self.solutions[seed] = None
+                self.solution_errors[seed] = rej
         return self.solutions[seed]
+
+    def solution_error(self, seed: int) -> Rejection | None:
+        self.solution(seed)
+        return self.solution_errors.get(seed)
 
     def note(self, stage: Stage, message: str, *, code: Reason | None = None, **details: Any) -> None:
         """Record a passing observation."""

@@ -14,6 +14,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from spade_core.errors import EnvContractError
+
 from .codes import Reason
 
 
@@ -61,6 +63,8 @@ _FATAL = {
     "SandboxMemoryError": Reason.memory_limit,
     "SandboxPolicyViolation": Reason.policy_violation,
 }
+#: Reasons after which the worker is gone (every later call on its handles fails).
+FATAL = frozenset(_FATAL.values())
 #: Method -> reason code when environment code itself raised.
 _RAISED = {
     "__init__": Reason.init_error,
@@ -81,7 +85,7 @@ def classify_error(exc: BaseException, method: str) -> tuple[Reason, bool]:
     name = type(exc).__name__
     if name in _FATAL:
         return _FATAL[name], True
-    if name == "EnvContractError":
+    if isinstance(exc, EnvContractError):  # the sandbox's EnvContractViolation included
         return _contract_reason(str(exc), method), False
     return _RAISED.get(method, Reason.step_exception), False
 
@@ -301,7 +305,10 @@ class Instance:
         try:
             out, _ = self._timed("solution", self.runner.call, "solution")
         except Rejection as rej:
-            if "AttributeError" in rej.message or "NotImplementedError" in rej.message or "no attribute" in rej.message:
+            cause = rej.__cause__
+            if type(cause).__name__ == "EnvMethodMissing" or getattr(cause, "kind", None) == "missing_method":
+                return None
+            if "NotImplementedError" in rej.message:  # the TextEnv default: "does not provide solution()"
                 return None
             raise
         if isinstance(out, tuple):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 from dataclasses import dataclass
 from collections.abc import Sequence
 from hypothesis import strategies as st
@@ -21,6 +22,8 @@ from spade_core.domains import Domain
 from .probes import COMMANDS, GARBAGE, MAGIC
 
 _WORDS = ("look", "go", "take", "use", "open", "north", "1", "2", "3", "0", "-1", "a", "x", "guess", "move", "up", "A B")
+#: Numbers that break naive parsing and arithmetic.
+_NUMBERS = ("nan", "NaN", "inf", "-inf", "1e309", "-0", "0.5", "99999999999999999999", "1_000", "0x10", "Ⅻ", "٣")
 _UNICODE = ("é", "中文", "😀", "\u200b", "\u202e", "λ", "\x00", "\t", "\n", "\\", "{", "}", "\\boxed{", "ﷺ")
 
 
@@ -32,6 +35,7 @@ def generic_pool(long_chars: int = 4_000) -> tuple[str, ...]:
     out += [format_boxed(w) for w in _WORDS]
     out += [format_boxed(f"{a} {b}") for a in _WORDS[:6] for b in _WORDS[6:10]]
     out += [format_boxed(u) for u in _UNICODE] + list(_UNICODE)
+    out += [format_boxed(n) for n in _NUMBERS] + [format_boxed(f"guess {n}") for n in _NUMBERS[:6]]
     out += ["\\boxed{\\boxed{1}}", "\\boxed{1", "boxed{1}", "\\boxed{1}\\boxed{2}", "\\boxed{ }", "\\BOXED{1}"]
     out += [
         format_tool_calls([ToolCall("search", {"query": "weather"})]),
@@ -66,6 +70,18 @@ _ALPHABET = (
 _TOOL_NAMES = ("search", "get", "set", "list", "answer", "")
 
 
+_DIGITS = re.compile(r"\d+")
+
+
+def _number(a: int, b: int) -> int:
+    """Small numbers most of the time, sometimes large or negative: where bounds bugs live."""
+    if a < 160:
+        return (a * 256 + b) % 200
+    if a < 220:
+        return -((a * 256 + b) % 1000)
+    return (a * 256 + b) * 10 ** (b % 12)
+
+
 def _text(chunk: bytes) -> str:
     return "".join(_ALPHABET[b % len(_ALPHABET)] for b in chunk)
 
@@ -90,7 +106,7 @@ class ActionProgram:
         i = 0
         n = len(data)
         while i < n and len(out) < max_steps:
-            op = data[i] % 10
+            op = data[i] % 11
             arg = data[i + 1] if i + 1 < n else 0
             i += 2
             if op in (3, 4) and self.known:
@@ -114,6 +130,14 @@ class ActionProgram:
                 else:
                     args = {_text(chunk[:2]) or "k": _text(chunk[2:]) if arg % 2 else len(chunk)}
                     out.append("<tool_call>" + json.dumps({"name": name, "arguments": args}, ensure_ascii=False) + "</tool_call>")
+            elif op == 10:  # a known action with its numbers changed, or a boxed number
+                value = _number(arg, data[i] if i < n else 0)
+                i += 1
+                if self.known:
+                    base = self.known[arg % len(self.known)]
+                    out.append(_DIGITS.sub(lambda _m: str(value), base, count=1) if _DIGITS.search(base) else base)
+                else:
+                    out.append(format_boxed(str(value)))
             else:
                 out.append(self.pool[(op * 256 + arg) % len(self.pool)] if op else self.pool[arg % len(self.pool)])
         return out

@@ -4,7 +4,8 @@ In order, each on the configured seed with fixed probes (:mod:`..probes`):
 
 * ``solved_at_reset`` — every probe's first action wins: there is nothing to do;
 * ``single_shot`` — every probe ends the episode on its first action: not multi-turn;
-* ``not_interactive`` — every probe's first action gets the same observation;
+* ``not_interactive`` — every probe's first action gets the same observation, the
+  solution's first action included (only judged when a replayable solution is known);
 * ``rewards_garbage`` — an episode of garbage earns at least ``garbage_reward_fraction``;
 * ``reward_hacking`` — claiming success ("solve", "win", ...) or repeating one command
   that is not part of the solution reaches full reward;
@@ -64,7 +65,10 @@ def check(run: Run) -> str:
             actions=[probes[-1]],
             seed=seed,
         )
-    if len({s.observation for s in firsts}) == 1:
+    # Judged only with a replayable solution among the probes: without an action known to
+    # matter, "every probe is refused the same way" is what a good environment does too.
+    sol = run.solution(seed)
+    if isinstance(sol, list) and sol and len({s.observation for s in firsts}) == 1:
         raise Rejection(
             Reason.not_interactive,
             f"all {len(probes)} probe actions get the same observation: the environment ignores the action",

@@ -22,6 +22,9 @@ def check(run: Run) -> str:
     kinds = set()
     proven = 0
     for seed in run.config.seeds:
+        error = run.solution_error(seed)
+        if error is not None:
+            raise error
         sol = run.solution(seed)
         if not isinstance(sol, list):
             kinds.add("missing" if sol is None else "string")

@@ -8,8 +8,9 @@ stays under the time bound; and per episode: it ends within ``max_turns``.
 
 A failing example is shrunk by Hypothesis; the smallest failure seen within the shrink
 budget is reported as a replayable ``(seed, actions)`` pair. A slow call is only reported
-if replaying the same example is slow again (the machine may be busy). After a failure
-that kills the worker (timeout, crash), fuzzing stops: every replay would cost a timeout.
+if replaying the same example is slow again (the machine may be busy). After a slow call
+or a failure that kills the worker (timeout, crash), fuzzing stops without shrinking:
+every replay would cost that time again; the actions up to the failing call are reported.
 """
 
 from __future__ import annotations
@@ -24,11 +25,9 @@ from hypothesis.errors import HypothesisException
 from ..codes import Reason
 from ..context import Run
 from ..probes import COMMANDS, GARBAGE
-from ..runner import Instance, Rejection
+from ..runner import FATAL as _FATAL, Instance, Rejection
 from ..strategies import program as action_program
 
-#: Reasons after which the worker is gone.
-_FATAL = {Reason.call_timeout, Reason.worker_crash, Reason.memory_limit, Reason.policy_violation}
 #: Longest action remembered as a probe for later stages.
 _PROBE_CHARS = 200
 
@@ -121,7 +120,9 @@ def fuzz_run(run: Run, *, examples: int | None = None) -> FuzzOutcome:
             now = time.perf_counter()
             if outcome.first_failure_at is None:
                 outcome.first_failure_at = now
-            if rej.code in _FATAL or now - outcome.first_failure_at > cfg.shrink_budget_s:
+            # Shrinking replays the example many times: not worth it when every replay
+            # costs a killed worker or a slow call.
+            if rej.code in _FATAL or rej.code is Reason.slow_call or now - outcome.first_failure_at > cfg.shrink_budget_s:
                 outcome.stopped = True
             raise
 

@@ -1,0 +1,28 @@
+"""Broken: 'checks' every character of the action against a large table with a nested
+loop, so a long action takes far too long."""
+import random
+import re
+
+
+class SlowStepEnv:
+    def __init__(self):
+        self.turn = 0
+        self.table = list(range(2000))
+
+    def reset(self, seed=None):
+        self.secret = random.Random(seed).randint(1, 50)
+        self.turn = 0
+        return "Guess 1-50 with \\boxed{N}.", {}
+
+    def step(self, action):
+        self.turn += 1
+        noise = 0
+        for ch in action:
+            for t in self.table:
+                noise += (ord(ch) ^ t) & 1
+        m = re.findall(r"\\boxed\{\s*(\d+)\s*\}", action)
+        ok = bool(m) and int(m[-1]) == self.secret
+        return ("Correct!" if ok else "No."), float(ok), ok, self.turn >= 10 and not ok, {"noise": noise % 2}
+
+    def solution(self):
+        return ["\\boxed{%d}" % self.secret]

@@ -1,0 +1,18 @@
+"""Broken: a quiz where any answer, right or wrong, ends the episode (not multi-turn)."""
+import random
+import re
+
+
+class SingleShotEnv:
+    def reset(self, seed=None):
+        rng = random.Random(seed)
+        self.a, self.b = rng.randint(10, 99), rng.randint(10, 99)
+        return f"What is {self.a} + {self.b}? Answer with \\boxed{{N}}.", {}
+
+    def step(self, action):
+        m = re.findall(r"\\boxed\{\s*(\d+)\s*\}", action)
+        ok = bool(m) and int(m[-1]) == self.a + self.b
+        return ("Correct." if ok else "Wrong."), float(ok), True, False, {}
+
+    def solution(self):
+        return ["\\boxed{%d}" % (self.a + self.b)]

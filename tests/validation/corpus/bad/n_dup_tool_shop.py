@@ -1,0 +1,66 @@
+"""Near-duplicate of good/tool_shop.py with a different catalogue."""
+import json
+import random
+import re
+
+CALL = re.compile(r"<tool_call>(.*?)</tool_call>", re.S)
+CATALOG = {
+    "pen": [("P1", 3), ("P2", 2), ("P3", 4)],
+    "desk": [("D1", 120), ("D2", 99), ("D3", 150)],
+    "plant": [("G1", 12), ("G2", 15), ("G3", 8)],
+}
+
+
+class ToolStoreEnv:
+    def __init__(self):
+        self.turn = 0
+        self.max_turns = 8
+
+    def reset(self, seed=None):
+        rng = random.Random(seed)
+        self.category = rng.choice(sorted(CATALOG))
+        prices = dict(CATALOG[self.category])
+        self.best = min(prices, key=prices.get)
+        self.cart = []
+        self.turn = 0
+        return f"Buy the cheapest {self.category}. Tools: search(category), buy(item_id), checkout().", {}
+
+    def step(self, action):
+        self.turn += 1
+        out, done, reward = [], False, 0.0
+        for payload in CALL.findall(action):
+            try:
+                call = json.loads(payload)
+                name, args = call["name"], call.get("arguments") or {}
+                if not isinstance(args, dict):
+                    raise TypeError
+            except (ValueError, KeyError, TypeError):
+                out.append("malformed tool call")
+                continue
+            if name == "search":
+                items = CATALOG.get(args.get("category"), [])
+                out.append(json.dumps([{"id": i, "price": p} for i, p in items]) if items else "no such category")
+            elif name == "buy":
+                item = args.get("item_id")
+                if any(item == i for items in CATALOG.values() for i, _ in items):
+                    self.cart.append(item)
+                    out.append(f"added {item}")
+                else:
+                    out.append("unknown item")
+            elif name == "checkout":
+                done = True
+                reward = 1.0 if self.cart == [self.best] else 0.0
+                out.append("order placed" if reward else "order placed, but it is not what was asked")
+            else:
+                out.append(f"unknown tool {name!r}")
+            if done:
+                break
+        truncated = not done and self.turn >= self.max_turns
+        return "\n".join(out) or "Use a tool.", reward, done, truncated, {"cart": list(self.cart)}
+
+    def solution(self):
+        return [
+            '<tool_call>{"name": "search", "arguments": {"category": "%s"}}</tool_call>' % self.category,
+            '<tool_call>{"name": "buy", "arguments": {"item_id": "%s"}}</tool_call>' % self.best,
+            '<tool_call>{"name": "checkout", "arguments": {}}</tool_call>',
+        ]

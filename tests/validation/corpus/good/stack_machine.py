@@ -1,0 +1,42 @@
+"""Drive a tiny stack machine (push, add, mul, dup) until the top of the stack is the target."""
+import random
+import re
+
+
+class StackMachineEnv:
+    def __init__(self):
+        self.turn = 0
+        self.max_turns = 12
+
+    def reset(self, seed=None):
+        rng = random.Random(seed)
+        self.x, self.y = rng.randint(2, 9), rng.randint(2, 9)
+        self.target = (self.x + self.y) * self.y
+        self.stack = []
+        self.turn = 0
+        return f"Make the top of the stack equal {self.target}. Ops: push N (0-9), add, mul, dup, pop.", {}
+
+    def step(self, action):
+        self.turn += 1
+        m = re.findall(r"\\boxed\{([^{}]*)\}", action)
+        parts = m[-1].split() if m else []
+        msg = "ok"
+        if len(parts) == 2 and parts[0] == "push" and parts[1].isdigit() and len(parts[1]) == 1:
+            self.stack.append(int(parts[1]))
+        elif parts in (["add"], ["mul"]) and len(self.stack) >= 2:
+            b, a = self.stack.pop(), self.stack.pop()
+            self.stack.append(a + b if parts[0] == "add" else a * b)
+        elif parts == ["dup"] and self.stack:
+            self.stack.append(self.stack[-1])
+        elif parts == ["pop"] and self.stack:
+            self.stack.pop()
+        else:
+            msg = "invalid instruction"
+        self.stack = self.stack[-8:]
+        done = bool(self.stack) and self.stack[-1] == self.target
+        truncated = not done and self.turn >= self.max_turns
+        return f"{msg}; stack = {self.stack}", 1.0 if done else 0.0, done, truncated, {}
+
+    def solution(self):
+        return ["\\boxed{push %d}" % self.x, "\\boxed{push %d}" % self.y, "\\boxed{add}",
+                "\\boxed{push %d}" % self.y, "\\boxed{mul}"]
