@@ -3,6 +3,8 @@ process, solution replay)."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from spade_tooluse.catalog import seed_envs
 
@@ -61,3 +63,23 @@ def test_sandboxed_env_wrapper_runs_a_seed_and_survives_garbage():
         assert reward == 1.0 and terminated
     finally:
         env.close()
+
+
+@pytest.mark.slow
+def test_a_reference_style_env_runs_in_the_sandbox_after_adding_the_base_import():
+    from spade_tooluse.reference_base import with_base_import
+
+    from .test_tooluse_reference_base import REFERENCE_STYLE
+
+    source = with_base_import(REFERENCE_STYLE)
+    report = check_source(source, allowed_modules=ALLOWED)
+    assert report.ok, report.findings
+    pool = SandboxPool()
+    try:
+        handle = pool.spawn(source, allowed_modules=ALLOWED)
+        pool.reset(handle, seed=4)
+        obs, *_ = pool.step(handle, '<tool_call>{"name": "list_shelves", "arguments": {}}</tool_call>')
+        total = sum(json.loads(obs.split("\n", 1)[1]).values())
+        assert pool.step(handle, f"<answer>{total}</answer>")[1:3] == (1.0, True)
+    finally:
+        pool.close()

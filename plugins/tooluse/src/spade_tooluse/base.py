@@ -52,11 +52,16 @@ from typing import Any
 from spade_core.actions import ToolCall, format_tool_calls, parse_tool_action
 from spade_core.errors import ActionFormatError, SpadeError
 
+# Environments written for the reference implementation subclass this; importable from
+# here because ``spade_tooluse.base`` is the one module tool-use sources may import.
+from .reference_base import ToolUseBaseEnv
+
 __all__ = [
     "ToolEnv",
     "ToolEnvError",
     "ToolError",
     "ToolSchemaError",
+    "ToolUseBaseEnv",
     "Turn",
     "call",
     "function_schema",
