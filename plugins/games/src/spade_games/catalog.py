@@ -69,7 +69,7 @@ _ENTRIES: tuple[_Entry, ...] = (
            "Appraise bundles to learn hidden item values, then pack the optimal knapsack."),
     _Entry("hidden_graph_route", "optimization", "hidden_graph_route.py", "HiddenGraphRouteEnv", 9, 0.65,
            "Scan towns to reveal weighted roads within a tight budget and submit the shortest route."),
-    _Entry("switch_circuit", "causal_inference", "switch_circuit.py", "SwitchCircuitEnv", 24, 0.55,
+    _Entry("switch_circuit", "causal_inference", "switch_circuit.py", "SwitchCircuitEnv", 20, 0.6,
            "Toggle ten switches to learn hidden XOR wiring and light a target pattern."),
     _Entry("growth_lab", "causal_inference", "growth_lab.py", "GrowthLabEnv", 12, 0.45,
            "Run controlled experiments to identify which of six factors causally affect growth."),
