@@ -176,3 +176,38 @@ def test_split_mutations_stay_within_the_step_limit(entries):
         mutated = bfcl.mutate(bfcl.ground_truth_trajectory(entry), "split_steps", rng)
         assert mutated is not None
         assert all(len(turn) <= bfcl.STEP_LIMIT for turn in mutated)
+
+
+def _replaying_agent(entry: bfcl.BfclEntry):
+    """An agent that knows the answer: plays the entry's solution, one message per turn."""
+    actions = iter(bfcl.BfclEnv(entry).solution())
+    return lambda chat: next(actions)
+
+
+def test_an_agent_that_knows_the_answers_scores_full_accuracy():
+    entries = [bfcl.get_entry(f"multi_turn_{c}_{i}") for c in bfcl.CATEGORIES for i in (0, 1)]
+    results = [bfcl.play_entry(e, _replaying_agent(e)) for e in entries]
+    assert all(r["valid"] and r["reward"] == 1.0 for r in results)
+
+
+def test_a_silent_agent_scores_zero_and_the_chat_grows_as_a_conversation():
+    seen: list[list[dict[str, str]]] = []
+
+    def silent(chat):
+        seen.append(chat)
+        return "I cannot help with that."
+
+    report = bfcl.evaluate_agent(silent, ["base"], limit=3)
+    assert report.entries == 3 and report.valid == 0 and report.accuracy == 0.0
+    assert report.per_category == {"multi_turn_base": [0, 3]}
+    first = seen[0]
+    assert [m["role"] for m in first] == ["user"] and "Functions (OpenAI format)" in first[0]["content"]
+
+
+def test_the_plugin_suite_evaluates_an_agent_when_given_one():
+    from spade_tooluse.plugin import tooluse_domain
+
+    suite = tooluse_domain().eval_suites["bfcl_v4_multi_turn"]
+    out = suite.run(agent=lambda chat: "<answer>no</answer>", categories=["miss_param"], limit=2)
+    assert out["entries"] == 2 and out["accuracy"] == 0.0
+    json.dumps(out)
