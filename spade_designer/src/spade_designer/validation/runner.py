@@ -92,7 +92,10 @@ def classify_error(exc: BaseException, method: str) -> tuple[Reason, bool]:
 
 def _contract_reason(message: str, method: str) -> Reason:
     text = message.lower()
-    if "non-finite" in text or "nan" in text.split():
+    if method == "solution":
+        return Reason.solution_invalid
+    words = set(text.replace(",", " ").split())
+    if "non-finite" in text or words & {"nan", "inf", "-inf"}:
         return Reason.non_finite_reward
     if "outside" in text and "range" in text:
         return Reason.reward_out_of_range

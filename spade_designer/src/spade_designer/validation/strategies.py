@@ -74,12 +74,16 @@ _DIGITS = re.compile(r"\d+")
 
 
 def _number(a: int, b: int) -> int:
-    """Small numbers most of the time, sometimes large or negative: where bounds bugs live."""
-    if a < 160:
-        return (a * 256 + b) % 200
-    if a < 220:
+    """Small numbers most of the time; boundary values (0, -1, multiples of common sizes),
+    negatives and huge values often enough: that is where bounds bugs live."""
+    kind = a % 8
+    if kind == 0:
+        return (0, 1, -1, 10, 12, 100, 1000, 2**31)[b % 8]
+    if kind == 1:
         return -((a * 256 + b) % 1000)
-    return (a * 256 + b) * 10 ** (b % 12)
+    if kind == 2:
+        return (a * 256 + b) * 10 ** (b % 15)
+    return (a * 256 + b) % 200
 
 
 def _text(chunk: bytes) -> str:

@@ -1,5 +1,5 @@
-"""Broken: hopping N cells around a ring skips occupied cells with a loop that never ends
-when N is 0 and the current cell is occupied."""
+"""Broken: hopping N cells around a ring must not land where you stood; the loop that
+enforces it never ends when N is a multiple of the ring size (e.g. 0)."""
 import random
 import re
 
@@ -12,8 +12,7 @@ class InfiniteLoopEnv:
         rng = random.Random(seed)
         self.size = 12
         self.occupied = set(rng.sample(range(1, 12), 4))
-        self.occupied.add(0)
-        free = [c for c in range(self.size) if c not in self.occupied]
+        free = [c for c in range(1, self.size) if c not in self.occupied]
         self.goal = rng.choice(free)
         self.pos = 0
         self.turn = 0
@@ -24,12 +23,13 @@ class InfiniteLoopEnv:
         m = re.findall(r"\\boxed\{\s*(\d+)\s*\}", action)
         if not m:
             return "Hop with a number.", 0.0, False, self.turn >= 12, {}
-        hop = int(m[-1]) % self.size
+        hop = int(m[-1])
+        start = self.pos
         self.pos = (self.pos + hop) % self.size
-        while self.pos in self.occupied:
+        while self.pos in self.occupied or self.pos == start:
             self.pos = (self.pos + hop) % self.size
         done = self.pos == self.goal
         return f"You are on {self.pos}.", float(done), done, self.turn >= 12 and not done, {}
 
     def solution(self):
-        return ["\\boxed{%d}" % ((self.goal - self.pos) % self.size)]
+        return ["\\boxed{%d}" % self.goal]

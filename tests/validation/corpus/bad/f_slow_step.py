@@ -1,5 +1,5 @@
-"""Broken: 'checks' every character of the action against a large table with a nested
-loop, so a long action takes far too long."""
+"""Broken: 'checks' every character of the action against a table with a nested loop, so
+a long action takes far too long."""
 import random
 import re
 
@@ -7,7 +7,7 @@ import re
 class SlowStepEnv:
     def __init__(self):
         self.turn = 0
-        self.table = list(range(2000))
+        self.table = list(range(500))
 
     def reset(self, seed=None):
         self.secret = random.Random(seed).randint(1, 50)

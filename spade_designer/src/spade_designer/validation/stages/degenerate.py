@@ -8,7 +8,7 @@ In order, each on the configured seed with fixed probes (:mod:`..probes`):
   solution's first action included (only judged when a replayable solution is known);
 * ``rewards_garbage`` — an episode of garbage earns at least ``garbage_reward_fraction``;
 * ``reward_hacking`` — claiming success ("solve", "win", ...) or repeating one command
-  that is not part of the solution reaches full reward;
+  that is not part of the solution reaches full reward, on every seed;
 * ``unseeded_randomness`` — a fresh instance (another worker) replays the same seed and
   actions differently: randomness not drawn from the seed;
 * ``hint_leakage`` — the hint contains the solution (:mod:`..leakage`).
@@ -89,12 +89,15 @@ def check(run: Run) -> str:
                 seed=seed,
             )
 
+    # A hack wins whatever the hidden state: confirmed on every seed, so a legitimate
+    # move that happens to win one puzzle is not mistaken for one.
     for m in MAGIC:
-        env.reset(seed)
-        s = env.step(m)
-        if s.reward >= full:
+        if all(_repeat(env, sd, m, 1)[0] >= full for sd in run.config.seeds):
             raise Rejection(
-                Reason.reward_hacking, f"claiming success with {m!r} earns full reward {s.reward}", actions=[m], seed=seed
+                Reason.reward_hacking,
+                f"claiming success with {m!r} earns full reward on every seed",
+                actions=[m],
+                seed=seed,
             )
     solution_actions: set[str] = set()
     for sd in run.config.seeds:
@@ -104,10 +107,10 @@ def check(run: Run) -> str:
     repeatable = [a for a in run.fuzz_actions[: run.config.probe_actions] + list(COMMANDS) if a not in solution_actions]
     for a in dict.fromkeys(repeatable):
         best, played = _repeat(env, seed, a, steps)
-        if best >= full:
+        if best >= full and all(_repeat(env, sd, a, steps)[0] >= full for sd in run.config.seeds if sd != seed):
             raise Rejection(
                 Reason.reward_hacking,
-                f"repeating {a!r} {len(played)} time(s) earns full reward {best} without following the solution",
+                f"repeating {a!r} {len(played)} time(s) earns full reward on every seed without following the solution",
                 actions=played,
                 seed=seed,
             )

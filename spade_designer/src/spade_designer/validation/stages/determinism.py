@@ -16,10 +16,19 @@ from ..runner import FATAL as _FATAL, Instance, Rejection
 
 
 
-def trajectory(env: Instance, seed: int, actions: list[str]) -> list[Any]:
-    """``[reset observation, (obs, reward, terminated, truncated) per step]`` until done."""
+def trajectory(env: Instance, seed: int, actions: list[str], *, with_solution: bool = True) -> list[Any]:
+    """``[(reset observation, solution()), (obs, reward, terminated, truncated) per step]``
+    until done. ``solution()`` right after reset exposes the hidden state the observation
+    may not show (a secret drawn without the seed)."""
     obs, _ = env.reset(seed)
-    out: list[Any] = [obs]
+    hidden: Any = None
+    if with_solution:
+        try:
+            hidden = env.solution()
+        except Rejection as rej:
+            if rej.code in _FATAL:
+                raise
+    out: list[Any] = [(obs, hidden)]
     for a in actions:
         s = env.step(a)
         out.append((s.observation, s.reward, s.terminated, s.truncated))
