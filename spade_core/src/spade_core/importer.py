@@ -32,7 +32,7 @@ from pydantic import ValidationError
 
 from .errors import EnvLoadError, EnvNotFound, InvalidTransition, SpadeError, StoreError
 from .metadata import EnvMetadata, EnvStatus, code_hash
-from .source import find_env_class
+from .source import env_class_node, parse_source
 
 #: Column names that may hold the environment's code, in order of preference.
 CODE_KEYS = ("code", "env_code", "source", "env_source", "program")
@@ -229,14 +229,6 @@ def _first(row: Mapping[str, Any], keys: tuple[str, ...]) -> tuple[str | None, A
     return None, None
 
 
-def _class_docstring(source: str, class_name: str) -> str:
-    for node in ast.parse(source).body:
-        if isinstance(node, ast.ClassDef) and node.name == class_name:
-            doc = ast.get_docstring(node) or ""
-            return " ".join(doc.split())[:2000]
-    return ""
-
-
 def _validation_reason(exc: ValidationError) -> str:
     parts = []
     for err in exc.errors():
@@ -259,9 +251,11 @@ def prepare(item: RawItem, options: ImportOptions = ImportOptions()) -> Prepared
     if size > MAX_SOURCE_BYTES:
         raise ItemError(item.origin, f"code is {size} bytes (limit {MAX_SOURCE_BYTES})")
     try:
-        class_name = find_env_class(code)
+        class_node = env_class_node(parse_source(code))  # the only parse of this code
     except EnvLoadError as exc:
         raise ItemError(item.origin, str(exc).removeprefix("<env>: ")) from None
+    class_name = class_node.name
+    docstring = " ".join((ast.get_docstring(class_node) or "").split())[:2000]
 
     nested = row.get("metadata")
     if nested is not None:
@@ -276,7 +270,7 @@ def prepare(item: RawItem, options: ImportOptions = ImportOptions()) -> Prepared
     if "schema_version" in row:  # a full metadata document flattened into the row (sidecar)
         meta = {k: v for k, v in row.items() if k not in CODE_KEYS}
         return _prepare_full(item.origin, code, class_name, meta, options)
-    return _prepare_flat(item.origin, code, code_key or "code", class_name, row, options)
+    return _prepare_flat(item.origin, code, code_key or "code", class_name, docstring, row, options)
 
 
 def _apply_options(data: dict[str, Any], options: ImportOptions) -> None:
@@ -308,7 +302,13 @@ def _prepare_full(
 
 
 def _prepare_flat(
-    origin: str, code: str, code_key: str, class_name: str, row: Mapping[str, Any], options: ImportOptions
+    origin: str,
+    code: str,
+    code_key: str,
+    class_name: str,
+    docstring: str,
+    row: Mapping[str, Any],
+    options: ImportOptions,
 ) -> PreparedItem:
     """Flat columns of a published pool: aliases resolved, the name sanitised or derived."""
     used = {code_key}
@@ -336,7 +336,7 @@ def _prepare_flat(
         raise ItemError(origin, "no domain: the data has no 'domain' column; pass --domain")
     data.setdefault("skill", DEFAULT_SKILL)
     if not data.get("description"):
-        data["description"] = _class_docstring(code, class_name)
+        data["description"] = docstring
     try:
         meta = EnvMetadata.model_validate(data)
     except ValidationError as exc:

@@ -22,18 +22,28 @@ def find_env_class(source: str, *, source_name: str = "<env>") -> str:
     several do, the last one defined that has both ``reset`` and ``step`` methods (helper
     base classes come first in generated code).
     """
+    return env_class_node(parse_source(source, source_name=source_name), source_name=source_name).name
+
+
+def parse_source(source: str, *, source_name: str = "<env>") -> ast.Module:
+    """``ast.parse`` with a syntax error reported as :class:`EnvLoadError` (line and reason)."""
     try:
-        tree = ast.parse(source, filename=source_name)
+        return ast.parse(source, filename=source_name)
     except SyntaxError as exc:
         raise EnvLoadError(f"syntax error at line {exc.lineno}: {exc.msg}", source_name=source_name) from None
-    candidates: list[tuple[str, bool]] = []
+
+
+def env_class_node(tree: ast.Module, *, source_name: str = "<env>") -> ast.ClassDef:
+    """The environment class of a parsed module, by the rule of :func:`find_env_class`
+    (for callers that also need the tree, so the source is parsed once)."""
+    candidates: list[tuple[ast.ClassDef, bool]] = []
     for node in tree.body:
         if isinstance(node, ast.ClassDef) and node.name.endswith("Env"):
             methods = {n.name for n in node.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
-            candidates.append((node.name, {"reset", "step"} <= methods))
+            candidates.append((node, {"reset", "step"} <= methods))
     if not candidates:
         raise EnvLoadError("no top-level class whose name ends in 'Env'", source_name=source_name)
-    full = [name for name, ok in candidates if ok]
+    full = [node for node, ok in candidates if ok]
     return full[-1] if full else candidates[-1][0]
 
 
