@@ -162,3 +162,17 @@ def test_the_prompt_example_is_a_working_environment():
             _, reward, terminated, _, _ = env.step(action)
         assert terminated and reward == 1.0
     assert re.search(r"def tool_take\(self, item, units\)", code)
+
+
+def test_the_readme_example_is_a_working_environment():
+    from pathlib import Path
+
+    readme = Path(__file__).resolve().parents[3] / "plugins" / "tooluse" / "README.md"
+    code = re.search(r"```python\n(.*?)```", readme.read_text(encoding="utf-8"), re.S).group(1)
+    cls = load_trusted_class(code)
+    for s in range(5):
+        env = cls()
+        env.reset(seed=s)
+        for action in env.solution():
+            _, reward, terminated, _, _ = env.step(action)
+        assert terminated and reward == 1.0
