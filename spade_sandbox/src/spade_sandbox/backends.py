@@ -63,7 +63,7 @@ class ZygoteBackend:
 
         zygote = self.zygote(limits)
         pid, sock, pidfd = zygote.spawn(spec)
-        link = WorkerLink(worker_id, key, pid, sock, pidfd, zygote, limits.max_frame_bytes)
+        link = WorkerLink(worker_id, key, pid, sock, pidfd, zygote, limits.max_frame_bytes, call_timeout_s=limits.call_timeout_s)
         with link.lock:
             reply = link.receive("loading the environment", _now() + limits.spawn_timeout_s, limits.spawn_timeout_s)
             if not isinstance(reply, list) or not reply or reply[0] != protocol.OK:

@@ -87,18 +87,19 @@ class LayerReport:
     timings_us: dict[str, int] = field(default_factory=dict)
     _mark: float = field(default_factory=time.perf_counter)
 
-    def _time(self, name: str) -> None:
+    def mark(self, name: str) -> None:
+        """Record the time since the previous mark under ``name``."""
         now = time.perf_counter()
         self.timings_us[name] = int((now - self._mark) * 1e6)
         self._mark = now
 
     def ok(self, name: str) -> None:
         self.active.append(name)
-        self._time(name)
+        self.mark(name)
 
     def fail(self, name: str, why: str) -> None:
         self.missing[name] = why
-        self._time(name)
+        self.mark(name)
 
 
 def _errno_text() -> str:

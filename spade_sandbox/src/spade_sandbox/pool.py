@@ -17,6 +17,7 @@ from typing import Any
 
 from spade_core.metadata import code_hash
 
+from . import protocol
 from .backends import Backend, resolve_backend
 from .channel import WorkerLink
 from .errors import (
@@ -353,8 +354,12 @@ class SandboxPool:
                         payload.append([handle.instance_id, items[i][1]])
                 if not payload:
                     continue
+                if op == "step_many":
+                    message = ["step_cols", [p[0] for p in payload], [p[1] for p in payload]]
+                else:
+                    message = [op, payload]
                 try:
-                    link.send([op, payload], what, self.limits.call_timeout_s)
+                    link.send(message, what, self.limits.call_timeout_s)
                     sent.append(wid)
                 except SandboxError as exc:
                     self._fill(results, groups[wid], exc)
@@ -382,6 +387,9 @@ class SandboxPool:
         if reply[0] != "ok":
             self._fill(results, idx, self._reply_error(link, reply, what))
             return
+        if op == "step_many":
+            self._unpack_columns(link, reply, idx, results, what)
+            return
         items = reply[1]
         if not isinstance(items, list) or len(items) != len(idx):
             self._fill(results, idx, self._protocol_error(link, what))
@@ -396,6 +404,42 @@ class SandboxPool:
                 results[i] = check_step_reply(item[1], limit) if op == "step_many" else check_reset_reply(item[1], limit)
             except SandboxError as exc:
                 results[i] = exc
+
+    def _unpack_columns(self, link: WorkerLink, reply: list[Any], idx: list[int], results: list[Any], what: str) -> None:
+        """Check a columnar ``step_cols`` reply with whole-column operations and build the
+        5-tuples with ``zip`` (this is the hot path of batched rollouts)."""
+        n = len(idx)
+        if len(reply) != 7 or not all(type(col) is list and len(col) == n for col in reply[1:6]) or type(reply[6]) is not list:
+            self._fill(results, idx, self._protocol_error(link, what))
+            return
+        obs, rewards, terms, truncs, infos, errors = reply[1:]
+        limit = self.limits.max_output_chars
+        columns_ok = (
+            set(map(type, obs)) <= {str}
+            and set(map(type, rewards)) <= {float}
+            and all(map(math.isfinite, rewards))
+            and set(map(type, terms)) <= {bool}
+            and set(map(type, truncs)) <= {bool}
+            and set(map(type, infos)) <= {dict}
+            and (not obs or max(map(len, obs)) <= limit)
+        )
+        if columns_ok:
+            for i, result in zip(idx, zip(obs, rewards, terms, truncs, infos, strict=True), strict=True):
+                results[i] = result
+        else:  # find the offending items one by one
+            for k, i in enumerate(idx):
+                try:
+                    results[i] = check_step_reply([obs[k], rewards[k], terms[k], truncs[k], infos[k]], limit)
+                except SandboxError as exc:
+                    results[i] = exc
+        for err in errors:
+            if type(err) is not list or not err or type(err[0]) is not int or not 0 <= err[0] < n:
+                self._fill(results, idx, self._protocol_error(link, what))
+                return
+            results[idx[err[0]]] = error_from_reply(err[1:], what)
+        if any(isinstance(results[idx[err[0]]], SandboxError) and results[idx[err[0]]].kind in _FATAL_KINDS for err in errors):
+            fatal = next(results[idx[e[0]]] for e in errors if results[idx[e[0]]].kind in _FATAL_KINDS)
+            self._fill(results, idx, self._reply_error(link, [protocol.ERR, fatal.kind, fatal.message, fatal.env_traceback], what))
 
     @staticmethod
     def _fill(results: list[Any], idx: list[int], exc: SandboxError) -> None:
