@@ -101,3 +101,11 @@ def spade_register_commands(cli: typer.Typer) -> None:
     from . import commands
 
     commands.register(cli)
+
+
+@hookimpl(specname="spade_register_commands")
+def spade_register_validation_commands(cli: typer.Typer) -> None:
+    """``spade validate`` and ``spade fuzz`` (the validation pipeline's own commands)."""
+    from .validation import commands as validation_commands
+
+    validation_commands.register(cli)

@@ -47,9 +47,9 @@ class ValidationConfig(BaseModel):
     #: Shortest and longest action list of one fuzz example (about 200 steps per run).
     fuzz_min_steps: int = Field(default=8, ge=1)
     fuzz_max_steps: int = Field(default=16, ge=1)
-    #: Wall-clock budget for shrinking a failing example; past it the smallest failure
-    #: found so far is reported.
-    shrink_budget_s: float = Field(default=3.0, ge=0)
+    #: Wall-clock budget for shrinking a failing example (Hypothesis' shrinker, then the
+    #: same again for deleting actions); past it the smallest failure so far is reported.
+    shrink_budget_s: float = Field(default=1.5, ge=0)
     #: Length of the "very long action" generic strategy, in characters.
     long_action_chars: int = Field(default=4_000, ge=16)
 

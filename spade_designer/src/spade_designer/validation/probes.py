@@ -67,8 +67,8 @@ def first_actions(run: Run, seed: int) -> list[str]:
     sol = run.solution(seed)
     if isinstance(sol, list) and sol:
         out.append(sol[0])
-    out += run.fuzz_actions[: run.config.probe_actions]
-    out += list(COMMANDS)
+    out += run.fuzz_actions[: run.config.probe_actions // 2]
+    out += list(COMMANDS[:6])
     out += garbage(run)
     return _unique(out)
 

@@ -9,6 +9,7 @@ pipeline's invariants, turning each violation into a :class:`Rejection` with a r
 from __future__ import annotations
 
 import math
+import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -63,6 +64,11 @@ _FATAL = {
     "SandboxMemoryError": Reason.memory_limit,
     "SandboxPolicyViolation": Reason.policy_violation,
 }
+#: Serialises parsing across validation threads: CPython 3.11 can raise "AST constructor
+#: recursion depth mismatch" when threads parse concurrently (python/cpython#106905). The
+#: static stage and every spawn (the sandbox parses the source again) take it.
+PARSE_LOCK = threading.Lock()
+
 #: Reasons after which the worker is gone (every later call on its handles fails).
 FATAL = frozenset(_FATAL.values())
 #: Method -> reason code when environment code itself raised.
@@ -107,12 +113,15 @@ def _contract_reason(message: str, method: str) -> Reason:
 
 
 def describe_error(exc: BaseException) -> str:
+    """One line: the error, and where in the environment's code it happened."""
+    message = getattr(exc, "message", None) or str(exc)
+    text = f"{type(exc).__name__}: {message}"
     tb = getattr(exc, "env_traceback", None)
-    text = f"{type(exc).__name__}: {exc}"
     if tb:
-        last = [line for line in str(tb).strip().splitlines() if line.strip()]
-        if last:
-            text += f" [{last[-1].strip()}]"
+        frames = [line.strip() for line in str(tb).splitlines() if line.strip().startswith('File "<env>"')]
+        if frames:
+            where = frames[-1].removeprefix('File "<env>", ')
+            text += f" (at {where})"
     return text
 
 
@@ -162,7 +171,8 @@ class Instance:
         if self.alive:
             return
         try:
-            self.handle = self.runner.spawn(self.source, allowed_modules=self.allowed_modules, class_name=self.class_name)
+            with PARSE_LOCK:
+                self.handle = self.runner.spawn(self.source, allowed_modules=self.allowed_modules, class_name=self.class_name)
         except Exception as exc:
             self._fail(exc, "spawn")
         self.alive = True
@@ -251,6 +261,57 @@ class Instance:
         """One checked step: types, finite reward in range, size and time bounds."""
         self.trail.append(action)
         out, seconds = self._timed("step", self.runner.step, action)
+        return self._check_step(out, seconds, timed=True)
+
+    def play(self, seed: int | None, actions: list[str]) -> list[Step]:
+        """``reset(seed)`` then ``actions`` in order, stopping at the end of the episode.
+
+        When the runner batches (``step_many``), the whole list goes to the worker in one
+        message; what the environment does after its episode ended is ignored (a fatal
+        error there only marks the worker gone). Per-call time bounds cannot be read off a
+        batch: a batch slower than one call's bound is replayed call by call, which both
+        locates and confirms a slow call.
+        """
+        self.reset(seed)
+        many = getattr(self.runner, "step_many", None)
+        if many is None or len(actions) < 2:
+            return self._play_sequential(actions)
+        t0 = time.perf_counter()
+        try:
+            results = many([(self.handle, a) for a in actions])
+        except Exception as exc:
+            self._fail(exc, "step")
+        seconds = time.perf_counter() - t0
+        if seconds > self.bounds.call_time_bound_s:
+            self.reset(seed)
+            return self._play_sequential(actions)
+        steps: list[Step] = []
+        per_call = seconds / len(actions)
+        for i, (action, out) in enumerate(zip(actions, results, strict=True)):
+            self.trail.append(action)
+            if isinstance(out, BaseException):
+                self._fail(out, "step")
+            step = self._check_step(out, per_call, timed=False)
+            steps.append(step)
+            if step.done:
+                for later in results[i + 1 :]:
+                    if isinstance(later, BaseException) and classify_error(later, "step")[1]:
+                        self.alive = False
+                        self.handle = None
+                        break
+                break
+        return steps
+
+    def _play_sequential(self, actions: list[str]) -> list[Step]:
+        steps = []
+        for action in actions:
+            step = self.step(action)
+            steps.append(step)
+            if step.done:
+                break
+        return steps
+
+    def _check_step(self, out: Any, seconds: float, *, timed: bool) -> Step:
         if not isinstance(out, tuple) or len(out) not in (4, 5):
             raise Rejection(
                 Reason.step_wrong_types,
@@ -300,7 +361,8 @@ class Instance:
                 actions=list(self.trail),
                 seed=self.seed,
             )
-        self._slow("step", seconds)
+        if timed:
+            self._slow("step", seconds)
         return Step(obs, r, bool(terminated), bool(truncated), dict(info or {}), seconds)
 
     def solution(self) -> list[str] | str | None:

@@ -28,16 +28,8 @@ _REPEAT_STEPS = 10
 
 
 def _repeat(env: Instance, seed: int, action: str, steps: int) -> tuple[float, list[str]]:
-    env.reset(seed)
-    best = float("-inf")
-    played: list[str] = []
-    for _ in range(steps):
-        s = env.step(action)
-        played.append(action)
-        best = max(best, s.reward)
-        if s.done:
-            break
-    return best, played
+    played = env.play(seed, [action] * steps)
+    return max(s.reward for s in played), [action] * len(played)
 
 
 def check(run: Run) -> str:

@@ -1,7 +1,8 @@
 """Stage 4, determinism: the same seed and actions give the same trajectory twice.
 
 Both runs use the same instance (``reset(seed)`` in between), on every configured seed,
-once along the reference solution and once along a mixed probe sequence. Environments
+along the reference solution interleaved with probe commands and garbage; ``solution()``
+right after each reset is compared too. Environments
 whose metadata declares them nondeterministic skip this stage (it is recorded).
 """
 
@@ -29,11 +30,8 @@ def trajectory(env: Instance, seed: int, actions: list[str], *, with_solution: b
             if rej.code in _FATAL:
                 raise
     out: list[Any] = [(obs, hidden)]
-    for a in actions:
-        s = env.step(a)
-        out.append((s.observation, s.reward, s.terminated, s.truncated))
-        if s.done:
-            break
+    # play() resets again, so a solution() that touches state cannot leak into the steps.
+    out += [(s.observation, s.reward, s.terminated, s.truncated) for s in env.play(seed, actions)]
     return out
 
 
@@ -50,10 +48,8 @@ def check(run: Run) -> str:
     env = run.env()
     n = skipped = 0
     for seed in run.config.seeds:
-        sol = run.solution(seed)
+        # One sequence per seed: the solution interleaved with probe commands and garbage.
         sequences = [mixed_sequence(run, seed, min(run.candidate.max_turns, 12))]
-        if isinstance(sol, list) and sol:
-            sequences.insert(0, list(sol))
         for actions in sequences:
             try:
                 first = trajectory(env, seed, actions)

@@ -25,7 +25,7 @@ from hypothesis.errors import HypothesisException
 from ..codes import Reason
 from ..context import Run
 from ..probes import COMMANDS, GARBAGE
-from ..runner import FATAL as _FATAL, Instance, Rejection
+from ..runner import FATAL, Instance, Rejection
 from ..strategies import program as action_program
 
 #: Longest action remembered as a probe for later stages.
@@ -44,21 +44,18 @@ class FuzzOutcome:
 
 def episode(env: Instance, seed: int, actions: list[str], max_turns: int, outcome: FuzzOutcome) -> None:
     """Play one episode; raise :class:`Rejection` on the first broken invariant."""
-    env.reset(seed)
-    for i, action in enumerate(actions):
-        step = env.step(action)
-        outcome.steps += 1
+    for action in actions:
         if len(action) <= _PROBE_CHARS:
             outcome.sent.setdefault(action, None)
-        if step.done:
-            return
-        if i + 1 >= max_turns:
-            raise Rejection(
-                Reason.exceeds_max_turns,
-                f"episode still running after {max_turns} steps (max_turns)",
-                actions=list(actions[: i + 1]),
-                seed=seed,
-            )
+    steps = env.play(seed, actions)
+    outcome.steps += len(steps)
+    if len(steps) > max_turns or (len(steps) == max_turns and not steps[-1].done):
+        raise Rejection(
+            Reason.exceeds_max_turns,
+            f"episode still running after {max_turns} steps (max_turns)",
+            actions=list(actions[:max_turns]),
+            seed=seed,
+        )
 
 
 def _confirmed(env: Instance, rej: Rejection, max_turns: int) -> bool:
@@ -66,10 +63,42 @@ def _confirmed(env: Instance, rej: Rejection, max_turns: int) -> bool:
     if rej.code is not Reason.slow_call or rej.seed is None:
         return True
     try:
-        episode(env, rej.seed, list(rej.actions or []), max_turns, FuzzOutcome())
+        env.reset(rej.seed)
+        env._play_sequential(list(rej.actions or []))
     except Rejection as again:
         return again.code is Reason.slow_call
     return False
+
+
+def minimize(env: Instance, rej: Rejection, max_turns: int, budget_s: float) -> Rejection:
+    """Greedy deletion of actions while the same failure (reason code) reproduces.
+
+    Hypothesis shrinks the bytes an example was decoded from, which does not always map
+    to fewer actions; this pass finishes the job on the action list itself (each trial is
+    one replayed episode) and stops at a local minimum or when the budget runs out.
+    """
+    if rej.seed is None or not rej.actions or rej.code in FATAL or rej.code is Reason.slow_call:
+        return rej
+    deadline = time.perf_counter() + budget_s
+    best = rej
+    changed = True
+    while changed and len(best.actions or []) > 1 and time.perf_counter() < deadline:
+        changed = False
+        acts = list(best.actions or [])
+        for i in range(len(acts)):
+            trial = acts[:i] + acts[i + 1 :]
+            try:
+                episode(env, best.seed or 0, trial, max_turns, FuzzOutcome())
+            except Rejection as again:
+                if again.code is best.code and again.actions is not None and len(again.actions) < len(acts):
+                    best = again
+                    changed = True
+                    break
+                if again.code in FATAL:
+                    return best
+            if time.perf_counter() > deadline:
+                break
+    return best
 
 
 def _size(rej: Rejection) -> tuple[int, int]:
@@ -122,7 +151,7 @@ def fuzz_run(run: Run, *, examples: int | None = None) -> FuzzOutcome:
                 outcome.first_failure_at = now
             # Shrinking replays the example many times: not worth it when every replay
             # costs a killed worker or a slow call.
-            if rej.code in _FATAL or rej.code is Reason.slow_call or now - outcome.first_failure_at > cfg.shrink_budget_s:
+            if rej.code in FATAL or rej.code is Reason.slow_call or now - outcome.first_failure_at > cfg.shrink_budget_s:
                 outcome.stopped = True
             raise
 
@@ -152,6 +181,7 @@ def check(run: Run, *, examples: int | None = None) -> str:
     run.fuzz_steps = outcome.steps
     if outcome.failures:
         best = min(outcome.failures, key=_size)
+        best = minimize(run.env(), best, run.candidate.max_turns, run.config.shrink_budget_s)
         best.details.setdefault("examples", outcome.examples)
         raise best
     steps = long_episode(run)

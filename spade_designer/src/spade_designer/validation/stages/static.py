@@ -13,7 +13,7 @@ from typing import Any
 
 from ..codes import Reason
 from ..context import Run
-from ..runner import Rejection
+from ..runner import PARSE_LOCK, Rejection
 
 #: Sandbox static-check rule -> reason code. Unknown rules are forbidden constructs.
 _RULE_CODES = {
@@ -53,7 +53,8 @@ def check(run: Run, checker: StaticChecker | None = None) -> str:
     if lines > cfg.max_source_lines:
         raise Rejection(Reason.source_too_large, f"source is {lines} lines (limit {cfg.max_source_lines})", details={"lines": lines})
     try:
-        tree = ast.parse(source)
+        with PARSE_LOCK:
+            tree = ast.parse(source)
     except SyntaxError as exc:
         raise Rejection(
             Reason.syntax_error,
@@ -75,7 +76,8 @@ def check(run: Run, checker: StaticChecker | None = None) -> str:
             f"{len(classes)} environment classes ({', '.join(classes)}); a source file defines exactly one",
             details={"classes": classes},
         )
-    report = (checker or default_checker())(source, allowed_modules=tuple(run.candidate.allowed_modules))
+    with PARSE_LOCK:
+        report = (checker or default_checker())(source, allowed_modules=tuple(run.candidate.allowed_modules))
     if not report.ok:
         bad = list(report.findings)
         first = bad[0] if bad else None
