@@ -21,7 +21,7 @@ from .conftest import SEED_ENVS, make_env
 
 by_name = pytest.mark.parametrize("seed_env", SEED_ENVS, ids=[s.name for s in SEED_ENVS])
 seeds = st.integers(min_value=0, max_value=2**32 - 1)
-fuzz_settings = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+fuzz_settings = settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 @by_name

@@ -59,8 +59,13 @@ class SecretRuleEnv:
         self.rule_index = rng.randrange(len(_RULES))
         pool = list(range(10, 1000))
         rng.shuffle(pool)
-        yes = [n for n in pool if self._fits(n)][:3]
-        no = [n for n in pool if not self._fits(n)][:3]
+        yes, no = [], []
+        for n in pool:
+            bucket = yes if self._fits(n) else no
+            if len(bucket) < 3:
+                bucket.append(n)
+            if len(yes) == 3 and len(no) == 3:
+                break
         self.challenge = yes + no
         rng.shuffle(self.challenge)
         self.turn = 0
