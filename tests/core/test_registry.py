@@ -333,7 +333,7 @@ def test_registration_inserts_specs_without_gym_register(monkeypatch: pytest.Mon
 
     monkeypatch.setattr(gym.envs.registration, "register", refuse)
     monkeypatch.setattr(gym, "register", refuse)
-    registry._register_stored([f"bulk{i}-v1" for i in range(20_000)], "sqlite:///x.db", registry.Registration())
+    registry._register_stored([f"spade/bulk{i}-v1" for i in range(20_000)], "sqlite:///x.db", registry.Registration())
     assert sum(k.startswith("spade/bulk") for k in gym.registry) == 20_000
 
 
@@ -348,7 +348,7 @@ def test_registration_inserts_specs_without_gym_register(monkeypatch: pytest.Mon
 )
 def test_a_stored_spec_equals_the_spec_gymnasium_would_construct(name: str, version: int, url: str) -> None:
     env_id = f"{name}-v{version}"
-    (cheap,) = registry._stored_specs([env_id], url).values()
+    (cheap,) = registry._stored_specs([f"spade/{env_id}"], url).values()
     full = EnvSpec(
         id=f"spade/{env_id}", entry_point=registry.STORED_ENTRY_POINT, kwargs={"env_id": env_id, "store_url": url}
     )

@@ -171,3 +171,26 @@ def test_opening_an_older_store_migrates_it_and_keeps_its_data(tmp_path: Path) -
 
 def test_migrations_are_ordered_and_numbered_without_gaps() -> None:
     assert [m.version for m in migrations.MIGRATIONS] == list(range(1, STORE_SCHEMA_VERSION + 1))
+
+
+def test_registration_reads_admitted_ids_from_the_covering_index_alone(tmp_path: Path) -> None:
+    from spade_core.store.layout import ADMITTED_PREFIXED_SQL
+
+    path = tmp_path / "store.db"
+    filled_store(path, n=3)
+    with sqlite3.connect(path) as conn:
+        plan = " ".join(row[-1] for row in conn.execute("EXPLAIN QUERY PLAN " + ADMITTED_PREFIXED_SQL, ("spade/",)))
+    assert "COVERING INDEX ix_envs_status_id" in plan
+
+
+def test_the_stdlib_fast_path_and_the_store_agree_on_admitted_ids(tmp_path: Path) -> None:
+    from spade_core.store import quick_read
+
+    path = tmp_path / "store.db"
+    with EnvStore(url(path)) as store:
+        for i in range(30):
+            store.add(env_source(f"q{i}"), meta(f"q{i}", status=["candidate", "admitted", "retired"][i % 3]))
+        expected = store.admitted_ids()
+    assert len(expected) == 10
+    assert quick_read.admitted_ids(path) == expected
+    assert sorted(quick_read.admitted_prefixed_ids(path, "spade/")) == sorted(f"spade/{i}" for i in expected)

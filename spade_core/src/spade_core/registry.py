@@ -71,12 +71,13 @@ class StoredEnvSpec(EnvSpec):
         raise AttributeError(attr)
 
 
-def _stored_specs(ids: list[str], store_url: str) -> dict[str, StoredEnvSpec]:
+def _stored_specs(gym_ids: list[str], store_url: str) -> dict[str, StoredEnvSpec]:
+    """Specs for ``spade/<id>`` ids: the hot loop of registration (one object and one small
+    dict per environment; everything else is derived on first access)."""
     new = object.__new__
     out: dict[str, StoredEnvSpec] = {}
-    for env_id in ids:
+    for gym_id in gym_ids:
         spec = new(StoredEnvSpec)
-        gym_id = _PREFIX + env_id
         spec.__dict__ = {"id": gym_id, "_store_url": store_url}
         out[gym_id] = spec
     return out
@@ -115,9 +116,9 @@ def register(store: EnvStore | str | None = None, *, seeds: bool = True) -> Regi
     url = _store_url(store, result)
     if url is not None:
         result.store = url
-        ids = _admitted_ids(store, url, result)
-        if ids is not None:
-            _register_stored(ids, url, result)
+        gym_ids = _admitted_gym_ids(store, url, result)
+        if gym_ids is not None:
+            _register_stored(gym_ids, url, result)
     return result
 
 
@@ -146,7 +147,8 @@ def _store_url(store: EnvStore | str | None, result: Registration) -> str | None
     return store.url
 
 
-def _admitted_ids(store: EnvStore | str | None, url: str, result: Registration) -> list[str] | None:
+def _admitted_gym_ids(store: EnvStore | str | None, url: str, result: Registration) -> list[str] | None:
+    """``spade/<id>`` of every admitted environment, or ``None`` after reporting a problem."""
     from .errors import StoreError
     from .store import quick_read
 
@@ -156,14 +158,14 @@ def _admitted_ids(store: EnvStore | str | None, url: str, result: Registration) 
             if path is not None:
                 if not path.exists():
                     return []  # no store yet: nothing admitted, and do not create one
-                ids = quick_read.admitted_ids(path)
-                if ids is not None:
-                    return ids
+                gym_ids = quick_read.admitted_prefixed_ids(path, _PREFIX)
+                if gym_ids is not None:
+                    return gym_ids
             from .store import EnvStore
 
-            with EnvStore(url, create=False) as opened:
-                return opened.admitted_ids()
-        return store.admitted_ids()
+            with EnvStore(url, create=False) as opened:  # other databases; stores to migrate
+                return [_PREFIX + env_id for env_id in opened.admitted_ids()]
+        return [_PREFIX + env_id for env_id in store.admitted_ids()]
     except StoreError as exc:
         result.problem(f"spade_core: environments of the store were not registered: {exc}")
     except Exception as exc:
@@ -171,8 +173,8 @@ def _admitted_ids(store: EnvStore | str | None, url: str, result: Registration) 
     return None
 
 
-def _register_stored(ids: list[str], url: str, result: Registration) -> None:
-    specs = _stored_specs(ids, url)
+def _register_stored(gym_ids: list[str], url: str, result: Registration) -> None:
+    specs = _stored_specs(gym_ids, url)
     clashes = [gym_id for gym_id in specs if gym_id in _registered_seeds]
     for gym_id in clashes:
         del specs[gym_id]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 #: Version of the store's *database schema* (tables), not of the metadata model.
 #: Bump it together with a new function in :mod:`spade_core.store.migrations`.
-STORE_SCHEMA_VERSION = 2
+STORE_SCHEMA_VERSION = 3
 
 SCHEMA_TABLE = "spade_schema"
 BLOBS_TABLE = "code_blobs"
@@ -23,3 +23,6 @@ OWN_TABLES = (SCHEMA_TABLE, BLOBS_TABLE, ENVS_TABLE, PARENTS_TABLE)
 #: :meth:`EnvStore.admitted_ids` runs through SQLAlchemy: keep them the same.
 ADMITTED_IDS_SQL = f"SELECT id FROM {ENVS_TABLE} WHERE status = 'admitted' ORDER BY seq"
 SCHEMA_VERSION_SQL = f"SELECT MAX(version) FROM {SCHEMA_TABLE}"
+#: The registry's bulk read: every admitted id with a prefix, as one newline-joined string
+#: (ids cannot contain newlines), in no particular order, answered from the (status, id) index.
+ADMITTED_PREFIXED_SQL = f"SELECT group_concat(? || id, char(10)) FROM {ENVS_TABLE} WHERE status = 'admitted'"

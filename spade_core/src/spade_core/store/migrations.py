@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from sqlalchemy import Connection, insert, inspect, select
+from sqlalchemy import Connection, insert, inspect, select, text
 
 from ..errors import StoreError
 from . import schema
@@ -28,13 +28,23 @@ class Migration:
     apply: Callable[[Connection], None]
 
 
+def _ddl(conn: Connection, statement: str) -> None:
+    # Plain DDL, not sqlalchemy.Index objects: those attach themselves to the shared Table
+    # objects, and a later create_all would then create them a second time.
+    conn.execute(text(statement))
+
+
 def _v1_base_tables(conn: Connection) -> None:
     schema.metadata_obj.create_all(conn, tables=[schema.schema_table, schema.blobs, schema.envs])
+    _ddl(conn, "CREATE INDEX ix_envs_status ON envs (status)")
+    _ddl(conn, "CREATE INDEX ix_envs_domain_skill ON envs (domain, skill)")
+    _ddl(conn, "CREATE INDEX ix_envs_code_hash ON envs (code_hash)")
 
 
 def _v2_lineage_edges(conn: Connection) -> None:
     """Lineage as an indexed edge table, backfilled from each document's ``parent_ids``."""
     schema.metadata_obj.create_all(conn, tables=[schema.parents])
+    _ddl(conn, "CREATE INDEX ix_env_parents_parent ON env_parents (parent_id)")
     edges = []
     for env_id, document in conn.execute(select(schema.envs.c.id, schema.envs.c.document)):
         for position, parent in enumerate(json.loads(document).get("parent_ids") or []):
@@ -43,9 +53,17 @@ def _v2_lineage_edges(conn: Connection) -> None:
         conn.execute(insert(schema.parents), edges)
 
 
+def _v3_covering_status_index(conn: Connection) -> None:
+    """Registration reads every admitted id at import; (status, id) answers that from the
+    index alone. It also serves every status filter, so the old one-column index goes."""
+    _ddl(conn, "DROP INDEX ix_envs_status")
+    _ddl(conn, "CREATE INDEX ix_envs_status_id ON envs (status, id)")
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "code blobs and environment versions", _v1_base_tables),
     Migration(2, "lineage edge table", _v2_lineage_edges),
+    Migration(3, "covering (status, id) index for registration", _v3_covering_status_index),
 )
 assert len(MIGRATIONS) == STORE_SCHEMA_VERSION and all(m.version == i + 1 for i, m in enumerate(MIGRATIONS))
 

@@ -15,7 +15,14 @@ from pathlib import Path
 from urllib.parse import quote
 
 from ..errors import StoreError
-from .layout import ADMITTED_IDS_SQL, BLOBS_TABLE, ENVS_TABLE, SCHEMA_VERSION_SQL, STORE_SCHEMA_VERSION
+from .layout import (
+    ADMITTED_IDS_SQL,
+    ADMITTED_PREFIXED_SQL,
+    BLOBS_TABLE,
+    ENVS_TABLE,
+    SCHEMA_VERSION_SQL,
+    STORE_SCHEMA_VERSION,
+)
 
 
 def sqlite_path(url: str) -> Path | None:
@@ -68,6 +75,24 @@ def admitted_ids(path: Path) -> list[str] | None:
         if not _current(conn):
             return None
         return [row[0] for row in conn.execute(ADMITTED_IDS_SQL)]
+    except sqlite3.Error as err:
+        raise _fail(path, "listing admitted environments", err) from None
+    finally:
+        conn.close()
+
+
+def admitted_prefixed_ids(path: Path, prefix: str) -> list[str] | None:
+    """``prefix + id`` of every admitted environment, in no particular order (the registry's
+    bulk read: one index scan, one string); ``None`` when the schema is not the current one."""
+    try:
+        conn = _connect(path)
+    except sqlite3.Error as err:
+        raise _fail(path, "opening the store", err) from None
+    try:
+        if not _current(conn):
+            return None
+        joined = conn.execute(ADMITTED_PREFIXED_SQL, (prefix,)).fetchone()[0]
+        return joined.split("\n") if joined else []
     except sqlite3.Error as err:
         raise _fail(path, "listing admitted environments", err) from None
     finally:

@@ -5,6 +5,9 @@ Layout: code is content-addressed in ``code_blobs`` (one row per distinct source
 (name, version, domain, skill, status, code hash) next to the full metadata document
 (JSON of :class:`~spade_core.metadata.EnvMetadata`); ``env_parents`` holds lineage edges
 so descendants are one indexed query. ``seq`` gives a stable insertion order.
+
+Indexes are not declared here: each is created (or dropped) by the migration that
+introduced it, so that a store's history lives in one place, :mod:`.migrations`.
 """
 
 from __future__ import annotations
@@ -13,7 +16,6 @@ from sqlalchemy import (
     CHAR,
     Column,
     ForeignKey,
-    Index,
     Integer,
     MetaData,
     String,
@@ -62,9 +64,6 @@ envs = Table(
     Column("document", Text, nullable=False),
     UniqueConstraint("name", "version", name="uq_envs_name_version"),
 )
-Index("ix_envs_status", envs.c.status)
-Index("ix_envs_domain_skill", envs.c.domain, envs.c.skill)
-Index("ix_envs_code_hash", envs.c.code_hash)
 
 parents = Table(
     PARENTS_TABLE,
@@ -73,4 +72,3 @@ parents = Table(
     Column("position", Integer, primary_key=True, autoincrement=False),
     Column("parent_id", String(MAX_ID_LENGTH), nullable=False),
 )
-Index("ix_env_parents_parent", parents.c.parent_id)

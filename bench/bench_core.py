@@ -1,0 +1,322 @@
+"""Core benchmarks: the environment store and Gymnasium registration at scale.
+
+Targets (from the Foundation issue):
+
+* ``import spade_core`` plus the first ``gym.make`` of a stored environment, in a fresh
+  interpreter, with 100,000 admitted environments in the active store: < 0.5 s median;
+* registration cost linear in the number of environments (10k / 50k / 100k), with
+  ``gym.register`` in a loop at 2k / 5k / 10k shown for contrast;
+* store: >= 1,000 inserts/s sustained from one writer; lookup by id < 1 ms median.
+
+Run: ``python -m bench.bench_core`` (``--quick`` for a 20k-environment smoke run). The
+machine is shared and noisy: every figure is a median over repeats, and the tables show
+ratios side by side rather than absolute timings alone. Set ``SPADE_TEST_POSTGRES_URL``
+to add the PostgreSQL rows.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import gymnasium as gym
+from rich.console import Console
+from rich.progress import Progress
+from rich.table import Table
+from spade_core.metadata import EnvMetadata
+from spade_core.store import EnvStore
+
+from spade_core import registry
+
+console = Console()
+
+ENV_SOURCE = '''\
+# variant {tag}
+class CountEnv:
+    def reset(self, seed=None):
+        self.n = 0
+        return "Count to three. You are at 0.", {{}}
+
+    def step(self, action):
+        self.n += 1
+        done = self.n >= 3
+        return "You are at %d." % self.n, (1.0 if done else 0.0), done, False, {{}}
+
+    def solution(self):
+        return ["\\\\boxed{{+1}}"] * 3
+'''
+
+IMPORT_TARGET_S = 0.5
+INSERT_TARGET_PER_S = 1000
+LOOKUP_TARGET_MS = 1.0
+
+
+def _median(samples: list[float]) -> float:
+    return statistics.median(samples)
+
+
+def _meta(i: int, status: str = "admitted") -> EnvMetadata:
+    return EnvMetadata(name=f"env{i}", domain="games", skill=f"skill{i % 6}", status=status, max_turns=25)
+
+
+def build_store(path: Path, n: int) -> float:
+    """A store of ``n`` admitted environments (distinct code each), bulk-inserted; returns rows/s."""
+    started = time.perf_counter()
+    with EnvStore(f"sqlite:///{path}") as store, Progress(console=console, transient=True) as progress:
+        task = progress.add_task(f"building a {n:,}-environment store", total=n)
+        chunk = 5_000
+        for lo in range(0, n, chunk):
+            hi = min(lo + chunk, n)
+            store.add_many(((ENV_SOURCE.format(tag=i), _meta(i)) for i in range(lo, hi)), batch_size=2_500)
+            progress.update(task, completed=hi)
+    return n / (time.perf_counter() - started)
+
+
+def admitted_copy(src: Path, dst: Path, admitted: int) -> Path:
+    """A copy of the bench store where only the first ``admitted`` environments stay admitted."""
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    with sqlite3.connect(src) as conn:  # fold the WAL into the main file before copying
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    shutil.copyfile(src, dst)
+    with sqlite3.connect(dst) as conn:
+        conn.execute("UPDATE envs SET status = 'retired' WHERE seq > ?", (admitted,))
+    return dst
+
+
+# --- fresh interpreter: import + first make -------------------------------------------------
+
+_PROBE = """
+import time
+t0 = time.perf_counter()
+import spade_core
+t1 = time.perf_counter()
+{make}
+t2 = time.perf_counter()
+print(t1 - t0, t2 - t1)
+"""
+
+
+def fresh_interpreter(home: Path, make: str = "", repeats: int = 7) -> tuple[float, float, float]:
+    """Median (wall of the whole process, import, make) over ``repeats`` fresh interpreters."""
+    env = {**os.environ, "SPADE_HOME": str(home)}
+    env.pop("SPADE_PLUGINS", None)
+    walls, imports, makes = [], [], []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        out = subprocess.run(
+            [sys.executable, "-c", _PROBE.format(make=make)],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=home,
+            check=True,
+        )
+        walls.append(time.perf_counter() - started)
+        imp, mk = (float(x) for x in out.stdout.split())
+        imports.append(imp)
+        makes.append(mk)
+    return _median(walls), _median(imports), _median(makes)
+
+
+def sandbox_ready() -> bool:
+    try:
+        import spade_sandbox  # noqa: F401
+
+        return True
+    except ImportError:
+        return False
+
+
+def import_and_make_table(store_path: Path, n: int, work: Path, repeats: int) -> Table:
+    make = f"import gymnasium as gym\nenv = gym.make('spade/env{n // 2}-v1'); env.reset(seed=0); env.step('x')"
+    table = Table(title=f"Fresh interpreter: import spade_core + first gym.make ({n:,} admitted envs), median of {repeats}")
+    for col in ("case", "runs store code", "process wall (s)", "import (s)", "make+reset+step (s)", f"< {IMPORT_TARGET_S} s"):
+        table.add_column(col, justify="right" if "(" in col else "left")
+
+    empty = work / "home-empty"
+    empty.mkdir(exist_ok=True)
+    wall, imp, _ = fresh_interpreter(empty, "", repeats)
+    table.add_row("no store (baseline)", "-", f"{wall:.3f}", f"{imp:.3f}", "-", "")
+    bare = subprocess_wall("import gymnasium", repeats)
+    table.add_row("python -c 'import gymnasium' (floor)", "-", f"{bare:.3f}", "-", "-", "")
+
+    homes = {"in-process": work / "home-inproc", "sandbox": work / "home-sandbox"}
+    for mode, home in homes.items():
+        home.mkdir(exist_ok=True)
+        target = home / "store.db"
+        if not target.exists():
+            shutil.copyfile(store_path, target)
+        if mode == "in-process":
+            (home / "spade.toml").write_text('[spade]\nstore_envs_run = "in-process"\n')
+        elif not sandbox_ready():
+            table.add_row("100k store, sandbox", "sandbox not installed", "-", "-", "-", "")
+            continue
+        wall, imp, mk = fresh_interpreter(home, "", repeats)
+        table.add_row(f"import only, {mode} config", "-", f"{wall:.3f}", f"{imp:.3f}", "-", "")
+        wall, imp, mk = fresh_interpreter(home, make, repeats)
+        ok = "[green]yes" if wall < IMPORT_TARGET_S else "[red]no"
+        table.add_row("import + first make", mode, f"{wall:.3f}", f"{imp:.3f}", f"{mk:.3f}", ok)
+    return table
+
+
+def subprocess_wall(code: str, repeats: int) -> float:
+    walls = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        subprocess.run([sys.executable, "-c", code], check=True)
+        walls.append(time.perf_counter() - started)
+    return _median(walls)
+
+
+# --- registration scaling -------------------------------------------------------------------
+
+
+def _timed(fn: Callable[[], object], repeats: int, reset: Callable[[], None]) -> float:
+    samples = []
+    for _ in range(repeats):
+        reset()
+        started = time.perf_counter()
+        fn()
+        samples.append(time.perf_counter() - started)
+    reset()
+    return _median(samples)
+
+
+def registration_table(store_path: Path, sizes: list[int], loop_sizes: list[int], work: Path, repeats: int) -> Table:
+    saved = dict(gym.registry)
+    saved_stored = set(registry._registered_stored)
+
+    def reset() -> None:
+        gym.registry.clear()
+        gym.registry.update(saved)
+        registry._registered_stored.clear()
+        registry._registered_stored.update(saved_stored)
+
+    table = Table(title=f"Registration cost (in-process, median of {repeats})")
+    for col in ("method", "environments", "time (s)", "µs / env", "time ratio vs smallest", "size ratio"):
+        table.add_column(col, justify="left" if col == "method" else "right")
+
+    base = None
+    for n in sizes:
+        path = admitted_copy(store_path, work / f"scale-{n}" / "store.db", n)
+        url = f"sqlite:///{path}"
+        t = _timed(lambda url=url: registry.register(url, seeds=False), repeats, reset)
+        base = base or (t, n)
+        table.add_row("spade_core.registry.register (read ids + insert specs)", f"{n:,}", f"{t:.3f}",
+                      f"{t / n * 1e6:.2f}", f"{t / base[0]:.1f}x", f"{n / base[1]:.0f}x")
+
+    base = None
+    for n in loop_sizes:
+        ids = [f"loop{i}-v1" for i in range(n)]
+
+        def loop(ids: list[str] = ids) -> None:
+            for env_id in ids:
+                gym.register(f"spade/{env_id}", entry_point=registry.STORED_ENTRY_POINT, kwargs={"env_id": env_id})
+
+        t = _timed(loop, 1 if n >= 10_000 else repeats, reset)
+        base = base or (t, n)
+        table.add_row("gym.register in a loop (contrast)", f"{n:,}", f"{t:.3f}", f"{t / n * 1e6:.1f}",
+                      f"{t / base[0]:.1f}x", f"{n / base[1]:.1f}x")
+    return table
+
+
+# --- store throughput -----------------------------------------------------------------------
+
+
+def store_rows(url: str, label: str, store_size: int, inserts: int, lookups: int) -> list[tuple[str, ...]]:
+    rows = []
+    with EnvStore(url) as store:
+        offset = store.count()
+        metas = [_meta(offset + i, status="candidate") for i in range(inserts)]
+        sources = [ENV_SOURCE.format(tag=f"w{offset + i}") for i in range(inserts)]
+        started = time.perf_counter()
+        for source, m in zip(sources, metas, strict=True):
+            store.add(source, m)
+        rate = inserts / (time.perf_counter() - started)
+        ok = "[green]yes" if rate >= INSERT_TARGET_PER_S else "[red]no"
+        rows.append((label, "add() one per transaction", f"{inserts:,}", f"{rate:,.0f} /s", f">= {INSERT_TARGET_PER_S:,} /s", ok))
+
+        metas = [_meta(offset + inserts + i, status="candidate") for i in range(inserts * 5)]
+        started = time.perf_counter()
+        store.add_many(((ENV_SOURCE.format(tag=f"m{m.name}"), m) for m in metas), batch_size=500)
+        rate = len(metas) / (time.perf_counter() - started)
+        rows.append((label, "add_many() 500 per transaction", f"{len(metas):,}", f"{rate:,.0f} /s", "-", ""))
+
+        total = store.count()
+        rng = random.Random(0)
+        ids = [f"env{rng.randrange(total if total < store_size else store_size)}-v1" for _ in range(lookups)]
+        for getter, name in ((store.get, "get(id)"), (store.get_source, "get_source(id)")):
+            samples = []
+            for env_id in ids:
+                started = time.perf_counter()
+                getter(env_id)
+                samples.append(time.perf_counter() - started)
+            ms = _median(samples) * 1e3
+            ok = ("[green]yes" if ms < LOOKUP_TARGET_MS else "[red]no") if name == "get(id)" else ""
+            rows.append((label, f"{name} on {total:,} rows", f"{lookups:,}", f"{ms:.3f} ms median",
+                         f"< {LOOKUP_TARGET_MS} ms" if name == "get(id)" else "-", ok))
+    return rows
+
+
+def store_table(store_path: Path, store_size: int, inserts: int, lookups: int) -> Table:
+    table = Table(title="Store throughput (one writer) and lookups")
+    for col in ("backend", "operation", "count", "median / rate", "target", "met"):
+        table.add_column(col)
+    for row in store_rows(f"sqlite:///{store_path}", "SQLite (WAL)", store_size, inserts, lookups):
+        table.add_row(*row)
+    pg = os.environ.get("SPADE_TEST_POSTGRES_URL")
+    if pg:
+        import sqlalchemy
+
+        schema = f"bench_{os.getpid()}"
+        admin = sqlalchemy.create_engine(pg)
+        with admin.begin() as conn:
+            conn.exec_driver_sql(f"CREATE SCHEMA {schema}")
+        try:
+            url = f"{pg}{'&' if '?' in pg else '?'}options=-csearch_path%3D{schema}"
+            with EnvStore(url) as store:
+                store.add_many((ENV_SOURCE.format(tag=i), _meta(i)) for i in range(10_000))
+            for row in store_rows(url, "PostgreSQL", 10_000, inserts, lookups):
+                table.add_row(*row)
+        finally:
+            with admin.begin() as conn:
+                conn.exec_driver_sql(f"DROP SCHEMA {schema} CASCADE")
+            admin.dispose()
+    else:
+        table.add_row("PostgreSQL", "skipped: SPADE_TEST_POSTGRES_URL not set", "", "", "", "")
+    return table
+
+
+def main(argv: list[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
+    quick = "--quick" in argv
+    n = 20_000 if quick else 100_000
+    sizes = [2_000, 10_000, 20_000] if quick else [10_000, 50_000, 100_000]
+    loop_sizes = [500, 1_000, 2_000] if quick else [2_000, 5_000, 10_000]
+    repeats = 3 if quick else 7
+    work = Path(tempfile.mkdtemp(prefix="spade-bench-core-"))
+    try:
+        store_path = work / "bench" / "store.db"
+        store_path.parent.mkdir()
+        rate = build_store(store_path, n)
+        console.print(f"bulk-built {n:,} admitted environments at {rate:,.0f} rows/s (add_many, 2,500 per transaction)")
+        with sqlite3.connect(store_path) as conn:
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        console.print(import_and_make_table(store_path, n, work, repeats))
+        console.print(registration_table(store_path, sizes, loop_sizes, work, 5 if not quick else 3))
+        console.print(store_table(store_path, n, 1_000 if not quick else 300, 2_000))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
