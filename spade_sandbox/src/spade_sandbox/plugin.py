@@ -17,9 +17,16 @@ def _native(**options: Any) -> Any:
     return ZygoteBackend("native", **options)
 
 
+def _restricted(**options: Any) -> Any:
+    from .restricted import RestrictedBackend
+
+    return RestrictedBackend(**options)
+
+
 @hookimpl
 def spade_register_sandbox_backends(register: Callable[[str, Callable[..., Any]], None]) -> None:
     register("native", _native)
+    register("restricted", _restricted)
 
 
 @hookimpl

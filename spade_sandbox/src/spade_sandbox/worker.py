@@ -60,6 +60,11 @@ class CpuLimitExceeded(BaseException):
     """Raised by the SIGXCPU handler: the soft CPU-time limit was reached."""
 
 
+class Interrupt(BaseException):
+    """Raised by the host to abort a request (the in-process backend's deadline); passes
+    through the dispatch untouched."""
+
+
 class ContractBroken(Exception):
     def __init__(self, message: str, method: str) -> None:
         super().__init__(message)
@@ -95,6 +100,8 @@ def _is_denied_by_os(exc: BaseException) -> bool:
 def classify(exc: BaseException, what: str) -> list[Any]:
     """Turn an exception from environment code into an error reply; raise :class:`_Fatal`
     when the worker must not continue."""
+    if isinstance(exc, Interrupt):
+        raise exc
     if isinstance(exc, MemoryError):
         raise _Fatal(protocol.error_reply("memory", f"{what} ran out of memory (MemoryError)"), EXIT_MEMORY)
     if isinstance(exc, CpuLimitExceeded):

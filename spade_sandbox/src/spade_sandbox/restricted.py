@@ -1,0 +1,259 @@
+"""The ``restricted`` backend: environment code runs **in this process** under RestrictedPython.
+
+For hosts without namespaces, Landlock or seccomp (containers that forbid them, other
+kernels). **This is not a security boundary**: the code shares the caller's interpreter,
+memory and privileges; allowed modules and Python's object model leave known escapes, and
+nothing can bound its memory. It exists so that trusted-ish code (your own environments,
+tests) can run where the native sandbox cannot; untrusted code is refused unless the
+pool is created with ``allow_insecure=True``.
+
+What it does give:
+
+* the same static check and the same curated builtins / module wrappers as the workers,
+  plus RestrictedPython's rewriting of attribute access, item access and iteration
+  through guard functions (leading-underscore names are allowed, dunders are not);
+* deadlines: a trace function checks the wall clock on every line and stops the call
+  (pure-Python loops only; a single long C call cannot be interrupted). Tracing makes
+  environment code several times slower (the benchmark measures it);
+* the same value conversion and checks as the process backend (every reply goes through
+  msgpack), so results and errors look identical to callers.
+
+A call that times out, runs out of memory or is refused leaves the instance table in an
+unknown state, so every instance of that code version is reported lost, as with a killed
+worker.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+import sys
+import threading
+import time
+import types
+import warnings
+from dataclasses import dataclass, field
+from types import FrameType
+from typing import Any
+
+from . import protocol
+from .allowlist import (
+    DEFAULT_ALLOWED_MODULES,
+    SAFE_DUNDER_ATTRIBUTES,
+    SAFE_DUNDER_NAMES,
+    attribute_allowed,
+    is_dunder,
+)
+from .errors import EnvCodeError, SandboxCrash, SandboxError, SandboxTimeout, SandboxUnavailable
+from .limits import SandboxLimits
+from .worker import Interrupt
+
+_UNDERSCORE_ERROR = re.compile(r'"(\w+)" is an invalid (?:variable|attribute) name because it starts with "_"')
+
+
+class _Deadline(Interrupt):
+    """Raised inside environment code by the tracer; BaseException so ``except Exception``
+    in the environment cannot swallow it."""
+
+
+def _restricted_compile(source: str) -> Any:
+    try:
+        from RestrictedPython import compile_restricted
+        from RestrictedPython.transformer import RestrictingNodeTransformer
+    except ImportError:
+        raise SandboxUnavailable(
+            "the restricted backend needs RestrictedPython (pip install 'spade-sandbox[restricted]')"
+        ) from None
+
+    class EnvPolicy(RestrictingNodeTransformer):  # type: ignore[misc]
+        """RestrictedPython's policy, relaxed for the idioms generated environments use
+        (and that the static layer has already vetted): private names, the safe dunders
+        (``super().__init__``, ``__name__``), annotated and augmented attribute assignment."""
+
+        def error(self, node: Any, info: str) -> None:
+            m = _UNDERSCORE_ERROR.search(info)
+            if m and (not is_dunder(m.group(1)) or m.group(1) in SAFE_DUNDER_ATTRIBUTES | SAFE_DUNDER_NAMES):
+                return
+            super().error(node, info)
+
+        def visit_AnnAssign(self, node: ast.AnnAssign) -> Any:
+            return self.node_contents_visit(node)
+
+        def visit_AugAssign(self, node: ast.AugAssign) -> Any:
+            if isinstance(node.target, ast.Attribute):
+                return self.node_contents_visit(node)
+            return super().visit_AugAssign(node)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SyntaxWarning)
+        return compile_restricted(source, "<env>", "exec", policy=EnvPolicy)
+
+
+def _guarded_getattr(obj: Any, name: str, default: Any = None, *rest: Any) -> Any:
+    if not isinstance(name, str) or not attribute_allowed(name):
+        raise AttributeError(f"attribute {name!r} is not accessible in the sandbox")
+    return getattr(obj, name) if default is None and not rest else getattr(obj, name, default)
+
+
+def _getitem(obj: Any, key: Any) -> Any:
+    return obj[key]
+
+
+def _write(obj: Any) -> Any:
+    return obj
+
+
+def _inplacevar(op: str, x: Any, y: Any) -> Any:
+    ops = {
+        "+=": lambda a, b: a + b, "-=": lambda a, b: a - b, "*=": lambda a, b: a * b,
+        "/=": lambda a, b: a / b, "//=": lambda a, b: a // b, "%=": lambda a, b: a % b,
+        "**=": lambda a, b: a**b, "<<=": lambda a, b: a << b, ">>=": lambda a, b: a >> b,
+        "|=": lambda a, b: a | b, "&=": lambda a, b: a & b, "^=": lambda a, b: a ^ b,
+        "@=": lambda a, b: a @ b,
+    }
+    return ops[op](x, y)
+
+
+def load_restricted_class(source: str, class_name: str, allowed: frozenset[str]) -> type:
+    from RestrictedPython.Guards import guarded_iter_unpack_sequence, guarded_unpack_sequence
+    from RestrictedPython.PrintCollector import PrintCollector
+
+    from .guard import make_builtins, preimport
+
+    failed = preimport(sorted(allowed - DEFAULT_ALLOWED_MODULES))
+    if failed:
+        raise SandboxUnavailable(f"allowed module(s) cannot be imported: {', '.join(failed)}")
+    preimport(sorted(DEFAULT_ALLOWED_MODULES))
+    code = _restricted_compile(source)
+    # dataclasses and typing look the defining module up in sys.modules.
+    module = types.ModuleType(f"spade_env_restricted_{abs(hash(source)) & 0xFFFFFFFF:08x}")
+    sys.modules[module.__name__] = module
+    glb: dict[str, Any] = module.__dict__
+    glb.update({
+        "__builtins__": make_builtins(allowed),
+        "__metaclass__": type,
+        "_getattr_": _guarded_getattr,
+        "_getitem_": _getitem,
+        "_getiter_": iter,
+        "_write_": _write,
+        "_inplacevar_": _inplacevar,
+        "_unpack_sequence_": guarded_unpack_sequence,
+        "_iter_unpack_sequence_": guarded_iter_unpack_sequence,
+        "_print_": PrintCollector,
+        "_apply_": lambda f, *a, **k: f(*a, **k),
+    })
+    exec(code, glb)  # noqa: S102 - the documented, labelled in-process mode
+    cls = glb.get(class_name)
+    if not isinstance(cls, type):
+        raise NameError(f"class {class_name!r} is not defined by the source")
+    return cls
+
+
+@dataclass(eq=False)
+class InProcessLink:
+    """Stands where a :class:`~spade_sandbox.channel.WorkerLink` would: same attributes,
+    same request/reply messages, but answered by an instance table in this process."""
+
+    id: int
+    key: tuple[str, str, tuple[str, ...]]
+    table: Any
+    call_timeout_s: float
+    layers: list[str] = field(default_factory=lambda: ["restricted-python"])
+    missing_layers: dict[str, str] = field(default_factory=dict)
+    timings_us: dict[str, int] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    instances: set[int] = field(default_factory=set)
+    next_instance: int = 0
+    death: SandboxError | None = None
+    pending: Any = None
+
+    @property
+    def pid(self) -> int:
+        return os.getpid()
+
+    @property
+    def alive(self) -> bool:
+        return self.death is None
+
+    def request(self, message: Any, what: str, timeout: float) -> Any:
+        if self.death is not None:
+            raise self.lost_error()
+        self.send(message, what, timeout)
+        return self.receive(what, time.monotonic() + timeout, timeout)
+
+    def send(self, message: Any, what: str, timeout: float) -> None:
+        self.pending = message
+
+    def receive(self, what: str, deadline: float, timeout: float, *, kernel_timeout: bool = False) -> Any:
+        from .worker import _Fatal
+
+        message, self.pending = self.pending, None
+
+        def tracer(frame: FrameType, event: str, arg: Any) -> Any:
+            if time.monotonic() > deadline:
+                raise _Deadline()
+            return tracer
+
+        previous = sys.gettrace()
+        sys.settrace(tracer)
+        try:
+            reply = self.table.handle(protocol.decode_trusted(protocol.encode(message)[protocol.HEADER.size :]))
+        except _Deadline:
+            self._die(SandboxTimeout(f"{what} did not return within {timeout:g} s (restricted backend)"))
+        except _Fatal as fatal:
+            cls = {"memory": SandboxError, "timeout": SandboxTimeout}.get(fatal.reply[1], SandboxCrash)
+            self._die(cls(f"{fatal.reply[2]} (restricted backend)", kind=fatal.reply[1]))
+        finally:
+            sys.settrace(previous)
+        # The same conversion a worker's reply gets: only plain msgpack types come back.
+        return protocol.decode_untrusted(protocol.encode(reply)[protocol.HEADER.size :], max_str_len=1 << 30)
+
+    def _die(self, error: SandboxError) -> None:
+        error.message += f"; its {len(self.instances)} instance(s) are lost"
+        self.death = error
+        raise error
+
+    def lost_error(self) -> SandboxCrash:
+        assert self.death is not None
+        return SandboxCrash(f"instance lost because its code version failed earlier: {self.death.message}")
+
+    def shutdown(self) -> None:
+        if self.death is None:
+            self.death = SandboxCrash("the restricted code version was shut down")
+        self.table = None
+
+    def kill(self) -> None:
+        self.shutdown()
+
+
+class RestrictedBackend:
+    """In-process RestrictedPython execution; see the module docstring for what it is not."""
+
+    name = "restricted"
+
+    def start_worker(
+        self, worker_id: int, key: tuple[str, str, tuple[str, ...]], spec: dict[str, Any], limits: SandboxLimits
+    ) -> InProcessLink:
+        from .worker import Instances, classify
+
+        if spec.get("require_secure", True):
+            raise SandboxUnavailable(
+                "the restricted backend is not a security boundary; refusing to run untrusted code "
+                "(create the pool with allow_insecure=True to use it anyway)"
+            )
+        allowed = DEFAULT_ALLOWED_MODULES | frozenset(spec.get("allowed_modules", ()))
+        try:
+            cls = load_restricted_class(spec["source"], spec["class_name"], allowed)
+        except SandboxError:
+            raise
+        except SyntaxError as exc:
+            raise EnvCodeError(f"RestrictedPython rejected the source: {exc}") from None
+        except BaseException as exc:
+            reply = classify(exc, "loading the environment")
+            raise EnvCodeError(str(reply[2]), env_traceback=reply[3]) from None
+        table = Instances(cls, int(spec.get("max_output_chars", 65536)))
+        return InProcessLink(worker_id, key, table, limits.call_timeout_s)
+
+    def close(self) -> None:
+        return None
