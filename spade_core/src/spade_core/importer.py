@@ -266,10 +266,10 @@ def prepare(item: RawItem, options: ImportOptions = ImportOptions()) -> Prepared
                 raise ItemError(item.origin, f"column 'metadata' is not valid JSON: {exc.msg}") from None
         if not isinstance(nested, dict):
             raise ItemError(item.origin, "column 'metadata' must hold a JSON object")
-        return _prepare_full(item.origin, code, class_name, nested, options)
+        return _prepare_full(item.origin, code, nested, options)
     if "schema_version" in row:  # a full metadata document flattened into the row (sidecar)
         meta = {k: v for k, v in row.items() if k not in CODE_KEYS}
-        return _prepare_full(item.origin, code, class_name, meta, options)
+        return _prepare_full(item.origin, code, meta, options)
     return _prepare_flat(item.origin, code, code_key or "code", class_name, docstring, row, options)
 
 
@@ -283,16 +283,16 @@ def _apply_options(data: dict[str, Any], options: ImportOptions) -> None:
 
 
 def _prepare_full(
-    origin: str, code: str, class_name: str, data: dict[str, Any], options: ImportOptions
+    origin: str, code: str, data: dict[str, Any], options: ImportOptions
 ) -> PreparedItem:
-    """A complete metadata document (an export): validated strictly, nothing renamed."""
+    """A complete metadata document (an export): validated strictly and kept as it is
+    (nothing renamed or filled in), so export -> import reproduces the record."""
     data = dict(data)
     recorded = data.get("code_hash")
     actual = code_hash(code)
     if recorded and recorded != actual:
         raise ItemError(origin, "code_hash in the metadata does not match the code (was the code edited?)")
     data["code_hash"] = actual
-    data.setdefault("class_name", class_name)
     _apply_options(data, options)
     try:
         meta = EnvMetadata.model_validate(data)
