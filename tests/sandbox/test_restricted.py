@@ -58,7 +58,7 @@ def test_deadline_stops_a_python_loop_and_loses_the_code_version(rpool):
     t0 = time.monotonic()
     with pytest.raises(SandboxTimeout, match="did not return within 1 s"):
         rpool.step(hang, "go")
-    assert time.monotonic() - t0 < 3.0
+    assert time.monotonic() - t0 < 10.0
     with pytest.raises(SandboxCrash, match="instance lost"):
         rpool.step(hang, "again")
     other = rpool.spawn(COUNTER)
