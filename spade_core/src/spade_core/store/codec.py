@@ -18,6 +18,10 @@ def encode(meta: EnvMetadata) -> str:
     lists, NaN as null...), so the check is done here rather than discovered on read.
     """
     document = meta.model_dump_json()
+    if meta.validation is None:
+        # Every other field is typed and bounded, so JSON carries it exactly; only the
+        # validation report has free-form values (finding details, unbounded timings).
+        return document
     back = EnvMetadata.model_validate_json(document)
     if back != meta:
         changed = [f for f in EnvMetadata.model_fields if getattr(back, f) != getattr(meta, f)]

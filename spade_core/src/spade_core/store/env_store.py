@@ -62,6 +62,12 @@ _LOCK_NAME = text("SELECT pg_advisory_xact_lock(:key)")
 _INSERT_ENV = insert(envs)
 _INSERT_PARENT = insert(parents)
 #: Content addressing in one statement where the dialect has "insert or ignore".
+#: Insert an environment row only when its (name, version) is free (a returned row says so;
+#: rowcount is not reliable across drivers here).
+_INSERT_ENV_IF_NEW = {
+    "sqlite": sqlite_insert(envs).on_conflict_do_nothing().returning(envs.c.seq),
+    "postgresql": postgresql_insert(envs).on_conflict_do_nothing().returning(envs.c.seq),
+}
 _UPSERT_BLOB = {
     "sqlite": sqlite_insert(blobs).on_conflict_do_nothing(index_elements=["code_hash"]),
     "postgresql": postgresql_insert(blobs).on_conflict_do_nothing(index_elements=["code_hash"]),
@@ -258,6 +264,16 @@ class EnvStore:
         prepared = meta
         name = meta.name
         _lock_names(conn, [name])
+        claim = _INSERT_ENV_IF_NEW.get(conn.dialect.name)
+        if claim is not None:
+            # Common case first: the (name, version) is free. Claiming it in one statement
+            # saves a lookup; a conflict falls through to the full rules below (and a refusal
+            # there rolls back the code stored here).
+            _check_parents(meta)
+            self._store_code(conn, meta.code_hash, source)
+            if conn.execute(claim, codec.row_values(meta, document)).first() is not None:
+                self._store_edges(conn, meta)
+                return meta
         row = conn.execute(_SELECT_NAME_VERSION, {"name": name, "version": meta.version}).first()
         if row is not None:
             if row.code_hash == meta.code_hash:
@@ -275,16 +291,25 @@ class EnvStore:
             version = int(top) + 1
             meta = meta.model_copy(update={"version": version, "id": f"{name}-v{version}"})
         _check_parents(meta)
-        blob = _blob_row(meta.code_hash, source, _now().isoformat())
-        if conn.dialect.name in _UPSERT_BLOB:
-            conn.execute(_UPSERT_BLOB[conn.dialect.name], blob)
-        elif conn.execute(_SELECT_BLOB, {"code_hash": meta.code_hash}).first() is None:
-            conn.execute(_INSERT_BLOB, blob)
+        self._store_code(conn, meta.code_hash, source)
         conn.execute(_INSERT_ENV, codec.row_values(meta, document if meta is prepared else codec.encode(meta)))
+        self._store_edges(conn, meta)
+        return meta
+
+    @staticmethod
+    def _store_code(conn: Connection, digest: str, source: str) -> None:
+        blob = _blob_row(digest, source, _now().isoformat())
+        upsert = _UPSERT_BLOB.get(conn.dialect.name)
+        if upsert is not None:
+            conn.execute(upsert, blob)
+        elif conn.execute(_SELECT_BLOB, {"code_hash": digest}).first() is None:
+            conn.execute(_INSERT_BLOB, blob)
+
+    @staticmethod
+    def _store_edges(conn: Connection, meta: EnvMetadata) -> None:
         edges = codec.parent_rows(meta)
         if edges:
             conn.execute(_INSERT_PARENT, edges)
-        return meta
 
     # --- reading -------------------------------------------------------------------
 
