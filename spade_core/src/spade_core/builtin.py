@@ -12,6 +12,7 @@ if TYPE_CHECKING:
 
 @hookimpl
 def spade_register_commands(cli: typer.Typer) -> None:
-    from . import commands
+    from . import commands, scaffold
 
     commands.register(cli)
+    scaffold.register(cli)
