@@ -348,7 +348,7 @@ def test_registration_inserts_specs_without_gym_register(monkeypatch: pytest.Mon
 )
 def test_a_stored_spec_equals_the_spec_gymnasium_would_construct(name: str, version: int, url: str) -> None:
     env_id = f"{name}-v{version}"
-    (cheap,) = registry._stored_specs([f"spade/{env_id}"], url).values()
+    (cheap,) = registry._stored_specs([f"spade/{env_id}"], url)
     full = EnvSpec(
         id=f"spade/{env_id}", entry_point=registry.STORED_ENTRY_POINT, kwargs={"env_id": env_id, "store_url": url}
     )

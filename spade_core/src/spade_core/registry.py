@@ -25,8 +25,11 @@ Contracts:
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
+from collections import deque
 from dataclasses import dataclass, field
+from itertools import repeat
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -47,16 +50,19 @@ _PREFIX = NAMESPACE + "/"
 class StoredEnvSpec(EnvSpec):
     """The spec of an admitted store environment, cheap enough to build 100,000 at import.
 
-    An instance is created without ``EnvSpec.__init__`` and holds only ``id`` and the store
-    URL; ``name``, ``version`` and ``kwargs`` are derived from them on first access (and
-    cached), every other field is the class-level default. It is a real ``EnvSpec``:
-    ``gymnasium.make``, ``pprint_registry``, ``to_json``, pickling and
-    ``dataclasses.replace`` all see the same values a constructed spec would have.
+    An instance is created without ``EnvSpec.__init__`` and holds only its ``id``; the
+    store URL is an attribute of its class (one subclass per store, see
+    :func:`_spec_class`); ``name``, ``version`` and ``kwargs`` are derived on first access
+    (and cached); every other field is the class-level default. It is a real ``EnvSpec``:
+    ``gymnasium.make``, ``pprint_registry``, ``to_json`` and ``dataclasses.replace`` see the
+    values a constructed spec would have, and pickling or copying gives a plain ``EnvSpec``
+    with those values.
     """
 
     entry_point = STORED_ENTRY_POINT
     namespace = NAMESPACE
     additional_wrappers = ()
+    _store_url: str | None = None
 
     def __getattr__(self, attr: str) -> Any:
         # Only called for attributes missing from the instance and the class.
@@ -66,21 +72,37 @@ class StoredEnvSpec(EnvSpec):
             name, _, version = env_id.rpartition("-v")
             values.setdefault("name", name)
             values.setdefault("version", int(version))
-            values.setdefault("kwargs", {"env_id": env_id, "store_url": values.get("_store_url")})
+            values.setdefault("kwargs", {"env_id": env_id, "store_url": type(self)._store_url})
             return values[attr]
         raise AttributeError(attr)
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        init = {f.name: getattr(self, f.name) for f in dataclasses.fields(EnvSpec) if f.init}
+        return (_plain_spec, (init,))
 
-def _stored_specs(gym_ids: list[str], store_url: str) -> dict[str, StoredEnvSpec]:
-    """Specs for ``spade/<id>`` ids: the hot loop of registration (one object and one small
-    dict per environment; everything else is derived on first access)."""
-    new = object.__new__
-    out: dict[str, StoredEnvSpec] = {}
-    for gym_id in gym_ids:
-        spec = new(StoredEnvSpec)
-        spec.__dict__ = {"id": gym_id, "_store_url": store_url}
-        out[gym_id] = spec
-    return out
+
+def _plain_spec(init: dict[str, Any]) -> EnvSpec:
+    return EnvSpec(**init)
+
+
+_spec_classes: dict[str | None, type[StoredEnvSpec]] = {}
+
+
+def _spec_class(store_url: str) -> type[StoredEnvSpec]:
+    """The StoredEnvSpec subclass of one store (a handful per process at most)."""
+    cls = _spec_classes.get(store_url)
+    if cls is None:
+        cls = type("StoredEnvSpec", (StoredEnvSpec,), {"_store_url": store_url, "__module__": __name__})
+        _spec_classes[store_url] = cls
+    return cls
+
+
+def _stored_specs(gym_ids: list[str], store_url: str) -> list[StoredEnvSpec]:
+    """Specs for ``spade/<id>`` ids: the hot path of registration. One object per id with
+    one attribute, created and filled by C-level iteration (no Python frame per id)."""
+    specs = list(map(object.__new__, repeat(_spec_class(store_url), len(gym_ids))))
+    deque(map(setattr, specs, repeat("id"), gym_ids), maxlen=0)
+    return specs
 
 
 @dataclass
@@ -174,22 +196,21 @@ def _admitted_gym_ids(store: EnvStore | str | None, url: str, result: Registrati
 
 
 def _register_stored(gym_ids: list[str], url: str, result: Registration) -> None:
-    specs = _stored_specs(gym_ids, url)
-    clashes = [gym_id for gym_id in specs if gym_id in _registered_seeds]
-    for gym_id in clashes:
-        del specs[gym_id]
+    new_ids = set(gym_ids)
+    clashes = sorted(new_ids & _registered_seeds)
     if clashes:
+        new_ids.difference_update(clashes)
+        gym_ids = [g for g in gym_ids if g in new_ids]
         shown = ", ".join(clashes[:5]) + (" ..." if len(clashes) > 5 else "")
         result.problem(f"spade_core: store environments shadowed by seed environments of the same id: {shown}")
-    stale = _registered_stored - specs.keys()
+    stale = _registered_stored - new_ids
     for gym_id in stale:
-        spec = gym_registry.get(gym_id)
-        if isinstance(spec, StoredEnvSpec):
+        if isinstance(gym_registry.get(gym_id), StoredEnvSpec):
             del gym_registry[gym_id]
-    gym_registry.update(specs)
+    gym_registry.update(zip(gym_ids, _stored_specs(gym_ids, url), strict=True))
     _registered_stored.clear()
-    _registered_stored.update(specs)
-    result.stored = len(specs)
+    _registered_stored.update(new_ids)
+    result.stored = len(new_ids)
     result.removed = len(stale)
 
 
