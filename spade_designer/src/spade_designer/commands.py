@@ -96,11 +96,21 @@ def render_round(result: RoundResult, console: Console, elapsed: float) -> None:
                     escape(c.rejected_stage or "-"), str(c.repairs), escape(reason[:160]))
     console.print(per)
     totals = Table(title="totals")
-    for col in ("designed", "valid", "admitted", "rejected", "rejected by stage", "repairs", "tokens out", "wall s"):
-        totals.add_column(col)
+    totals.add_column("measure")
+    totals.add_column("value", justify="right")
     by_stage = ", ".join(f"{k}: {v}" for k, v in s["rejected_by_stage"].items()) or "-"
-    totals.add_row(str(s["designed"]), str(s["valid"]), str(s["admitted"]), str(s["rejected"]), escape(by_stage),
-                   str(s["repairs"]), str(s["completion_tokens"]), f"{elapsed:.1f}")
+    for label, value in (
+        ("designed", s["designed"]),
+        ("code extracted", s["extracted"]),
+        ("valid", s["valid"]),
+        ("admitted", s["admitted"]),
+        ("rejected", s["rejected"]),
+        ("rejected by stage", by_stage),
+        ("repair attempts", s["repairs"]),
+        ("tokens in / out", f"{s['prompt_tokens']} / {s['completion_tokens']}"),
+        ("wall seconds", f"{elapsed:.1f}"),
+    ):
+        totals.add_row(label, escape(str(value)))
     console.print(totals)
     console.print("[dim]seconds per phase: " + ", ".join(f"{k} {v:.2f}" for k, v in s["timings_s"].items()))
 

@@ -88,12 +88,29 @@ def _class_facts(source: str, class_name: str) -> tuple[str, int | None]:
     return "", None
 
 
+def _turn_limit(value: object) -> int | None:
+    if isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= 10_000:
+        return value
+    return None
+
+
 def _max_turns(cls: ast.ClassDef) -> int | None:
-    """An integer literal assigned to ``max_turns`` (class body or ``self.max_turns``)."""
+    """An integer literal assigned to ``max_turns`` (class body or ``self.max_turns``), or
+    the default of an ``__init__`` parameter named ``max_turns``."""
+    for node in cls.body:
+        if isinstance(node, ast.FunctionDef) and node.name == "__init__":
+            args = node.args.args[len(node.args.args) - len(node.args.defaults) :]
+            pairs = list(zip(args, node.args.defaults, strict=True))
+            pairs += list(zip(node.args.kwonlyargs, node.args.kw_defaults, strict=True))
+            for arg, default in pairs:
+                if arg.arg == "max_turns" and isinstance(default, ast.Constant):
+                    found = _turn_limit(default.value)
+                    if found is not None:
+                        return found
     for node in ast.walk(cls):
         if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant):
-            value = node.value.value
-            if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= 10_000:
+            value = _turn_limit(node.value.value)
+            if value is None:
                 continue
             for target in node.targets:
                 name = target.id if isinstance(target, ast.Name) else getattr(target, "attr", None)

@@ -101,7 +101,9 @@ class StoreMemory:
         picker = _DiversePicker(self.store, pol)
 
         in_band = [m for m in pool if _measured(m) and lo <= m.latest_stats.win_rate <= hi]  # type: ignore[union-attr]
-        in_band.sort(key=lambda m: -(m.latest_stats.regret or 0.0))  # type: ignore[union-attr]
+        # stable sort on (other skill, -regret): requested-skill examples first when asked
+        in_band.sort(key=lambda m: (pol.same_skill_first and m.skill != skill,
+                                    -(m.latest_stats.regret or 0.0)))  # type: ignore[union-attr]
         picker.take(in_band, pol.high_regret, lambda m: "different")
 
         outside = [m for m in pool if _measured(m) and not lo <= m.latest_stats.win_rate <= hi]  # type: ignore[union-attr]

@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import importlib.util
+import io
 import os
 import threading
 from pathlib import Path
@@ -85,10 +86,10 @@ def load_model(
     hf_logging.set_verbosity_error()  # de-quantisation progress bars and notices are noise here
     hf_logging.disable_progress_bar()
     try:
-        tokenizer = AutoTokenizer.from_pretrained(str(path), **kwargs)
-        model = AutoModelForCausalLM.from_pretrained(
-            str(path), dtype=_resolve_dtype(dtype, device), **kwargs
-        )
+        # the GGUF converter draws a plain tqdm bar on stderr that no setting turns off
+        with contextlib.redirect_stderr(io.StringIO()):
+            tokenizer = AutoTokenizer.from_pretrained(str(path), **kwargs)
+            model = AutoModelForCausalLM.from_pretrained(str(path), dtype=_resolve_dtype(dtype, device), **kwargs)
     except OSError as exc:
         raise LLMBackendError(f"could not load {path}: {exc}", backend="transformers") from exc
     finally:

@@ -267,10 +267,10 @@ class Instance:
         """``reset(seed)`` then ``actions`` in order, stopping at the end of the episode.
 
         When the runner batches (``step_many``), the whole list goes to the worker in one
-        message; what the environment does after its episode ended is ignored (a fatal
-        error there only marks the worker gone). Per-call time bounds cannot be read off a
-        batch: a batch slower than one call's bound is replayed call by call, which both
-        locates and confirms a slow call.
+        message; what the environment does after its episode ended is ignored. Per-call
+        time bounds and fatal errors cannot be attributed within a batch: a batch slower
+        than one call's bound, or one that killed the worker, is replayed call by call,
+        which locates the call (or shows it came after the episode ended).
         """
         self.reset(seed)
         many = getattr(self.runner, "step_many", None)
@@ -282,7 +282,13 @@ class Instance:
         except Exception as exc:
             self._fail(exc, "step")
         seconds = time.perf_counter() - t0
-        if seconds > self.bounds.call_time_bound_s:
+        fatal = any(isinstance(out, BaseException) and classify_error(out, "step")[1] for out in results)
+        if fatal or seconds > self.bounds.call_time_bound_s:
+            # A batch shares one deadline and one fate: which call hung or was slow (and
+            # whether it was before the episode ended) only a call-by-call replay tells.
+            if fatal:
+                self.alive = False
+                self.handle = None
             self.reset(seed)
             return self._play_sequential(actions)
         steps: list[Step] = []
@@ -294,11 +300,6 @@ class Instance:
             step = self._check_step(out, per_call, timed=False)
             steps.append(step)
             if step.done:
-                for later in results[i + 1 :]:
-                    if isinstance(later, BaseException) and classify_error(later, "step")[1]:
-                        self.alive = False
-                        self.handle = None
-                        break
                 break
         return steps
 

@@ -1,7 +1,8 @@
 """Stage 5, fuzz: property-based episodes with Hypothesis.
 
-Each example is ``reset(seed)`` followed by a list of actions drawn from the generic and
-domain strategies (see :mod:`..strategies`). Invariants, checked on every call by
+First a deterministic sweep plays every fixed probe (generic pool, domain samples, known
+actions) at least once; then each Hypothesis example is ``reset(seed)`` followed by a list
+of actions decoded from its bytes (see :mod:`..strategies`). Invariants, checked on every call by
 :class:`~..runner.Instance`: no exception escapes ``step``, types hold, the reward is
 finite and inside the declared range, observations stay under the size bound, every call
 stays under the time bound; and per episode: it ends within ``max_turns``.
@@ -26,7 +27,7 @@ from ..codes import Reason
 from ..context import Run
 from ..probes import COMMANDS, GARBAGE
 from ..runner import FATAL, Instance, Rejection
-from ..strategies import program as action_program
+from ..strategies import ActionProgram, program as action_program
 
 #: Longest action remembered as a probe for later stages.
 _PROBE_CHARS = 200
@@ -120,6 +121,11 @@ def fuzz_run(run: Run, *, examples: int | None = None) -> FuzzOutcome:
     min_steps = min(cfg.fuzz_min_steps, max_steps)
     env = run.env()
     outcome = FuzzOutcome()
+    try:
+        sweep(run, decoder, outcome)
+    except Rejection as rej:
+        outcome.failures.append(rej)
+        return outcome
 
     @settings(
         max_examples=examples or cfg.fuzz_examples,
@@ -163,6 +169,28 @@ def fuzz_run(run: Run, *, examples: int | None = None) -> FuzzOutcome:
         if not outcome.failures:
             raise
     return outcome
+
+
+def sweep(run: Run, program: ActionProgram, outcome: FuzzOutcome) -> None:
+    """Every fixed probe (generic pool, domain samples, known actions) at least once, in
+    episodes of up to ``fuzz_max_steps``: random exploration alone may miss one of ~200."""
+    env = run.env()
+    max_steps = max(1, min(run.config.fuzz_max_steps, run.candidate.max_turns))
+    remaining = list(dict.fromkeys(program.pool + program.domain + program.known))
+    seeds = run.config.seeds
+    n = 0
+    while remaining:
+        seed = seeds[n % len(seeds)]
+        n += 1
+        chunk = remaining[:max_steps]
+        try:
+            played = env.play(seed, chunk)
+        except Rejection as rej:
+            if rej.actions is None:
+                rej.actions = list(env.trail)
+            raise
+        outcome.steps += len(played)
+        remaining = remaining[max(1, len(played)) :]
 
 
 def long_episode(run: Run) -> int:

@@ -33,13 +33,17 @@ def default_checker() -> StaticChecker:
 
 
 def env_classes(tree: ast.Module) -> list[str]:
-    """Top-level classes named ``*Env`` that define both ``reset`` and ``step``."""
+    """The environment classes a source defines: top-level classes named ``*Env`` that
+    define ``reset`` and ``step`` or inherit (from a base, possibly imported, such as the
+    tool-use domain's ``ToolEnv``), minus those that only serve as a base of another one
+    (helper bases are allowed)."""
+    classes = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name.endswith("Env")]
+    used_as_base = {b.id for c in classes for b in c.bases if isinstance(b, ast.Name)}
     out = []
-    for node in tree.body:
-        if isinstance(node, ast.ClassDef) and node.name.endswith("Env"):
-            methods = {n.name for n in node.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}
-            if {"reset", "step"} <= methods:
-                out.append(node.name)
+    for node in classes:
+        methods = {n.name for n in node.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}
+        if ({"reset", "step"} <= methods or node.bases) and node.name not in used_as_base:
+            out.append(node.name)
     return out
 
 
@@ -66,10 +70,10 @@ def check(run: Run, checker: StaticChecker | None = None) -> str:
         if run.candidate.class_name not in classes:
             raise Rejection(
                 Reason.no_env_class,
-                f"class {run.candidate.class_name!r} with reset() and step() is not defined at top level",
+                f"class {run.candidate.class_name!r} is not an environment class defined at top level",
             )
     elif not classes:
-        raise Rejection(Reason.no_env_class, "no top-level class named '*Env' with reset() and step()")
+        raise Rejection(Reason.no_env_class, "no top-level class named '*Env' that defines or inherits reset() and step()")
     elif len(classes) > 1:
         raise Rejection(
             Reason.multiple_env_classes,
