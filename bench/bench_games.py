@@ -1,5 +1,6 @@
 """Games seed pool: cost of one episode in-process, through the Gymnasium adapter and in
-the sandbox, and how far blind guessing gets on each game.
+the sandbox; how far blind guessing gets on each game, and how an observation-only
+expert does (the floor and the ceiling of returns).
 
 Run: ``python -m bench.bench_games`` (or ``python -m bench games``). An episode is
 ``reset(seed)`` plus the replay of ``solution()``; each figure is the median over seeds.
@@ -22,10 +23,12 @@ from spade_core.env import ReferenceEnvAdapter
 from spade_core.source import load_trusted_class
 from spade_games.baselines import blind_score
 from spade_games.catalog import seed_envs
+from spade_games.experts import EXPERTS, play_expert
 
 LOCAL_SEEDS = range(40)
 SANDBOX_SEEDS = range(8)
 BLIND_EPISODES = 100
+EXPERT_EPISODES = 20
 
 
 def _episode(env: Any, seed: int) -> None:
@@ -55,7 +58,7 @@ def _sandbox_factory(seed_env: SeedEnv, pool: Any) -> Callable[[], Any]:
 def main() -> None:
     console = Console()
     if not console.is_terminal:  # piped output: keep every column readable
-        console = Console(width=max(console.width, 160))
+        console = Console(width=max(console.width, 180))
     try:
         from spade_sandbox import SandboxPool
 
@@ -64,9 +67,10 @@ def main() -> None:
         console.print(f"[yellow]sandbox unavailable ({type(exc).__name__}: {exc}); its columns stay empty")
         pool = None
     table = Table(title="games seed pool: one solved episode (median) and blind play",
-                  caption="sol = solution steps; blind = commands known, observations ignored")
+                  caption="sol = solution steps; blind = commands known, observations ignored; "
+                  "expert = observations only, no hidden state (median turns)")
     for col in ("game", "diff", "turns", "sol", "local µs", "adapter µs", "sandbox µs",
-                "adapter/local", "sandbox/local", "blind win", "blind ret"):
+                "adapter/local", "sandbox/local", "blind win", "blind ret", "expert win", "expert turns"):
         table.add_column(col, justify="left" if col == "game" else "right", no_wrap=True)
     seeds = seed_envs()
     ratios: list[float] = []
@@ -86,12 +90,17 @@ def main() -> None:
                 probe = cls()
                 probe.reset(seed=0)
                 blind = blind_score(seed_env, BLIND_EPISODES)
+                expert_cells = ["-", "-"]
+                if seed_env.name in EXPERTS:
+                    plays = [play_expert(seed_env, seed) for seed in range(EXPERT_EPISODES)]
+                    expert_cells = [f"{sum(p.won for p in plays) / len(plays):.2f}",
+                                    f"{statistics.median(p.turns for p in plays):.0f}"]
                 table.add_row(
                     seed_env.name, f"{seed_env.difficulty:.2f}", str(seed_env.max_turns),
                     str(len(probe.solution())), f"{local:.0f}", f"{adapted:.0f}",
                     "-" if sandboxed is None else f"{sandboxed:.0f}",
                     f"{adapted / local:.2f}x", "-" if sandboxed is None else f"{sandboxed / local:.0f}x",
-                    f"{blind.win_rate:.2f}", f"{blind.mean_return:.3f}",
+                    f"{blind.win_rate:.2f}", f"{blind.mean_return:.3f}", *expert_cells,
                 )
                 progress.advance(task)
     finally:
