@@ -41,9 +41,12 @@ class ZygoteBackend:
     """Workers forked from a warm zygote; ``command_prefix`` wraps the zygote in an outer
     jail (nsjail, bwrap) when set. ``spare`` keeps one pre-hardened worker forked ahead."""
 
-    def __init__(self, name: str = "native", command_prefix: Sequence[str] = (), spare: bool = True) -> None:
+    def __init__(
+        self, name: str = "native", command_prefix: Sequence[str] = (), spare: bool = True, cgroups: bool = True
+    ) -> None:
         self.name = name
         self.spare = spare
+        self.cgroups = cgroups
         self.command_prefix = list(command_prefix)
         self._zygote: ZygoteProcess | None = None
         self._lock = threading.Lock()
@@ -53,7 +56,9 @@ class ZygoteBackend:
             if self._zygote is None or not self._zygote.alive:
                 if self._zygote is not None:
                     self._zygote.close()
-                self._zygote = ZygoteProcess(self.command_prefix, limits.spawn_timeout_s, spare=self.spare)
+                self._zygote = ZygoteProcess(
+                    self.command_prefix, limits.spawn_timeout_s, spare=self.spare, cgroups=self.cgroups
+                )
             return self._zygote
 
     def start_worker(
@@ -62,7 +67,7 @@ class ZygoteBackend:
         from .pool import error_from_reply
 
         zygote = self.zygote(limits)
-        pid, sock, pidfd = zygote.spawn(spec)
+        pid, sock, pidfd, extras = zygote.spawn(spec)
         link = WorkerLink(worker_id, key, pid, sock, pidfd, zygote, limits.max_frame_bytes, call_timeout_s=limits.call_timeout_s)
         with link.lock:
             reply = link.receive("loading the environment", _now() + limits.spawn_timeout_s, limits.spawn_timeout_s)
@@ -74,6 +79,8 @@ class ZygoteBackend:
             info = reply[1] if isinstance(reply[1], dict) else {}
             layers = info.get("layers", [])
             link.layers = [str(x) for x in layers] if isinstance(layers, list) else []
+            if extras.get("cgroup"):
+                link.layers.append("cgroup")
             timings = info.get("timings_us", {})
             if isinstance(timings, dict):
                 link.timings_us = {str(k): int(v) for k, v in timings.items() if isinstance(v, int)}

@@ -40,8 +40,10 @@ _KIND_ERRORS: dict[str, type[SandboxError]] = {
 }
 
 
-def describe_status(status: int | None) -> tuple[type[SandboxError], str]:
+def describe_status(status: int | None, oom_killed: bool = False) -> tuple[type[SandboxError], str]:
     """Error class and wording for a worker's raw wait status."""
+    if oom_killed:
+        return SandboxMemoryError, "exceeded its cgroup memory limit (killed by the kernel)"
     if status is None:
         return SandboxCrash, "ended (exit status unknown)"
     if os.WIFSIGNALED(status):
@@ -61,13 +63,17 @@ def describe_status(status: int | None) -> tuple[type[SandboxError], str]:
 class ZygoteProcess:
     """The warm zygote, started as ``command_prefix + [python, -I, -m, spade_sandbox.zygote]``."""
 
-    def __init__(self, command_prefix: Sequence[str] = (), start_timeout_s: float = 30.0, spare: bool = True) -> None:
+    def __init__(
+        self, command_prefix: Sequence[str] = (), start_timeout_s: float = 30.0, spare: bool = True, cgroups: bool = True
+    ) -> None:
         self.lock = threading.Lock()
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         self.sock = ours
         cmd = [*command_prefix, sys.executable, "-I", "-m", "spade_sandbox.zygote", str(theirs.fileno())]
         if not spare:
             cmd.append("--no-spare")
+        if not cgroups:
+            cmd.append("--no-cgroups")
         try:
             self.proc = subprocess.Popen(
                 cmd,
@@ -100,8 +106,9 @@ class ZygoteProcess:
     def alive(self) -> bool:
         return self.proc.poll() is None
 
-    def spawn(self, spec: dict[str, Any]) -> tuple[int, socket.socket, int]:
-        """Fork a worker; returns (pid, socket to it, pidfd or -1)."""
+    def spawn(self, spec: dict[str, Any]) -> tuple[int, socket.socket, int, dict[str, Any]]:
+        """Fork a worker; returns (pid, socket to it, pidfd or -1, extras such as
+        ``{"cgroup": True}``)."""
         with self.lock:
             protocol.send(self.sock, ["spawn", spec])
             data, fds, _flags, _addr = socket.recv_fds(self.sock, 65536, 2)
@@ -115,16 +122,20 @@ class ZygoteProcess:
             raise SandboxUnavailable(reply[2])
         sock = socket.socket(fileno=fds[0])
         pidfd = fds[1] if len(fds) > 1 else -1
-        return int(reply[1]), sock, pidfd
+        extras = reply[2] if len(reply) > 2 and isinstance(reply[2], dict) else {}
+        return int(reply[1]), sock, pidfd, extras
 
-    def wait_status(self, pid: int) -> int | None:
+    def wait_status(self, pid: int) -> tuple[int | None, bool]:
+        """(raw wait status or None if unknown, killed by the cgroup OOM killer)."""
         with self.lock:
             try:
                 protocol.send(self.sock, ["status", pid])
                 reply = protocol.decode_trusted(protocol.recv_frame(self.sock))
             except (OSError, protocol.ChannelClosed):
-                return None
-        return reply[1] if reply[0] == protocol.OK else None
+                return None, False
+        if reply[0] != protocol.OK or not isinstance(reply[1], list):
+            return None, False
+        return int(reply[1][0]), bool(reply[1][1])
 
     def close(self) -> None:
         try:
@@ -285,8 +296,10 @@ class WorkerLink:
         """Kill the worker, record why it died and raise that error. ``why``/``cls`` None:
         the worker closed its channel on its own; ask the zygote how it ended."""
         self.kill()
-        status = self.zygote.wait_status(self.pid)
-        if why is None or cls is None:
+        status, oom = self.zygote.wait_status(self.pid)
+        if oom:
+            cls, why = describe_status(status, oom)
+        elif why is None or cls is None:
             cls, why = describe_status(status)
         self.mark_dead(cls(f"worker {self.pid} {why} during {what}; it was killed and its "
                            f"{len(self.instances)} instance(s) are lost"))

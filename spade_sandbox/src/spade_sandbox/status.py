@@ -15,7 +15,9 @@ from pydantic import BaseModel
 from .hardening import landlock_abi, secure_enough
 
 #: Layers in the order a worker applies them.
-LAYERS: tuple[str, ...] = ("rlimits", "namespaces", "userns", "uid_drop", "no_new_privs", "landlock", "seccomp")
+LAYERS: tuple[str, ...] = (
+    "rlimits", "namespaces", "userns", "uid_drop", "no_new_privs", "landlock", "seccomp", "cgroup",
+)
 
 _DESCRIPTIONS = {
     "rlimits": "address space, CPU time, open files, file size, no core dumps",
@@ -25,6 +27,7 @@ _DESCRIPTIONS = {
     "no_new_privs": "no_new_privs, non-dumpable, killed with the zygote",
     "landlock": "Landlock deny-all: files, TCP, abstract sockets, signals",
     "seccomp": "seccomp allow-list; exec/ptrace/mount/bpf... kill the worker",
+    "cgroup": "own memory + pids cgroup per worker (pids.max = 1), under the zygote's cgroup",
 }
 
 
@@ -90,6 +93,8 @@ def sandbox_status(backend: str = "native") -> SandboxStatus:
         detail = _DESCRIPTIONS[name]
         if name in missing:
             detail = f"unavailable: {missing[name]}"
+        elif name == "cgroup" and name not in active:
+            detail = "unavailable: no writable memory+pids cgroup hierarchy (optional layer)"
         elif not applicable:
             detail = "not needed: " + ("running as root" if name == "userns" else "not running as root")
         layers.append(LayerStatus(name=name, active=name in active, applicable=applicable, detail=detail))

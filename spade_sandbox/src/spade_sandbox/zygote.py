@@ -11,7 +11,8 @@ serves requests on the control socket:
 * ``["spawn", spec]`` — fork a worker for ``spec`` (source, class name, allowed modules,
   layer options); reply ``["ok", pid]`` with two descriptors attached: the pool's end of
   the worker's socketpair and a pidfd of the worker;
-* ``["status", pid]`` — wait for a worker that has ended; reply its raw wait status;
+* ``["status", pid]`` — wait for a worker that has ended; reply ``[raw wait status,
+  oom_killed]`` (``oom_killed``: its cgroup's OOM killer acted);
 * ``["import", [names]]`` — pre-import extra (trusted, allow-listed) modules;
 * ``["exit"]`` — kill every worker and leave. EOF on the control socket means the same.
 
@@ -30,6 +31,7 @@ from typing import Any
 
 from . import protocol
 from .allowlist import DEFAULT_ALLOWED_MODULES
+from .cgroups import WorkerCgroups
 from .guard import make_builtins, module_wrapper, preimport
 from .seccomp_policy import compile_program
 
@@ -52,6 +54,7 @@ class Spare:
         self.pidfd = pidfd
         self.key = key
         self.modules = modules
+        self.cgroup = False
 
     def release(self) -> None:
         """Close the zygote's copies of the descriptors (after handing them over)."""
@@ -69,14 +72,16 @@ class Spare:
 
 
 class Zygote:
-    def __init__(self, control: socket.socket, keep_spare: bool = True) -> None:
+    def __init__(self, control: socket.socket, keep_spare: bool = True, use_cgroups: bool = True) -> None:
         self.keep_spare = keep_spare
+        self.cgroups = WorkerCgroups.create(f"spade-zygote-{os.getpid()}") if use_cgroups else None
         self.spare: Spare | None = None
         #: Layer options of the spare to fork once the control socket goes quiet.
         self.spare_hardening: dict[str, Any] | None = None
         self.control = control
         self.children: set[int] = set()
-        self.statuses: dict[int, int] = {}
+        #: pid -> (raw wait status, killed by the cgroup's OOM killer)
+        self.statuses: dict[int, tuple[int, bool]] = {}
         self.seccomp_program = compile_program()
         self.imported: set[str] = set()
 
@@ -89,22 +94,28 @@ class Zygote:
                 return
             if pid == 0:
                 return
-            self.children.discard(pid)
-            if len(self.statuses) >= _MAX_STATUSES:
-                self.statuses.pop(next(iter(self.statuses)))
-            self.statuses[pid] = status
+            self.ended(pid, status)
 
-    def status(self, pid: int) -> int | None:
-        if pid in self.statuses:
-            return self.statuses.pop(pid)
-        if pid not in self.children:
-            return None
-        try:
-            _, status = os.waitpid(pid, 0)
-        except ChildProcessError:  # reaped by the handler meanwhile
-            return self.statuses.pop(pid, None)
+    def ended(self, pid: int, status: int) -> None:
         self.children.discard(pid)
-        return status
+        oom = False
+        if self.cgroups is not None:
+            oom = self.cgroups.oom_killed(pid)
+            self.cgroups.remove(pid)
+        if len(self.statuses) >= _MAX_STATUSES:
+            self.statuses.pop(next(iter(self.statuses)))
+        self.statuses[pid] = (status, oom)
+
+    def status(self, pid: int) -> list[Any] | None:
+        """``[raw wait status, oom_killed]`` of an ended worker (waiting for it if needed)."""
+        if pid not in self.statuses and pid in self.children:
+            try:
+                _, status = os.waitpid(pid, 0)
+                self.ended(pid, status)
+            except ChildProcessError:  # reaped by the handler meanwhile
+                pass
+        found = self.statuses.pop(pid, None)
+        return list(found) if found is not None else None
 
     def kill_all(self) -> None:
         for pid in list(self.children):
@@ -149,7 +160,12 @@ class Zygote:
             pidfd = os.pidfd_open(pid)
         except OSError:
             pidfd = -1
-        return Spare(pid, parent_end, pidfd, _hardening_key(hardening), frozenset(self.imported))
+        # Attached before the worker gets its load request, so before any untrusted code.
+        memory = int(hardening["layers"].get("memory_mb", 512)) * 1024 * 1024
+        in_cgroup = self.cgroups is not None and self.cgroups.attach(pid, memory)
+        spare = Spare(pid, parent_end, pidfd, _hardening_key(hardening), frozenset(self.imported))
+        spare.cgroup = in_cgroup
+        return spare
 
     def spawn(self, spec: dict[str, Any]) -> None:
         allowed = list(spec.get("allowed_modules", ()))
@@ -176,7 +192,8 @@ class Zygote:
             pass  # the worker already died; the pool reads why from its socket
         try:
             fds = [worker.sock.fileno()] + ([worker.pidfd] if worker.pidfd >= 0 else [])
-            socket.send_fds(self.control, [protocol.encode([protocol.OK, worker.pid])], fds)
+            reply = [protocol.OK, worker.pid, {"cgroup": worker.cgroup}]
+            socket.send_fds(self.control, [protocol.encode(reply)], fds)
         finally:
             worker.release()
         self.spare_hardening = hardening if self.keep_spare else None
@@ -215,6 +232,8 @@ class Zygote:
                 os.waitpid(pid, 0)
             except ChildProcessError:
                 pass
+        if self.cgroups is not None:
+            self.cgroups.close()
 
 
 def protocol_exit() -> int:
@@ -225,7 +244,8 @@ def protocol_exit() -> int:
 
 def main() -> None:
     control = socket.socket(fileno=int(sys.argv[1]))
-    zygote = Zygote(control, keep_spare="--no-spare" not in sys.argv[2:])
+    flags = sys.argv[2:]
+    zygote = Zygote(control, keep_spare="--no-spare" not in flags, use_cgroups="--no-cgroups" not in flags)
     zygote.preimport(sorted(DEFAULT_ALLOWED_MODULES))
     # Worker-side modules and wrappers are built once here, then shared copy-on-write.
     import traceback  # noqa: F401
