@@ -1,0 +1,45 @@
+"""The labelled corpus through the real sandbox: every good environment passes, every
+broken one is rejected at its labelled stage with its labelled reason."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import CORPUS
+
+from spade_designer.validation import STAGE_ORDER, Reason
+from spade_designer.validation.evaluate import evaluate, load_corpus
+
+
+def test_the_manifest_labels_every_file_once_and_covers_every_stage():
+    labels = load_corpus(CORPUS)
+    good = [lab for lab in labels if lab.kind == "good"]
+    bad = [lab for lab in labels if lab.kind == "bad"]
+    assert len(labels) >= 60 and len(good) >= 20
+    assert {lab.stage for lab in bad} == {s.value for s in STAGE_ORDER}
+    assert {lab.reason for lab in bad} <= {r.value for r in Reason}
+    assert all(lab.expect == "pass" for lab in good) and all(lab.expect == "reject" for lab in bad)
+
+
+@pytest.fixture(scope="module")
+def evaluation():
+    return evaluate(CORPUS)
+
+
+def test_every_good_environment_passes(evaluation):
+    wrong = [(o.label.name, o.report.reasons) for o in evaluation.outcomes if o.label.kind == "good" and not o.correct]
+    assert wrong == []
+
+
+def test_every_broken_environment_is_rejected_at_the_right_stage_for_the_right_reason(evaluation):
+    wrong = [
+        (o.label.name, f"expected {o.label.stage}/{o.label.reason}", f"got {o.stage}/{o.reason}")
+        for o in evaluation.outcomes
+        if o.label.kind == "bad" and not o.correct
+    ]
+    assert wrong == []
+
+
+def test_precision_and_recall_are_perfect_per_stage(evaluation):
+    for row in evaluation.stage_rows():
+        assert row["precision"] == 1.0 and row["recall"] == 1.0, row
+    assert "| fuzz |" in evaluation.markdown()
