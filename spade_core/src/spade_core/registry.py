@@ -293,7 +293,7 @@ def make_stored_env(
             render_mode=render_mode,
         )
     try:
-        from spade_sandbox import SandboxedEnv
+        from spade_sandbox import SandboxedEnv  # type: ignore[attr-defined]  # lazy export
     except ImportError as exc:
         if exc.name not in ("spade_sandbox", None):
             raise

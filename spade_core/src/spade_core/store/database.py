@@ -144,14 +144,15 @@ def open_database(url: str, *, create: bool) -> Database:
             raise StoreError(f"{where}: cannot use this store URL: {err}") from None
         return Database(parsed, engine, where, None)
 
-    memory = not parsed.database or parsed.database == ":memory:"
+    database = parsed.database
+    memory = not database or database == ":memory:"
     path: Path | None = None
-    if memory:
+    if memory or database is None:
         engine = create_engine(
             "sqlite://", poolclass=StaticPool, connect_args={"check_same_thread": False}, future=True
         )
     else:
-        path = Path(parsed.database).expanduser()
+        path = Path(database).expanduser()
         if path.is_dir():
             raise StoreError(f"{path}: is a directory, not a store file")
         if not path.exists():
@@ -191,4 +192,6 @@ def _configure_sqlite(engine: Engine, *, wal: bool) -> None:
     def _on_begin(conn: Connection) -> None:
         write = conn.get_execution_options().get(_WRITE_OPTION, False)
         # Straight to the driver: a statement through SQLAlchemy costs more than BEGIN itself.
-        conn.connection.driver_connection.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+        driver = conn.connection.driver_connection
+        assert driver is not None  # a connection inside its "begin" event is open
+        driver.execute("BEGIN IMMEDIATE" if write else "BEGIN")
