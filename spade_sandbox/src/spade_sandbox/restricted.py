@@ -66,7 +66,7 @@ def _restricted_compile(source: str) -> Any:
             "the restricted backend needs RestrictedPython (pip install 'spade-sandbox[restricted]')"
         ) from None
 
-    class EnvPolicy(RestrictingNodeTransformer):  # type: ignore[misc]
+    class EnvPolicy(RestrictingNodeTransformer):
         """RestrictedPython's policy, relaxed for the idioms generated environments use
         (and that the static layer has already vetted): private names, the safe dunders
         (``super().__init__``, ``__name__``), annotated and augmented attribute assignment."""

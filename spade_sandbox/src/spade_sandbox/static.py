@@ -131,7 +131,7 @@ class _Checker(ast.NodeVisitor):
             self.add(node, "builtin", f"shadowing {node.name!r} is not allowed")
         self.generic_visit(node)
 
-    visit_AsyncFunctionDef = visit_FunctionDef  # type: ignore[assignment]
+    visit_AsyncFunctionDef = visit_FunctionDef
 
     def visit_ClassDef(self, node: ast.ClassDef) -> None:
         for kw in node.keywords:

@@ -153,7 +153,7 @@ def _info(value: Any, method: str) -> dict[str, Any]:
         return {}
     if not isinstance(value, dict):
         raise ContractBroken(f"{method}() returned info of type {type(value).__name__}, expected dict", method)
-    return wire_value(value)  # type: ignore[no-any-return]
+    return wire_value(value)
 
 
 def wire_reset(result: Any, limit: int) -> list[Any]:
