@@ -237,3 +237,31 @@ def test_an_edited_export_is_caught_by_its_code_hash(tmp_path: Path, spade_home:
     code, report = import_json(str(out))
     assert code == 1
     assert "code_hash in the metadata does not match the code" in report[0]["reason"]
+
+
+def test_decisions_inside_one_file_see_the_items_before_them(tmp_path: Path, spade_home: Path) -> None:
+    """New items are written in batches; an item must still see every earlier one."""
+    guess = (REFERENCE_ENVS / "guess_number.py").read_text()
+    variant = guess.replace("high=64", "high=48")
+    sort = (REFERENCE_ENVS / "swap_sort.py").read_text()
+    rows = [
+        {"code": guess},                      # derived name GuessNumber
+        {"code": variant},                    # same class, other code: hash suffix
+        {"code": guess},                      # the first again: unchanged
+        {"name": "s", "code": sort},
+        {"name": "s", "code": sort.replace("size=5", "size=4")},  # explicit name clash
+    ]
+    pool = tmp_path / "pool.jsonl"
+    pool.write_text("".join(json.dumps({**r, "domain": "games"}) + "\n" for r in rows))
+    code, report = import_json(str(pool))
+    assert code == 1
+    suffix = code_hash(variant)[:8]
+    assert [(r["outcome"], r["env_id"]) for r in report] == [
+        ("imported", "GuessNumber-v1"),
+        ("imported", f"GuessNumber_{suffix}-v1"),
+        ("unchanged", "GuessNumber-v1"),
+        ("imported", "s-v1"),
+        ("failed", None),
+    ]
+    with open_store() as store:
+        assert store.count() == 3

@@ -385,35 +385,120 @@ class ImportReport:
         return all(o.outcome != "failed" for o in self.outcomes)
 
 
-def _store_one(store: Any, item: PreparedItem, options: ImportOptions, new_version: bool) -> ImportOutcome:
-    """Add one prepared item; idempotent for code already stored under the same name."""
-    meta = item.metadata
-    notes = list(item.ignored and [f"ignored columns: {', '.join(item.ignored)}"])
-    stored = store.versions(meta.name)
-    same_code = next((m for m in stored if m.code_hash == meta.code_hash), None)
-    if same_code is None and stored and item.name_derived:
-        # A name taken from the class name says nothing about identity: two different
-        # pool entries may both define ``MazeEnv``. Disambiguate deterministically by the
-        # code hash so that a re-import finds the same name again.
-        renamed = f"{meta.name[:111]}_{meta.code_hash[:8]}"
-        notes.append(f"name {meta.name!r} is taken by other code; stored as {renamed!r}")
-        meta = meta.model_copy(update={"name": renamed, "id": f"{renamed}-v{meta.version}"})
-        stored = store.versions(renamed)
+#: New environments written per store transaction.
+WRITE_BATCH = 500
+
+
+@dataclass
+class _Pending:
+    """A new environment waiting for the next batched write."""
+
+    index: int
+    item: PreparedItem
+    metadata: EnvMetadata
+    notes: tuple[str, ...]
+
+
+class _BatchImport:
+    """Decides each item's fate against the store and writes new ones in batches.
+
+    Decisions read the store (``versions(name)``); the common case, a new environment,
+    is queued and written ``WRITE_BATCH`` at a time with ``add_many`` (one transaction per
+    batch instead of per item). Before an item whose name is already queued is decided,
+    the queue is written, so every decision sees everything before it.
+    """
+
+    def __init__(
+        self,
+        store: Any,
+        options: ImportOptions,
+        new_version: bool,
+        on_item: Callable[[ImportOutcome], None] | None,
+    ) -> None:
+        self.store = store
+        self.options = options
+        self.new_version = new_version
+        self.on_item = on_item
+        self.outcomes: list[ImportOutcome | None] = []
+        self.pending: list[_Pending] = []
+        self.pending_names: set[str] = set()
+
+    def _finish(self, index: int, outcome: ImportOutcome) -> None:
+        self.outcomes[index] = outcome
+        if self.on_item is not None:
+            self.on_item(outcome)
+
+    def flush(self) -> None:
+        if not self.pending:
+            return
+        batch, self.pending, self.pending_names = self.pending, [], set()
+        try:
+            saved = self.store.add_many([(p.item.source, p.metadata) for p in batch])
+        except StoreError as exc:
+            done = sum(o is not None for o in self.outcomes)
+            raise StoreError(
+                f"import stopped writing {batch[0].item.origin}..{batch[-1].item.origin} "
+                f"after {done} item(s): {exc}"
+            ) from exc
+        for p, meta in zip(batch, saved, strict=True):
+            self._finish(p.index, ImportOutcome(p.item.origin, "imported", meta.id, notes=p.notes))
+
+    def add(self, raw: RawItem) -> None:
+        index = len(self.outcomes)
+        self.outcomes.append(None)
+        try:
+            prepared = prepare(raw, self.options)
+        except ItemError as exc:
+            self._finish(index, ImportOutcome(raw.origin, "failed", reason=exc.reason))
+            return
+        if prepared.metadata.name in self.pending_names or (
+            prepared.name_derived and any(n.startswith(prepared.metadata.name) for n in self.pending_names)
+        ):
+            self.flush()
+        try:
+            self._decide(index, prepared)
+        except (InvalidTransition, EnvNotFound) as exc:
+            self._finish(index, ImportOutcome(raw.origin, "failed", reason=str(exc)))
+        except StoreError as exc:
+            done = sum(o is not None for o in self.outcomes)
+            raise StoreError(f"import stopped at {raw.origin} after {done} item(s): {exc}") from exc
+        if len(self.pending) >= WRITE_BATCH:
+            self.flush()
+
+    def _decide(self, index: int, item: PreparedItem) -> None:
+        """Idempotent for code already stored under the same name; see :func:`import_items`."""
+        store = self.store
+        meta = item.metadata
+        notes = list(item.ignored and [f"ignored columns: {', '.join(item.ignored)}"])
+        stored = store.versions(meta.name)
         same_code = next((m for m in stored if m.code_hash == meta.code_hash), None)
-    if same_code is not None:
-        if options.status is not None and same_code.status != options.status:
-            updated = store.set_status(same_code.id, options.status)
-            notes.append(f"status {same_code.status.value} -> {updated.status.value}")
-        return ImportOutcome(item.origin, "unchanged", same_code.id, notes=tuple(notes))
-    if any(m.version == meta.version for m in stored) and not new_version:
-        return ImportOutcome(
-            item.origin,
-            "failed",
-            reason=f"{meta.id} already exists with different code (use --new-version to add it as the next version)",
-            notes=tuple(notes),
-        )
-    saved = store.add(item.source, meta, new_version=new_version)
-    return ImportOutcome(item.origin, "imported", saved.id, notes=tuple(notes))
+        if same_code is None and stored and item.name_derived:
+            # A name taken from the class name says nothing about identity: two different
+            # pool entries may both define ``MazeEnv``. Disambiguate deterministically by
+            # the code hash so that a re-import finds the same name again.
+            renamed = f"{meta.name[:111]}_{meta.code_hash[:8]}"
+            notes.append(f"name {meta.name!r} is taken by other code; stored as {renamed!r}")
+            meta = meta.model_copy(update={"name": renamed, "id": f"{renamed}-v{meta.version}"})
+            if renamed in self.pending_names:
+                self.flush()
+            stored = store.versions(renamed)
+            same_code = next((m for m in stored if m.code_hash == meta.code_hash), None)
+        if same_code is not None:
+            if self.options.status is not None and same_code.status != self.options.status:
+                updated = store.set_status(same_code.id, self.options.status)
+                notes.append(f"status {same_code.status.value} -> {updated.status.value}")
+            self._finish(index, ImportOutcome(item.origin, "unchanged", same_code.id, notes=tuple(notes)))
+            return
+        if any(m.version == meta.version for m in stored):
+            if not self.new_version:
+                reason = f"{meta.id} already exists with different code (use --new-version to add it as the next version)"
+                self._finish(index, ImportOutcome(item.origin, "failed", reason=reason, notes=tuple(notes)))
+                return
+            saved = store.add(item.source, meta, new_version=True)
+            self._finish(index, ImportOutcome(item.origin, "imported", saved.id, notes=tuple(notes)))
+            return
+        self.pending.append(_Pending(index, item, meta, tuple(notes)))
+        self.pending_names.add(meta.name)
 
 
 def import_items(
@@ -426,25 +511,17 @@ def import_items(
 ) -> ImportReport:
     """Prepare and store every item; item problems are outcomes, never exceptions.
 
-    A :class:`~spade_core.errors.StoreError` that is about the store itself (it cannot be
-    read or written) stops the batch: it is raised with how many items were done, after
-    ``on_item`` has seen every finished item.
+    Rules per item: code already stored under its name is ``unchanged`` (``--status``
+    still applies); a derived name taken by other code gets the code hash as suffix; an
+    explicit ``name-vN`` taken by other code fails unless ``new_version`` (then it becomes
+    the next version); anything else is ``imported``. Outcomes come in input order.
+
+    A :class:`~spade_core.errors.StoreError` about the store itself (it cannot be read or
+    written) stops the batch and is raised naming where it stopped; items written before
+    stay written.
     """
-    report = ImportReport()
+    run = _BatchImport(store, options, new_version, on_item)
     for raw in items:
-        try:
-            prepared = prepare(raw, options)
-        except ItemError as exc:
-            outcome = ImportOutcome(raw.origin, "failed", reason=exc.reason)
-        else:
-            try:
-                outcome = _store_one(store, prepared, options, new_version)
-            except (InvalidTransition, EnvNotFound) as exc:
-                outcome = ImportOutcome(raw.origin, "failed", reason=str(exc))
-            except StoreError as exc:
-                done = len(report.outcomes)
-                raise StoreError(f"import stopped at {raw.origin} after {done} item(s): {exc}") from exc
-        report.outcomes.append(outcome)
-        if on_item is not None:
-            on_item(outcome)
-    return report
+        run.add(raw)
+    run.flush()
+    return ImportReport([o for o in run.outcomes if o is not None])
