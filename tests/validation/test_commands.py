@@ -5,10 +5,9 @@ from __future__ import annotations
 import json
 
 from conftest import CORPUS, corpus_source
-from typer.testing import CliRunner
-
 from spade_core.cli import build_app
 from spade_core.metadata import EnvMetadata, ValidationReport
+from typer.testing import CliRunner
 
 RUNNER = CliRunner()
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import pytest
 from conftest import CORPUS
-
 from spade_designer.validation import STAGE_ORDER, Reason
 from spade_designer.validation.evaluate import evaluate, load_corpus
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import pytest
 from conftest import corpus_source
-
 from spade_core.metadata import EnvMetadata
 from spade_designer.validation import (
     STAGE_ORDER,

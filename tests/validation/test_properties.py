@@ -8,7 +8,6 @@ import string
 
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
-
 from spade_core.actions import format_boxed
 from spade_designer.validation.codes import Reason
 from spade_designer.validation.leakage import leaked_payloads, tokens

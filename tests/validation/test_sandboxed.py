@@ -5,7 +5,6 @@ from __future__ import annotations
 import time
 
 from conftest import corpus_source
-
 from spade_designer.validation import ValidationConfig, ValidationRequest, Validator, fuzz
 
 

@@ -7,10 +7,10 @@ evaluation, dashboards) branch on the code, people read the message.
 
 from __future__ import annotations
 
-from enum import Enum
+from enum import StrEnum
 
 
-class Stage(str, Enum):
+class Stage(StrEnum):
     """The pipeline's stages, in the order they run; the first failure stops it."""
 
     static = "static"
@@ -26,7 +26,7 @@ class Stage(str, Enum):
 STAGE_ORDER: tuple[Stage, ...] = tuple(Stage)
 
 
-class Reason(str, Enum):
+class Reason(StrEnum):
     """Why a stage rejected an environment (``Finding.code``)."""
 
     # static

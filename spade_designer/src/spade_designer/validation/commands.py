@@ -13,7 +13,6 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
-
 from spade_core.metadata import EnvMetadata, ValidationReport
 
 from .config import ValidationConfig

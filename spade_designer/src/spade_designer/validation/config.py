@@ -43,7 +43,7 @@ class ValidationConfig(BaseModel):
 
     # --- fuzz ----------------------------------------------------------------------------
     #: Hypothesis examples (episodes) per fuzz run.
-    fuzz_examples: int = Field(default=24, ge=1)
+    fuzz_examples: int = Field(default=16, ge=1)
     #: Shortest and longest action list of one fuzz example (about 200 steps per run).
     fuzz_min_steps: int = Field(default=8, ge=1)
     fuzz_max_steps: int = Field(default=16, ge=1)

@@ -25,7 +25,8 @@ from .context import Candidate, Run
 from .errors import ValidationInputError
 from .minhash import MinHasher, NoveltyIndex
 from .runner import EnvRunner, Rejection
-from .stages import contract, degenerate, determinism, feasibility, fuzz as fuzz_stage, load, novelty, static
+from .stages import contract, degenerate, determinism, feasibility, load, novelty, static
+from .stages import fuzz as fuzz_stage
 
 _CHECKS: dict[Stage, Callable[[Run], str]] = {
     Stage.load: load.check,

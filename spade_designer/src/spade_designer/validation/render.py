@@ -6,7 +6,6 @@ from rich.console import Console, Group
 from rich.markup import escape
 from rich.panel import Panel
 from rich.table import Table
-
 from spade_core.metadata import ValidationReport
 
 from .codes import STAGE_ORDER

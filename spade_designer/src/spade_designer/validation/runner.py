@@ -293,7 +293,7 @@ class Instance:
             return self._play_sequential(actions)
         steps: list[Step] = []
         per_call = seconds / len(actions)
-        for i, (action, out) in enumerate(zip(actions, results, strict=True)):
+        for action, out in zip(actions, results, strict=True):
             self.trail.append(action)
             if isinstance(out, BaseException):
                 self._fail(out, "step")

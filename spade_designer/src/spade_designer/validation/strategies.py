@@ -12,10 +12,10 @@ from __future__ import annotations
 import functools
 import json
 import re
-from dataclasses import dataclass
 from collections.abc import Sequence
-from hypothesis import strategies as st
+from dataclasses import dataclass
 
+from hypothesis import strategies as st
 from spade_core.actions import ToolCall, format_boxed, format_tool_calls
 from spade_core.domains import Domain
 
@@ -139,7 +139,7 @@ class ActionProgram:
                 i += 1
                 if self.known:
                     base = self.known[arg % len(self.known)]
-                    out.append(_DIGITS.sub(lambda _m: str(value), base, count=1) if _DIGITS.search(base) else base)
+                    out.append(_DIGITS.sub(str(value), base, count=1) if _DIGITS.search(base) else base)
                 else:
                     out.append(format_boxed(str(value)))
             else:

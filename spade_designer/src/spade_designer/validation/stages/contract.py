@@ -15,7 +15,6 @@ from typing import Any
 
 from gymnasium.envs.registration import EnvSpec
 from gymnasium.utils.env_checker import check_env
-
 from spade_core.env import ReferenceEnvAdapter, UnicodeText
 
 from ..codes import Reason

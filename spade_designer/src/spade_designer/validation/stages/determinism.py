@@ -13,8 +13,8 @@ from typing import Any
 from ..codes import Reason
 from ..context import Run
 from ..probes import mixed_sequence
-from ..runner import FATAL as _FATAL, Instance, Rejection
-
+from ..runner import FATAL as _FATAL
+from ..runner import Instance, Rejection
 
 
 def trajectory(env: Instance, seed: int, actions: list[str], *, with_solution: bool = True) -> list[Any]:

@@ -27,7 +27,8 @@ from ..codes import Reason
 from ..context import Run
 from ..probes import COMMANDS, GARBAGE
 from ..runner import FATAL, Instance, Rejection
-from ..strategies import ActionProgram, program as action_program
+from ..strategies import ActionProgram
+from ..strategies import program as action_program
 
 #: Longest action remembered as a probe for later stages.
 _PROBE_CHARS = 200
