@@ -52,7 +52,7 @@ def test_solution_wins_for_any_seed(seed_env: SeedEnv, seed: int) -> None:
     assert result is not None and result[1:4] == (1.0, True, False)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(action=actions())
 def test_fuzz_strategy_yields_strings_with_parseable_boxes(action: str) -> None:
     assert isinstance(action, str)

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
-from spade_core.domains import Domain
+from spade_core.domains import Domain, EvalSuite
 from spade_core.hookspecs import hookimpl
 from spade_core.metadata import ActionFormat
 
@@ -30,6 +31,12 @@ GARBAGE_ACTIONS: tuple[str, ...] = (
 )
 
 
+def _seed_pool_suite(**options: Any) -> Any:
+    from .evaluation import evaluate  # imported when the suite runs, not when domains are listed
+
+    return evaluate(**options)
+
+
 def games_domain() -> Domain:
     """The games domain: six reasoning skills, the seed pool, and fuzzing support."""
     return Domain(
@@ -44,6 +51,17 @@ def games_domain() -> Domain:
         seed_envs=seed_envs(),
         fuzz_strategy=actions,
         garbage_actions=GARBAGE_ACTIONS,
+        eval_suites={
+            "seed_pool": EvalSuite(
+                name="seed_pool",
+                description=(
+                    "A player (one per episode, observation -> action) on every seed game: mean return, "
+                    "win rate and turns per game and per skill; without a player, the blind floor and "
+                    "expert ceiling of each game."
+                ),
+                run=_seed_pool_suite,
+            )
+        },
     )
 
 
