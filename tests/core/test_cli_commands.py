@@ -303,3 +303,37 @@ def test_a_plugin_whose_commands_fail_does_not_take_the_cli_down(
     assert "broken" in run.stdout
     warning = capsys.readouterr().err
     assert "plugin 'broken' could not add its commands: ImportError: No module named 'missing_dep'" in warning
+
+
+def test_main_loads_only_the_plugins_the_config_names(
+    tmp_path: Path, spade_home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from spade_core.plugins import reset_plugins
+
+    (tmp_path / "spade.toml").write_text("[spade]\nplugins = []\n")
+    try:
+        with pytest.raises(SystemExit) as exit_info:
+            main(["plugins", "--json"])
+        assert exit_info.value.code == 0
+        names = [p["name"] for p in json.loads(capsys.readouterr().out)]
+        assert names == ["spade_core.builtin"]
+    finally:
+        reset_plugins(None)  # the next get_plugins() loads the installed set again
+
+
+def test_main_reports_an_unknown_plugin_selection(
+    spade_home: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from spade_core.plugins import reset_plugins
+
+    monkeypatch.setenv("SPADE_PLUGINS", "no_such_plugin")
+    reset_plugins(None)
+    try:
+        with pytest.raises(SystemExit) as exit_info:
+            main(["list"])
+        assert exit_info.value.code == 2
+        err = capsys.readouterr().err
+        assert err.startswith("error: SPADE_PLUGINS / config 'plugins' names plugin(s) that are not installed: no_such_plugin")
+    finally:
+        monkeypatch.delenv("SPADE_PLUGINS")
+        reset_plugins(None)

@@ -247,7 +247,15 @@ def play(
     if entry.kind == "store" and (in_process or config.store_envs_run == "in-process"):
         console.print("[yellow]running store code in this process (no sandbox)[/]")
 
+    interactive = sys.stdin.isatty()
+
     def read_line() -> str | None:
+        if interactive:  # input() gives a person line editing and history
+            try:
+                return console.input("[bold]>[/] ")
+            except EOFError:
+                console.print()
+                return None
         console.print("[bold]>[/] ", end="")
         line = sys.stdin.readline()
         if not line:
