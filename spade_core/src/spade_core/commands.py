@@ -9,6 +9,7 @@ one red line (see :mod:`spade_core.cli`).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 from enum import StrEnum
@@ -374,32 +375,20 @@ def plugins(
     """List loaded plugins: distribution, version, hooks and the domains they register."""
     ps = command_plugins(ctx)
     ps.domains()  # fills each plugin's domain list
-    infos = [
-        {
-            "name": i.name,
-            "module": i.module,
-            "distribution": i.distribution,
-            "version": i.version,
-            "builtin": i.builtin,
-            "hooks": i.hooks,
-            "domains": i.domains,
-        }
-        for i in ps.infos
-    ]
     if as_json:
-        _echo_json(infos)
+        _echo_json([dataclasses.asdict(i) for i in ps.infos])
         return
-    table = Table(title=f"{len(infos)} plugins", title_justify="left")
+    table = Table(title=f"{len(ps.infos)} plugins", title_justify="left")
     for col in ("name", "distribution", "version", "builtin", "hooks", "domains"):
         table.add_column(col, overflow="fold")
-    for i in infos:
+    for i in ps.infos:
         table.add_row(
-            escape(i["name"]),
-            escape(i["distribution"] or "-"),
-            escape(i["version"] or "-"),
-            "yes" if i["builtin"] else "",
-            escape(", ".join(h.removeprefix("spade_") for h in i["hooks"]) or "-"),
-            escape(", ".join(i["domains"]) or "-"),
+            escape(i.name),
+            escape(i.distribution or "-"),
+            escape(i.version or "-"),
+            "yes" if i.builtin else "",
+            escape(", ".join(h.removeprefix("spade_") for h in i.hooks) or "-"),
+            escape(", ".join(i.domains) or "-"),
         )
     _console().print(table)
 
