@@ -194,3 +194,21 @@ def test_the_stdlib_fast_path_and_the_store_agree_on_admitted_ids(tmp_path: Path
     assert len(expected) == 10
     assert quick_read.admitted_ids(path) == expected
     assert sorted(quick_read.admitted_prefixed_ids(path, "spade/")) == sorted(f"spade/{i}" for i in expected)
+
+
+def test_under_ci_a_missing_postgres_url_fails_the_run_instead_of_skipping(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "CI": "true"}
+    env.pop("SPADE_TEST_POSTGRES_URL", None)
+    here = Path(__file__)
+    out = subprocess.run(
+        [sys.executable, "-m", "pytest", str(here.with_name("test_store.py")), "-q", "-p", "no:cacheprovider",
+         "-k", "test_versions_of_an_unknown_name_is_empty"],
+        capture_output=True, text=True, env=env, cwd=here.parents[2], timeout=300,
+    )
+    assert out.returncode != 0
+    assert "CI=true but SPADE_TEST_POSTGRES_URL is not set" in out.stdout
+    assert "1 passed" in out.stdout  # the SQLite variant still ran
