@@ -21,6 +21,22 @@ def sandbox_processes() -> list[psutil.Process]:
     return psutil.Process().children(recursive=True)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def no_leaks_after_the_suite() -> Iterator[None]:
+    """After every sandbox test: no zygote or worker process left, no descriptor leaked."""
+    fds = open_fds()
+    procs = {p.pid for p in sandbox_processes()}
+    yield
+    from spade_sandbox import pool as pool_module
+
+    if pool_module._default is not None:  # a test may have used the process-wide pool
+        pool_module._default.close()
+    leftover = [p for p in sandbox_processes() if p.pid not in procs and p.status() != psutil.STATUS_ZOMBIE]
+    assert leftover == [], f"sandbox processes left behind: {leftover}"
+    leaked = open_fds() - fds
+    assert not leaked, f"descriptors leaked: {sorted(leaked)}"
+
+
 @pytest.fixture(scope="module")
 def pool() -> Iterator[SandboxPool]:
     """A hardened pool with short deadlines, shared by one test module."""
