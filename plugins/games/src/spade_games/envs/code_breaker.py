@@ -53,8 +53,8 @@ class CodeBreakerEnv:
         if cmd is None:
             return "Invalid action: wrap one command in \\boxed{...}. " + self.GRAMMAR, 0.0, False
         parts = cmd.lower().split()
-        if len(parts) == 2 and parts[0] == "guess":
-            guess = parts[1]
+        if len(parts) >= 2 and parts[0] == "guess":
+            guess = "".join(parts[1:])  # "1 2 3 4" means 1234
             if len(guess) != self.LENGTH or any(ch not in self.DIGITS for ch in guess):
                 return "Invalid guess %r: use exactly four digits from 1 to 6." % guess[:20], 0.0, False
             exact, misplaced = _score(self.code, guess)

@@ -73,6 +73,8 @@ class SonarSearchEnv:
                 if len(self.found) == len(self.buoys):
                     return "You recovered the last buoy at (%d, %d)!" % cell, 1.0, True
                 return "You recovered a buoy at (%d, %d)! One more to go." % cell, self._progress(), False
+            if cell in self.found:
+                return "You already recovered the buoy at (%d, %d)." % cell, self._progress(), False
             return "Nothing at (%d, %d)." % cell, self._progress(), False
         return "Unknown command %r. %s" % (cmd[:60], self.GRAMMAR), self._progress(), False
 
