@@ -129,3 +129,23 @@ def test_a_sidecar_json_supplies_metadata_for_a_py_file(tmp_path: Path) -> None:
     assert prepare(items[0]).metadata.id == "hanoi-v1"
     with pytest.raises(ItemError, match="metadata file other.json is not valid JSON"):
         prepare(items[1])
+
+
+def test_a_store_failure_while_writing_stops_the_batch_and_says_where() -> None:
+    """A store that fails on write (a test double: the disk-full case is hard to make real)."""
+    from spade_core.errors import StoreError
+    from spade_core.importer import import_items
+
+    class FailingStore:
+        def versions(self, name: str) -> list:
+            return []
+
+        def add_many(self, items: list) -> list:
+            raise StoreError("store.db: database or disk is full")
+
+    seen = []
+    rows = [RawItem("bad.jsonl:1", {"code": "nope"}), RawItem("p.jsonl:2", {"code": HANOI, "domain": "g"})]
+    with pytest.raises(StoreError) as err:
+        import_items(FailingStore(), rows, on_item=seen.append)
+    assert "import stopped writing p.jsonl:2..p.jsonl:2 after 1 item(s): store.db: database or disk is full" in str(err.value)
+    assert [o.outcome for o in seen] == ["failed"], "items finished before the failure were reported"
