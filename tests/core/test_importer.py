@@ -149,3 +149,14 @@ def test_a_store_failure_while_writing_stops_the_batch_and_says_where() -> None:
         import_items(FailingStore(), rows, on_item=seen.append)
     assert "import stopped writing p.jsonl:2..p.jsonl:2 after 1 item(s): store.db: database or disk is full" in str(err.value)
     assert [o.outcome for o in seen] == ["failed"], "items finished before the failure were reported"
+
+
+def test_a_foreign_metadata_object_counts_as_flat_columns() -> None:
+    row = {
+        "env_code": HANOI,
+        "metadata": json.dumps({"env_name": "hanoi", "skill": "planning", "win_rate": 0.4, "domain": "games"}),
+        "skill": "strategy",
+    }
+    item = prepare(RawItem("row", row))
+    assert (item.metadata.name, item.metadata.skill, item.metadata.domain) == ("hanoi", "strategy", "games")
+    assert item.ignored == ("win_rate",)

@@ -8,9 +8,9 @@ Accepted inputs (what ``spade import`` reads):
 * JSONL or Parquet with one environment per row, as published pools are: the code in a
   column named ``code`` / ``env_code`` / ``source`` / ``env_source`` / ``program`` and
   metadata either as flat columns (``name`` / ``env_name`` / ``env_id``, ``skill``,
-  ``description``, ``domain``, ``difficulty``, ``max_turns``...) or as a full
-  :class:`~spade_core.metadata.EnvMetadata` document in a ``metadata`` column (what
-  ``spade export`` writes).
+  ``description``, ``domain``, ``difficulty``, ``max_turns``...), possibly nested in a
+  ``metadata`` object, or as a full :class:`~spade_core.metadata.EnvMetadata` document
+  (with ``schema_version``) in a ``metadata`` column (what ``spade export`` writes).
 
 Every row is judged on its own: a malformed line, missing code, a syntax error, no class
 ending in ``Env`` or metadata that fails validation becomes an :class:`ItemError` naming
@@ -266,7 +266,11 @@ def prepare(item: RawItem, options: ImportOptions = ImportOptions()) -> Prepared
                 raise ItemError(item.origin, f"column 'metadata' is not valid JSON: {exc.msg}") from None
         if not isinstance(nested, dict):
             raise ItemError(item.origin, "column 'metadata' must hold a JSON object")
-        return _prepare_full(item.origin, code, nested, options)
+        if "schema_version" in nested:  # our own document (an export)
+            return _prepare_full(item.origin, code, nested, options)
+        # Someone else's metadata object: its keys count as flat columns; the row's own
+        # columns win where both name the same thing.
+        row = {**nested, **{k: v for k, v in row.items() if k != "metadata"}}
     if "schema_version" in row:  # a full metadata document flattened into the row (sidecar)
         meta = {k: v for k, v in row.items() if k not in CODE_KEYS}
         return _prepare_full(item.origin, code, meta, options)
