@@ -62,13 +62,13 @@ def garbage(run: Run) -> list[str]:
 
 
 def first_actions(run: Run, seed: int) -> list[str]:
-    """Distinct first-step probes: the solution's first action, fuzz actions, commands, garbage."""
+    """Distinct probes: the solution's first action, fuzz actions, commands, garbage."""
     out: list[str] = []
     sol = run.solution(seed)
     if isinstance(sol, list) and sol:
         out.append(sol[0])
-    out += run.fuzz_actions[: run.config.probe_actions // 2]
-    out += list(COMMANDS[:6])
+    out += run.fuzz_actions[: run.config.probe_actions]
+    out += list(COMMANDS)
     out += garbage(run)
     return _unique(out)
 

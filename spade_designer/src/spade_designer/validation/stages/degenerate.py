@@ -19,7 +19,7 @@ from __future__ import annotations
 from ..codes import Reason
 from ..context import Run
 from ..leakage import leaked_payloads
-from ..probes import COMMANDS, MAGIC, first_actions, garbage, mixed_sequence
+from ..probes import MAGIC, first_actions, garbage, mixed_sequence
 from ..runner import Instance, Rejection
 from .determinism import first_difference, trajectory
 
@@ -38,11 +38,12 @@ def check(run: Run) -> str:
     full = run.full_reward_threshold()
     lo, hi = run.candidate.reward_range
     probes = first_actions(run, seed)
-
-    firsts = []
-    for p in probes:
-        env.reset(seed)
-        firsts.append(env.step(p))
+    sol = run.solution(seed)
+    steps = min(run.candidate.max_turns, _REPEAT_STEPS)
+    # Every probe is played as a repeated-action episode (one batched message); its first
+    # step answers the first-step questions, the whole episode the repetition ones.
+    episodes = {p: env.play(seed, [p] * steps) for p in probes}
+    firsts = [episodes[p][0] for p in probes]
     if all(s.terminated and s.reward >= full for s in firsts):
         raise Rejection(
             Reason.solved_at_reset,
@@ -59,7 +60,6 @@ def check(run: Run) -> str:
         )
     # Judged only with a replayable solution among the probes: without an action known to
     # matter, "every probe is refused the same way" is what a good environment does too.
-    sol = run.solution(seed)
     if isinstance(sol, list) and sol and len({s.observation for s in firsts}) == 1:
         raise Rejection(
             Reason.not_interactive,
@@ -69,15 +69,15 @@ def check(run: Run) -> str:
             details={"observation": firsts[0].observation[:300]},
         )
 
-    steps = min(run.candidate.max_turns, _REPEAT_STEPS)
     garbage_bar = lo + run.config.garbage_reward_fraction * (hi - lo)
     for g in garbage(run):
-        best, played = _repeat(env, seed, g, steps)
+        played = episodes.get(g) or env.play(seed, [g] * steps)
+        best = max(s.reward for s in played)
         if best >= garbage_bar:
             raise Rejection(
                 Reason.rewards_garbage,
                 f"garbage action {g!r} earns reward {best} (bar {garbage_bar})",
-                actions=played,
+                actions=[g] * len(played),
                 seed=seed,
             )
 
@@ -93,17 +93,20 @@ def check(run: Run) -> str:
             )
     solution_actions: set[str] = set()
     for sd in run.config.seeds:
-        sol = run.solution(sd)
-        if isinstance(sol, list):
-            solution_actions.update(sol)
-    repeatable = [a for a in run.fuzz_actions[: run.config.probe_actions] + list(COMMANDS) if a not in solution_actions]
-    for a in dict.fromkeys(repeatable):
-        best, played = _repeat(env, seed, a, steps)
+        s_sd = run.solution(sd)
+        if isinstance(s_sd, list):
+            solution_actions.update(s_sd)
+    not_garbage = set(garbage(run))
+    for a in probes:
+        if a in solution_actions or a in not_garbage:
+            continue
+        played = episodes[a]
+        best = max(s.reward for s in played)
         if best >= full and all(_repeat(env, sd, a, steps)[0] >= full for sd in run.config.seeds if sd != seed):
             raise Rejection(
                 Reason.reward_hacking,
                 f"repeating {a!r} {len(played)} time(s) earns full reward on every seed without following the solution",
-                actions=played,
+                actions=[a] * len(played),
                 seed=seed,
             )
 
