@@ -287,7 +287,7 @@ class WorkerLink:
         if have > need:
             self.fail(what, "sent more than one reply", SandboxCrash)
         try:
-            return protocol.decode_untrusted(bytes(view[protocol.HEADER.size : need]), max_str_len=self.max_frame_bytes)
+            return protocol.decode_untrusted(view[protocol.HEADER.size : need], max_str_len=self.max_frame_bytes)
         except Exception as exc:
             self.fail(what, f"sent an undecodable reply ({type(exc).__name__})", SandboxCrash)
         finally:

@@ -78,12 +78,50 @@ def recv_frame(sock: socket.socket, max_bytes: int = MAX_FRAME_BYTES) -> bytes:
     return body
 
 
-def decode_trusted(payload: bytes) -> Any:
+class FrameReader:
+    """Reads frames into one reusable buffer (the worker's hot loop: no allocation per
+    request). :meth:`read` returns a memoryview valid until the next call."""
+
+    def __init__(self, sock: socket.socket, size: int = 65536) -> None:
+        self.sock = sock
+        self.buf = bytearray(size)
+
+    def read(self, max_bytes: int = MAX_FRAME_BYTES) -> memoryview:
+        buf = self.buf
+        view = memoryview(buf)
+        have = self.sock.recv_into(view)
+        if have == 0:
+            raise ChannelClosed("peer closed the channel")
+        while have < HEADER.size:
+            k = self.sock.recv_into(view[have:])
+            if k == 0:
+                raise ChannelClosed("peer closed the channel inside a frame header")
+            have += k
+        (size,) = HEADER.unpack_from(buf)
+        if size > max_bytes:
+            raise FrameTooLarge(f"frame of {size} bytes exceeds the limit of {max_bytes}")
+        need = HEADER.size + size
+        if need > len(buf):
+            grown = bytearray(need)
+            grown[:have] = buf[:have]
+            view.release()
+            buf, view = grown, memoryview(grown)
+        while have < need:
+            k = self.sock.recv_into(view[have:need])
+            if k == 0:
+                raise ChannelClosed(f"peer closed the channel after {have} of {need} bytes")
+            have += k
+        if have > need:
+            raise FrameTooLarge("peer sent more bytes than one frame")
+        return view[HEADER.size : need]
+
+
+def decode_trusted(payload: bytes | memoryview) -> Any:
     """Decode a frame from the trusted side (the pool): used inside workers and the zygote."""
     return msgpack.unpackb(payload, raw=False, strict_map_key=False, use_list=True)
 
 
-def decode_untrusted(payload: bytes, *, max_str_len: int) -> Any:
+def decode_untrusted(payload: bytes | memoryview, *, max_str_len: int) -> Any:
     """Decode a frame that came from a worker: bounded sizes, no extension types."""
     return msgpack.unpackb(
         payload,

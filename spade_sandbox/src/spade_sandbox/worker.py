@@ -495,9 +495,10 @@ def run(sock: socket.socket, hardening: dict[str, Any], seccomp_program: bytes |
     gc.collect()
     report.mark("gc")
     _send_or_exit(sock, [protocol.OK, ready_info], 0)
+    reader = protocol.FrameReader(sock)
     while True:
         try:
-            msg = protocol.decode_trusted(protocol.recv_frame(sock))
+            msg = protocol.decode_trusted(reader.read())
         except protocol.ChannelClosed:
             os._exit(0)
         except BaseException:
