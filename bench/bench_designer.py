@@ -1,0 +1,116 @@
+"""Designer throughput excluding generation: prompt building, extraction, validation (the
+real pipeline in the sandbox), hints' leakage check and admission into a real SQLite store.
+
+Generation is replayed (it costs ~0 s and is subtracted anyway), so the numbers are the
+designer's own overhead per candidate. Mixes:
+
+* ``model-like``: what the embedded SmolLM2 produces: mostly prose or code without an
+  environment class, some code the static check or loading rejects, a few valid games;
+* ``all-rejected``: every reply has an environment class that fails the static check;
+* ``all-valid``: every reply is a distinct valid game (full pipeline + hint + admission).
+
+Usage: ``python -m bench.bench_designer [--n 40] [--repeats 3]``. Target: >= 10 candidates/s
+for the model-like mix.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+ROOT = Path(__file__).resolve().parent.parent
+LANTERN = (ROOT / "tests" / "designer" / "envs" / "lantern.py").read_text(encoding="utf-8")
+TARGET = 10.0
+FENCE = "```"
+
+
+def valid(i: int) -> str:
+    low, high = 10 + i % 50, 100 + i * 7
+    return LANTERN.replace("LanternCodeEnv", f"Lantern{i}Env").replace("10, 99", f"{low}, {high}").replace(
+        "from 10 to 99", f"from {low} to {high}"
+    )
+
+
+def reply(kind: str, i: int) -> str:
+    if kind == "prose":
+        return "Sure! A game where the player guesses numbers. The player wins when they guess right."
+    if kind == "no-env":
+        return f"{FENCE}python\ndef play(n):\n    return n * {i}\n{FENCE}"
+    if kind == "static":
+        return f"{FENCE}python\nimport os\n\nclass Shell{i}Env:\n    def reset(self, seed=None):\n        return os.getcwd(), {{}}\n\n    def step(self, action):\n        return '', 0.0, True, False, {{}}\n{FENCE}"
+    if kind == "load":
+        return f"{FENCE}python\nclass Crash{i}Env:\n    def __init__(self):\n        raise ValueError('not ready {i}')\n\n    def reset(self, seed=None):\n        return '', {{}}\n\n    def step(self, action):\n        return '', 0.0, True, False, {{}}\n{FENCE}"
+    return f"Here it is.\n{FENCE}python\n{valid(i)}{FENCE}\n"
+
+
+MIXES = {
+    # per 10 candidates, a mix like the SmolLM2 round's outcomes
+    "model-like": ["prose", "no-env", "prose", "no-env", "static", "prose", "load", "no-env", "static", "valid"],
+    "all-rejected": ["static"],
+    "all-valid": ["valid"],
+}
+
+
+def run_round(mix: list[str], n: int, validator) -> tuple[float, float, dict]:
+    from spade_core.store import EnvStore
+    from spade_designer.config import DesignerConfig
+    from spade_designer.corpus import PyDocsCorpus
+    from spade_designer.designer import Designer
+    from spade_designer.llm import ReplayBackend
+    from spade_designer.memory import StoreMemory
+
+    outputs = [reply(mix[i % len(mix)], i) for i in range(n)]
+    backend = ReplayBackend(rules=[("source code of an environment", "Halve the remaining range with each guess."),
+                                   ("Design a new", outputs)])
+    with tempfile.TemporaryDirectory() as d:
+        store = EnvStore(f"sqlite:///{d}/store.db")
+        designer = Designer(backend, store, validator, PyDocsCorpus(), StoreMemory(store),
+                            DesignerConfig(repair_attempts=0, document_words=400))
+        t0 = time.perf_counter()
+        result = designer.design_round("games", "logical_deduction", n, seed=0)
+        wall = time.perf_counter() - t0
+        store.close()
+    designer_s = wall - result.timings.get("generation", 0.0)
+    return n / designer_s, wall, result.summary()
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench.bench_designer")
+    parser.add_argument("--n", type=int, default=40, help="candidates per round")
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args(argv or [])
+    from spade_designer.validation import Validator
+
+    console = Console()
+    table = Table(title=f"designer throughput excluding generation ({args.n} candidates/round, "
+                        f"median of {args.repeats}; target >= {TARGET:.0f}/s)")
+    for col in ("mix", "candidates/s", "vs target", "s/round", "admitted", "rejected by stage", "slowest phase"):
+        table.add_column(col, justify="right" if col not in ("mix", "rejected by stage", "slowest phase") else "left")
+    with Validator() as validator:
+        validator.validate(valid(10_000))  # start the sandbox pool before timing
+        for name, mix in MIXES.items():
+            rates, walls, summary = [], [], {}
+            for _ in range(args.repeats):
+                rate, wall, summary = run_round(mix, args.n, validator)
+                rates.append(rate)
+                walls.append(wall)
+            med = statistics.median(rates)
+            phases = summary["timings_s"]
+            slow = max((k for k in phases if k != "generation"), key=lambda k: phases[k])
+            table.add_row(name, f"{med:.1f}", f"{med / TARGET:.2f}x", f"{statistics.median(walls):.2f}",
+                          f"{summary['admitted']}/{summary['designed']}",
+                          ", ".join(f"{k} {v}" for k, v in summary["rejected_by_stage"].items()) or "-",
+                          f"{slow} {phases[slow]:.2f}s")
+    console.print(table)
+
+
+if __name__ == "__main__":
+    import sys
+
+    main(sys.argv[1:])
