@@ -42,7 +42,6 @@ def main() -> None:
 
     from rich.console import Console
     from rich.table import Table
-
     from spade_designer.llm import VLLMBackend, default_model_path
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
