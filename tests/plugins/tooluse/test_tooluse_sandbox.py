@@ -83,3 +83,19 @@ def test_a_reference_style_env_runs_in_the_sandbox_after_adding_the_base_import(
         assert pool.step(handle, f"<answer>{total}</answer>")[1:3] == (1.0, True)
     finally:
         pool.close()
+
+
+@pytest.mark.slow
+def test_every_seed_passes_the_designers_validation_pipeline():
+    validation = pytest.importorskip("spade_designer.validation")
+    from spade_designer.validation.config import ValidationConfig
+    from spade_designer.validation.pipeline import ValidationRequest
+
+    # The machine is shared: the per-call time bound is a speed check that belongs to the
+    # benchmarks (our reset takes about a millisecond in process), not to this test.
+    config = ValidationConfig(call_time_bound_s=2.0)
+    with validation.Validator(config=config) as validator:
+        requests = [ValidationRequest(s.source(), domain="tooluse") for s in SEEDS.values()]
+        reports = validator.validate_many(requests, max_workers=2)
+    failed = {name: (r.failed_stage, r.reasons) for name, r in zip(SEEDS, reports, strict=True) if not r.passed}
+    assert failed == {}

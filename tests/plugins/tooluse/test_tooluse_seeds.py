@@ -176,3 +176,19 @@ def test_the_readme_example_is_a_working_environment():
         for action in env.solution():
             _, reward, terminated, _, _ = env.step(action)
         assert terminated and reward == 1.0
+
+
+@pytest.mark.parametrize("seed", SEEDS, ids=lambda s: s.name)
+def test_catalog_turn_budget_is_the_environments_own(seed, classes):
+    assert classes[seed.name].max_steps == seed.max_turns
+
+
+@pytest.mark.parametrize("seed", SEEDS, ids=lambda s: s.name)
+def test_an_episode_ends_on_its_own_within_the_turn_budget(seed, classes):
+    env = classes[seed.name]()
+    env.reset(seed=0)
+    for _ in range(seed.max_turns):
+        _, _, terminated, truncated, _ = env.step("let me think about it")
+        if terminated or truncated:
+            break
+    assert terminated or truncated

@@ -391,8 +391,9 @@ class ToolEnv:
     #: "check": a turn ends when it passes (or on <answer>); "reply": when the agent replies
     #: without a tool call (or on <answer>).
     advance_on: str = "reply"
-    #: Steps (agent messages) before the episode is truncated.
-    max_steps: int = 40
+    #: Steps (agent messages) before the episode is truncated (the reference trainer plays
+    #: at most 25 turns; validation rejects episodes that run longer on their own).
+    max_steps: int = 20
     #: Top-level state keys that the state comparison skips (scratch, logs).
     ignore_keys: tuple[str, ...] = ()
 
