@@ -264,6 +264,70 @@ def bench_scale(progress: Progress, envs: int = 100, per_env: int = 10) -> list[
     return rows
 
 
+BUSY = """
+class BusyEnv:
+    def reset(self, seed=None):
+        return "start", {}
+    def step(self, action):
+        total = 0
+        for i in range(3000):
+            total += i * i % 7
+        return str(total), 0.0, False, False, {}
+"""
+
+
+def bench_backends(progress: Progress, reps: int = 60) -> list[Row]:
+    """Cost of running environment code: a step doing ~3,000 loop iterations, directly in
+    this process, in a native worker, and under the in-process restricted backend."""
+    task = progress.add_task("backends: busy step", total=3 * reps)
+    ns: dict[str, object] = {}
+    exec(compile(BUSY, "<busy>", "exec"), ns)
+    local = ns["BusyEnv"]()  # type: ignore[operator]
+
+    def timed(step) -> float:
+        step()
+        per = []
+        for _ in range(reps):
+            t0 = time.perf_counter()
+            step()
+            per.append(time.perf_counter() - t0)
+            progress.advance(task)
+        return statistics.median(per) * 1e6
+
+    direct = timed(lambda: local.step("a"))
+    rows = []
+    with SandboxPool() as pool:
+        h = pool.spawn(BUSY)
+        native = timed(lambda: pool.step(h, "a"))
+    rows.append(Row("busy step(), native worker", "report", native, native, "us", direct, "in-process step"))
+    try:
+        with SandboxPool(backend="restricted", allow_insecure=True) as pool:
+            h = pool.spawn(BUSY)
+            restricted = timed(lambda: pool.step(h, "a"))
+        rows.append(Row("busy step(), restricted backend (not a boundary)", "report", restricted, restricted, "us",
+                        direct, "in-process step"))
+    except Exception as exc:  # RestrictedPython not installed: say so in the table
+        rows.append(Row(f"restricted backend unavailable: {exc}", "-", 0.0, 0.0, "-"))
+    return rows
+
+
+def bench_domain_worker_memory() -> list[Row]:
+    """USS of a worker running a tool-use seed environment (its helper module pulls in more)."""
+    try:
+        import spade_tooluse
+    except ImportError:
+        return []
+    envs = sorted(p for p in (Path(spade_tooluse.__file__).parent / "envs").glob("*.py") if p.name != "__init__.py")
+    if not envs:
+        return []
+    with SandboxPool() as pool:
+        h = pool.spawn(envs[0].read_text(), allowed_modules=["spade_tooluse.base"])
+        pool.reset(h, seed=1)
+        pool.step(h, '<tool_call>{"name": "nothing", "arguments": {}}</tool_call>')
+        uss = psutil.Process(pool.worker_of(h).pid).memory_full_info().uss / 2**20
+    return [Row(f"worker USS, tool-use env ({envs[0].stem})", "< 8 MB", uss, uss, "MiB", None, "", uss < 8)]
+
+
 def main() -> None:
     console = Console()
     gc.collect()
@@ -275,6 +339,8 @@ def main() -> None:
         rows += bench_round_trip(progress, base)
         rows += bench_batched(progress, base)
         rows += bench_scale(progress)
+        rows += bench_domain_worker_memory()
+        rows += bench_backends(progress)
     table = Table(expand=True, title=f"spade_sandbox (native backend, {len(os.sched_getaffinity(0))} CPUs, "
                         f"load avg {load[0]:.1f})")
     for col in ("metric", "target", "median", "p90", "unit", "baseline (same run)", "ratio", "ok"):

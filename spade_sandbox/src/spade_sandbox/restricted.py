@@ -12,9 +12,10 @@ What it does give:
 * the same static check and the same curated builtins / module wrappers as the workers,
   plus RestrictedPython's rewriting of attribute access, item access and iteration
   through guard functions (leading-underscore names are allowed, dunders are not);
-* deadlines: a trace function checks the wall clock on every line and stops the call
-  (pure-Python loops only; a single long C call cannot be interrupted). Tracing makes
-  environment code several times slower (the benchmark measures it);
+* deadlines: a watchdog thread interrupts a call past its deadline by raising an
+  exception in the calling thread (pure-Python code only: a single long C call cannot be
+  interrupted). RestrictedPython's guards make environment code slower (the benchmark
+  measures how much);
 * the same value conversion and checks as the process backend (every reply goes through
   msgpack), so results and errors look identical to callers.
 
@@ -26,6 +27,8 @@ worker.
 from __future__ import annotations
 
 import ast
+import ctypes
+import operator
 import os
 import re
 import sys
@@ -34,7 +37,6 @@ import time
 import types
 import warnings
 from dataclasses import dataclass, field
-from types import FrameType
 from typing import Any
 
 from . import protocol
@@ -55,6 +57,58 @@ _UNDERSCORE_ERROR = re.compile(r'"(\w+)" is an invalid (?:variable|attribute) na
 class _Deadline(Interrupt):
     """Raised inside environment code by the tracer; BaseException so ``except Exception``
     in the environment cannot swallow it."""
+
+
+class _Watchdog:
+    """One thread that interrupts calls past their deadline by raising :class:`_Deadline`
+    in the calling thread (``PyThreadState_SetAsyncExc``). Nothing runs on the normal
+    path but two lock operations; the exception lands at the next bytecode, so a long
+    single C call (a huge regex, a giant allocation) is not interrupted."""
+
+    def __init__(self) -> None:
+        self._cv = threading.Condition()
+        self._armed: dict[int, tuple[float, int]] = {}
+        self._fired: set[int] = set()
+        self._next = 0
+        self._thread: threading.Thread | None = None
+
+    def arm(self, deadline: float) -> int:
+        with self._cv:
+            self._next += 1
+            self._armed[self._next] = (deadline, threading.get_ident())
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="spade-restricted-watchdog", daemon=True)
+                self._thread.start()
+            self._cv.notify()
+            return self._next
+
+    def disarm(self, token: int) -> bool:
+        """Stop watching; True if the deadline fired (any pending interrupt is cleared)."""
+        with self._cv:
+            self._armed.pop(token, None)
+            if token not in self._fired:
+                return False
+            self._fired.discard(token)
+        ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(threading.get_ident()), None)
+        return True
+
+    def _run(self) -> None:
+        with self._cv:
+            while True:
+                if not self._armed:
+                    self._cv.wait()
+                    continue
+                token, (deadline, thread_id) = min(self._armed.items(), key=lambda kv: kv[1][0])
+                wait = deadline - time.monotonic()
+                if wait > 0:
+                    self._cv.wait(wait)
+                    continue
+                del self._armed[token]
+                self._fired.add(token)
+                ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread_id), ctypes.py_object(_Deadline))
+
+
+_WATCHDOG = _Watchdog()
 
 
 def _restricted_compile(source: str) -> Any:
@@ -104,15 +158,16 @@ def _write(obj: Any) -> Any:
     return obj
 
 
+_INPLACE = {
+    "+=": operator.iadd, "-=": operator.isub, "*=": operator.imul, "/=": operator.itruediv,
+    "//=": operator.ifloordiv, "%=": operator.imod, "**=": operator.ipow, "<<=": operator.ilshift,
+    ">>=": operator.irshift, "|=": operator.ior, "&=": operator.iand, "^=": operator.ixor,
+    "@=": operator.imatmul,
+}
+
+
 def _inplacevar(op: str, x: Any, y: Any) -> Any:
-    ops = {
-        "+=": lambda a, b: a + b, "-=": lambda a, b: a - b, "*=": lambda a, b: a * b,
-        "/=": lambda a, b: a / b, "//=": lambda a, b: a // b, "%=": lambda a, b: a % b,
-        "**=": lambda a, b: a**b, "<<=": lambda a, b: a << b, ">>=": lambda a, b: a >> b,
-        "|=": lambda a, b: a | b, "&=": lambda a, b: a & b, "^=": lambda a, b: a ^ b,
-        "@=": lambda a, b: a @ b,
-    }
-    return ops[op](x, y)
+    return _INPLACE[op](x, y)
 
 
 def load_restricted_class(source: str, class_name: str, allowed: frozenset[str]) -> type:
@@ -190,13 +245,7 @@ class InProcessLink:
 
         message, self.pending = self.pending, None
 
-        def tracer(frame: FrameType, event: str, arg: Any) -> Any:
-            if time.monotonic() > deadline:
-                raise _Deadline()
-            return tracer
-
-        previous = sys.gettrace()
-        sys.settrace(tracer)
+        token = _WATCHDOG.arm(deadline)
         try:
             reply = self.table.handle(protocol.decode_trusted(protocol.encode(message)[protocol.HEADER.size :]))
         except _Deadline:
@@ -205,7 +254,9 @@ class InProcessLink:
             cls = {"memory": SandboxError, "timeout": SandboxTimeout}.get(fatal.reply[1], SandboxCrash)
             self._die(cls(f"{fatal.reply[2]} (restricted backend)", kind=fatal.reply[1]))
         finally:
-            sys.settrace(previous)
+            fired = _WATCHDOG.disarm(token)
+        if fired:  # the deadline passed just as the call returned: same outcome
+            self._die(SandboxTimeout(f"{what} did not return within {timeout:g} s (restricted backend)"))
         # The same conversion a worker's reply gets: only plain msgpack types come back.
         return protocol.decode_untrusted(protocol.encode(reply)[protocol.HEADER.size :], max_str_len=1 << 30)
 
