@@ -139,3 +139,22 @@ def test_bad_arguments_raise_a_specific_error(inprocess_runner):
         validator.validate(b"class XEnv: pass")  # type: ignore[arg-type]
     with pytest.raises(ValidationInputError, match="unknown domain 'no-such-domain'"):
         validator.validate(corpus_source("good", "hanoi"), domain="no-such-domain")
+
+
+@pytest.mark.parametrize(
+    ("source", "code"),
+    [
+        ("class AEnv:\n    def reset(self): pass\n    def step(self, a): pass\n\x00", "syntax_error"),
+        ("x = (" * 200 + ")" * 200, "syntax_error"),
+        ("import os.path\nclass AEnv:\n    def reset(self): pass\n    def step(self, a): pass\n", "banned_import"),
+        ("from . import x\nclass AEnv:\n    def reset(self): pass\n    def step(self, a): pass\n", "banned_import"),
+        ("class BaseEnv:\n    def reset(self): pass\n    def step(self, a): pass\nclass AEnv(BaseEnv):\n    pass\n", None),
+        ("class AEnv:\n    pass\n", "no_env_class"),
+    ],
+)
+def test_static_verdicts_on_edge_cases(source, code):
+    report = Validator(config=ValidationConfig(stages=(Stage.static,))).validate(source)
+    if code is None:
+        assert report.passed, report.reasons
+    else:
+        assert report.failed_stage == "static" and failing(report).code == code

@@ -47,6 +47,26 @@ def env_classes(tree: ast.Module) -> list[str]:
     return out
 
 
+def first_banned_import(tree: ast.Module, extra: tuple[str, ...] | list[str]) -> tuple[int, str] | None:
+    """``(line, module)`` of the first absolute import outside the sandbox's allow-list.
+
+    The sandbox's full static check finds it too; doing this on the tree already parsed
+    here makes the commonest rejection of generated code cost about a millisecond.
+    """
+    from spade_sandbox.allowlist import DEFAULT_ALLOWED_MODULES, module_allowed
+
+    allowed = DEFAULT_ALLOWED_MODULES | frozenset(extra)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if not module_allowed(alias.name, allowed):
+                    return node.lineno, alias.name
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module is not None:
+            if not module_allowed(node.module, allowed):
+                return node.lineno, node.module
+    return None
+
+
 def check(run: Run, checker: StaticChecker | None = None) -> str:
     source = run.candidate.source
     cfg = run.config
@@ -60,11 +80,22 @@ def check(run: Run, checker: StaticChecker | None = None) -> str:
         with PARSE_LOCK:
             tree = ast.parse(source)
     except SyntaxError as exc:
+        where = f" at line {exc.lineno}, column {exc.offset}" if exc.lineno else ""
         raise Rejection(
             Reason.syntax_error,
-            f"syntax error at line {exc.lineno}, column {exc.offset}: {exc.msg}",
+            f"syntax error{where}: {exc.msg}",
             details={"line": exc.lineno, "col": exc.offset},
         ) from None
+    except (ValueError, RecursionError, MemoryError) as exc:  # null bytes, absurd nesting
+        raise Rejection(Reason.syntax_error, f"cannot parse the source: {exc}") from None
+    banned = first_banned_import(tree, run.candidate.allowed_modules)
+    if banned is not None:
+        line, name = banned
+        raise Rejection(
+            Reason.banned_import,
+            f"line {line}: import of {name!r} is not allowed in the sandbox",
+            details={"rules": [{"line": line, "rule": "import", "message": f"import of {name!r}"}]},
+        )
     classes = env_classes(tree)
     if run.candidate.class_name is not None:
         if run.candidate.class_name not in classes:
