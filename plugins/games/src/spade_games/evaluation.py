@@ -69,7 +69,7 @@ def evaluate(
     """Mean return, win rate and turns per game and per skill (JSON-serialisable).
 
     With ``player_factory=None``, each game reports ``blind_return`` and ``expert_win_rate``
-    (``None`` where the game has no expert) instead.
+    (``None`` for a game without an expert) instead.
     """
     if episodes < 1:
         raise EvaluationError(f"episodes must be at least 1, got {episodes}")

@@ -79,8 +79,8 @@ class FogMazeEnv:
         dist = self._distances(self.pos)
         far = max(dist.values())
         # Far enough to need exploring, near enough that the shortest walk leaves room to get lost.
-        low = max(4, min(far // 2, 8))
-        candidates = sorted(cell for cell, d in dist.items() if low <= d <= 12)
+        low = max(4, min(far // 2, 6))
+        candidates = sorted(cell for cell, d in dist.items() if low <= d <= 10)
         self.exit = rng.choice(candidates)
         self.start_dist = dist[self.exit]
         self.turn = 0
