@@ -371,3 +371,20 @@ def test_register_on_import_never_raises(monkeypatch: pytest.MonkeyPatch) -> Non
         warnings.simplefilter("always")
         registry.register_on_import()
     assert any("registration failed: boom" in str(w.message) for w in caught)
+
+
+@pytest.mark.usefixtures("clean_registry")
+def test_gym_make_of_one_stored_env_does_not_expand_every_spec(tmp_path: Path) -> None:
+    """gymnasium.make scans every spec's namespace and name; the others stay unexpanded."""
+    url = f"sqlite:///{tmp_path / 'store.db'}"
+    with EnvStore(url) as store:
+        store.add_many(
+            (GUESS.read_text() + f"\n# {i}", guess_meta(f"many{i}", status="admitted")) for i in range(300)
+        )
+    registry.register(url, seeds=False)
+    env = registry.make_stored_env("many7-v1", url, config=SpadeConfig(store_envs_run="in-process"))
+    assert env.reset(seed=1)[0]
+    made = gym.make("spade/many7-v1", config=SpadeConfig(store_envs_run="in-process"))
+    assert made.reset(seed=1)[0]
+    expanded = [g for g, s in gym.registry.items() if isinstance(s, registry.StoredEnvSpec) and "kwargs" in s.__dict__]
+    assert expanded == ["spade/many7-v1"]

@@ -30,6 +30,7 @@ import warnings
 from collections import deque
 from dataclasses import dataclass, field
 from itertools import repeat
+from operator import itemgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -50,10 +51,10 @@ _PREFIX = NAMESPACE + "/"
 class StoredEnvSpec(EnvSpec):
     """The spec of an admitted store environment, cheap enough to build 100,000 at import.
 
-    An instance is created without ``EnvSpec.__init__`` and holds only its ``id``; the
-    store URL is an attribute of its class (one subclass per store, see
-    :func:`_spec_class`); ``name``, ``version`` and ``kwargs`` are derived on first access
-    (and cached); every other field is the class-level default. It is a real ``EnvSpec``:
+    An instance is created without ``EnvSpec.__init__`` and holds only its ``id`` and
+    ``name``; the store URL is an attribute of its class (one subclass per store, see
+    :func:`_spec_class`); ``version`` and ``kwargs`` are derived on first access (and
+    cached); every other field is the class-level default. It is a real ``EnvSpec``:
     ``gymnasium.make``, ``pprint_registry``, ``to_json`` and ``dataclasses.replace`` see the
     values a constructed spec would have, and pickling or copying gives a plain ``EnvSpec``
     with those values.
@@ -98,10 +99,18 @@ def _spec_class(store_url: str) -> type[StoredEnvSpec]:
 
 
 def _stored_specs(gym_ids: list[str], store_url: str) -> list[StoredEnvSpec]:
-    """Specs for ``spade/<id>`` ids: the hot path of registration. One object per id with
-    one attribute, created and filled by C-level iteration (no Python frame per id)."""
+    """Specs for ``spade/<id>`` ids: the hot path of registration.
+
+    One object per id holding ``id`` and ``name``, created and filled by C-level iteration
+    (no Python frame per id). ``name`` is set eagerly because ``gymnasium.make`` reads the
+    namespace and name of every registered spec (``find_highest_version``) on each call.
+    """
     specs = list(map(object.__new__, repeat(_spec_class(store_url), len(gym_ids))))
     deque(map(setattr, specs, repeat("id"), gym_ids), maxlen=0)
+    # "spade/<name>-v<N>" -> "<name>": names never contain "-v" followed by the version
+    # (NAME_RE allows no "-"), so the last "-v" splits them.
+    names = map(str.removeprefix, map(itemgetter(0), map(str.rpartition, gym_ids, repeat("-v"))), repeat(_PREFIX))
+    deque(map(setattr, specs, repeat("name"), names), maxlen=0)
     return specs
 
 
