@@ -210,3 +210,34 @@ def test_errors_are_spade_errors_with_kind():
     assert issubclass(SandboxError, SpadeError)
     assert issubclass(EnvContractViolation, EnvContractError)
     assert SandboxCrash("x").kind == "crash" and SandboxCrash("x").env_traceback is None
+
+
+def test_idle_workers_stay_warm_up_to_the_limit():
+    from spade_sandbox import SandboxLimits
+
+    with SandboxPool(SandboxLimits(max_idle_workers=2)) as p:
+        handles = [p.spawn(COUNTER + f"\n# idle {i}\n") for i in range(4)]
+        pids = [p.worker_of(h).pid for h in handles]
+        for h in handles:
+            p.close_env(h)
+        alive = {w.pid for w in p.workers()}
+        assert alive == set(pids[2:])  # the two most recently idle stay warm
+        again = p.spawn(COUNTER + "\n# idle 3\n")
+        assert p.worker_of(again).pid == pids[3]  # reused without a cold start
+        assert p.step(again, "win")[2] is True
+
+
+def test_concurrent_spawns_of_new_code_share_one_worker():
+    import threading
+
+    with SandboxPool() as p:
+        src = COUNTER + "\n# concurrent\n"
+        handles: list = []
+        threads = [threading.Thread(target=lambda: handles.append(p.spawn(src))) for _ in range(6)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert len(handles) == 6
+        assert len({h.worker_id for h in handles}) == 1
+        assert len({h.instance_id for h in handles}) == 6

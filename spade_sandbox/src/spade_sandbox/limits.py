@@ -29,6 +29,9 @@ class SandboxLimits(BaseModel):
     max_action_chars: int = Field(default=65_536, ge=1)
     #: Largest reply frame accepted from a worker, in bytes.
     max_frame_bytes: int = Field(default=128 * 1024 * 1024, ge=65_536, le=256 * 1024 * 1024)
+    #: Workers whose instances are all closed stay warm (a new spawn of the same code
+    #: skips the cold start) up to this many; the least recently idle are shut down.
+    max_idle_workers: int = Field(default=64, ge=0)
     namespaces: bool = True
     drop_uid: bool = True
     landlock: bool = True

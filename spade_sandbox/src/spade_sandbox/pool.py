@@ -11,6 +11,7 @@ import atexit
 import math
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -130,6 +131,9 @@ def error_from_reply(reply: Any, what: str) -> SandboxError:
     return cls(message, env_traceback=tb)
 
 
+#: Dead workers remembered so that their handles say "instance lost" (oldest forgotten first).
+_MAX_DEAD_WORKERS = 4096
+
 #: Error kinds after which the worker has exited by itself.
 _FATAL_KINDS = frozenset({"memory", "timeout", "policy", "unavailable", "crash"})
 
@@ -164,6 +168,9 @@ class SandboxPool:
         self._next_worker = 0
         self._closed = False
         self._pending_drops: list[EnvHandle] = []
+        self._spawn_locks = [threading.Lock() for _ in range(32)]
+        #: Live workers with no instance, oldest first (kept warm up to max_idle_workers).
+        self._idle: OrderedDict[int, WorkerLink] = OrderedDict()
 
     # --- lifecycle ----------------------------------------------------------------------
     def __enter__(self) -> SandboxPool:
@@ -220,10 +227,9 @@ class SandboxPool:
         key = (code_hash(source), class_name, allowed)
         link = self._worker_for(key, source)
         with link.lock:
-            if not link.alive:  # died between lookup and use: start a fresh one
-                link = None  # type: ignore[assignment]
-        if link is None:
-            link = self._worker_for(key, source, fresh=True)
+            alive = link.alive
+        if not alive:  # died between lookup and use: the next lookup starts a fresh one
+            link = self._worker_for(key, source)
         with link.lock:
             iid = link.next_instance
             link.next_instance += 1
@@ -233,13 +239,20 @@ class SandboxPool:
             link.instances.add(iid)
         return EnvHandle(link.id, iid, key[0], class_name)
 
-    def _worker_for(self, key: tuple[str, str, tuple[str, ...]], source: str, fresh: bool = False) -> WorkerLink:
-        with self._lock:
-            link = self._current.get(key)
-            if link is not None and link.alive and not fresh:
-                return link
-            self._next_worker += 1
-            worker_id = self._next_worker
+    def _worker_for(self, key: tuple[str, str, tuple[str, ...]], source: str) -> WorkerLink:
+        # Striped per-code-version lock: two threads spawning the same new code share
+        # one worker instead of racing to start two.
+        with self._spawn_locks[hash(key) % len(self._spawn_locks)]:
+            with self._lock:
+                link = self._current.get(key)
+                if link is not None and link.alive:
+                    self._idle.pop(link.id, None)
+                    return link
+                self._next_worker += 1
+                worker_id = self._next_worker
+            return self._start_worker(key, source, worker_id)
+
+    def _start_worker(self, key: tuple[str, str, tuple[str, ...]], source: str, worker_id: int) -> WorkerLink:
         spec = {
             "source": source,
             "class_name": key[1],
@@ -254,7 +267,14 @@ class SandboxPool:
             self._check_open(link)
             self._current[key] = link
             self._links[worker_id] = link
+            self._forget_dead_links()
         return link
+
+    def _forget_dead_links(self) -> None:
+        """Dead workers stay known (so their handles report "instance lost") up to a bound."""
+        dead = [wid for wid, link in self._links.items() if not link.alive]
+        for wid in dead[: max(0, len(dead) - _MAX_DEAD_WORKERS)]:
+            del self._links[wid]
 
     # --- single calls -------------------------------------------------------------------
     def reset(self, handle: EnvHandle, seed: int | None = None) -> ResetResult:
@@ -305,7 +325,7 @@ class SandboxPool:
             reply = self._request(link, ["drop", handle.instance_id], "close()")
             if reply[0] != "ok":
                 raise self._reply_error(link, reply, "close()")
-            self._retire_if_idle(link)
+        self._retire_if_idle(link)
 
     def close_env_later(self, handle: EnvHandle) -> None:
         """Queue ``close_env`` for the next spawn (safe from finalizers and other threads)."""
@@ -515,13 +535,29 @@ class SandboxPool:
         return err
 
     def _retire_if_idle(self, link: WorkerLink) -> None:
-        """A worker whose last instance closed stays warm only while it is the current
-        worker for its code version; an orphaned (replaced) worker is shut down."""
+        """A worker whose last instance closed stays warm while it is the current worker
+        for its code version, among the ``max_idle_workers`` most recently idle; older idle
+        workers and orphaned (replaced) ones are shut down."""
+        victims = []
         with self._lock:
-            if link.instances or self._current.get(link.key) is link:
+            if link.instances or not link.alive:
                 return
-            self._links.pop(link.id, None)
-        link.shutdown()
+            if self._current.get(link.key) is link:
+                self._idle[link.id] = link
+                self._idle.move_to_end(link.id)
+            else:
+                self._links.pop(link.id, None)
+                victims.append(link)
+            while len(self._idle) > self.limits.max_idle_workers:
+                _, old = self._idle.popitem(last=False)
+                if self._current.get(old.key) is old:
+                    del self._current[old.key]
+                self._links.pop(old.id, None)
+                victims.append(old)
+        for victim in victims:
+            with victim.lock:
+                if not victim.instances:
+                    victim.shutdown()
 
     def _drain_pending(self) -> None:
         while self._pending_drops:
