@@ -177,7 +177,7 @@ _TYPE_MAP = {"dict": "object", "float": "number", "tuple": "array"}
 def _to_json_schema(node: Any) -> Any:
     """BFCL's parameter dialect ("dict", "float", "any", ...) in JSON-Schema words."""
     if isinstance(node, dict):
-        out = {}
+        out: dict[str, Any] = {}
         for k, v in node.items():
             if k == "type" and isinstance(v, str):
                 if v == "any":
@@ -513,7 +513,8 @@ def score_trajectory(entry: BfclEntry, trajectory: Trajectory) -> dict[str, Any]
     """Play ``trajectory`` in a :class:`BfclEnv` to the end; the final ``info`` plus reward."""
     env = BfclEnv(entry, stop_on_failure=False)
     env.reset()
-    reward, info = 0.0, {}
+    reward: float = 0.0
+    info: dict[str, Any] = {}
     for action in trajectory_actions(trajectory):
         _, reward, terminated, _, info = env.step(action)
         if terminated:
