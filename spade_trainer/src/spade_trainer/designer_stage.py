@@ -1,0 +1,115 @@
+"""The self-play loop's design stage over the real ``spade_designer.Designer``.
+
+The designer generates with the shared policy (:class:`~.chat_backend.PolicyChatBackend`
+over the trainer's own :class:`~.policy.TokenPolicy`), grounds on the configured corpus,
+reads its memory from the run's store (where the loop records every measured regret and
+win rate), validates in its own sandbox pool and admits into the run's store.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from .chat_backend import PolicyChatBackend
+from .design import DesignedCandidate
+
+if TYPE_CHECKING:
+    from .selfplay import SelfPlayRun
+
+#: Used when no leak-free hint could be written: hinted plays then measure no help (regret ~ 0).
+FALLBACK_HINT = "Read the rules in the first message carefully and plan each move before acting."
+
+
+def designer_config(run: SelfPlayRun) -> Any:
+    """The ``DesignerConfig``: the run's ``[selfplay.designer]`` table, with sampling
+    budgets taken from ``[selfplay.generation]`` unless set there explicitly."""
+    from spade_designer.config import DesignerConfig
+
+    gen = run.config.generation
+    table = dict(run.config.designer)
+    sampling = {"max_new_tokens": gen.designer_max_new_tokens, "temperature": gen.temperature or 1.0,
+                "top_p": gen.top_p, **dict(table.get("sampling", {}))}
+    hint = {"max_new_tokens": gen.hint_max_new_tokens, **dict(table.get("hint", {}))}
+    table.update(sampling=sampling, hint=hint)
+    return DesignerConfig.model_validate(table)
+
+
+class DesignerStage:
+    """:class:`~.design.DesignStage` over a ``spade_designer.Designer``."""
+
+    def __init__(self, designer: Any, domain: str) -> None:
+        self.designer = designer
+        self.domain = domain
+        self.hint_fallbacks = 0
+
+    def design(
+        self, skill: str, n: int, *, seed: int, agent_stats: dict[str, float] | None = None
+    ) -> Sequence[DesignedCandidate]:
+        from spade_designer.records import AgentStats
+
+        stats = None
+        if agent_stats:
+            stats = AgentStats(win_rate=agent_stats.get("win_rate"), regret=agent_stats.get("regret"),
+                               episodes=int(agent_stats.get("envs", 0)))
+        result = self.designer.design_round(self.domain, skill, n, agent_stats=stats, seed=seed)
+        return [candidate(c, skill) for c in result.candidates]
+
+    def write_hint(self, source: str, *, seed: int) -> str:
+        res = self.designer.write_hint(source, domain=self.domain, seed=seed)
+        if res.accepted and res.hint:
+            return str(res.hint)
+        self.hint_fallbacks += 1
+        return FALLBACK_HINT
+
+    def remember(self, env_id: str, *, win_rate: float, regret: float) -> None:
+        """Nothing to do: the designer's memory reads measured stats from the store."""
+
+    def close(self) -> None:
+        close = getattr(self.designer.validator, "close", None)
+        if close is not None:
+            close()
+
+
+def stages_passed(c: Any) -> tuple[str, ...]:
+    """Stages a candidate passed in at least one attempt (every outcome of the stage ok), in
+    the order they were first reached."""
+    per_attempt: dict[int, dict[str, list[bool]]] = {}
+    for o in c.stages:
+        per_attempt.setdefault(o.attempt, {}).setdefault(o.stage, []).append(bool(o.ok))
+    passed: list[str] = []
+    for stages in per_attempt.values():
+        for stage, oks in stages.items():
+            if all(oks) and stage not in passed:
+                passed.append(stage)
+    return tuple(passed)
+
+
+def candidate(c: Any, skill: str) -> DesignedCandidate:
+    """Map a ``spade_designer`` ``CandidateResult`` onto :class:`DesignedCandidate`."""
+    comp = c.completion
+    meta = c.metadata
+    return DesignedCandidate(
+        skill=skill,
+        valid=bool(c.valid),
+        admitted=bool(c.admitted),
+        env_id=meta.id if (meta is not None and c.admitted) else None,
+        failed_stage=None if c.admitted else c.rejected_stage,
+        stages_passed=stages_passed(c),
+        novelty=None,
+        prompt_ids=list(comp.prompt_ids) if comp is not None and comp.prompt_ids else None,
+        completion_ids=list(comp.completion_ids) if comp is not None and comp.completion_ids else None,
+        logprobs=list(comp.logprobs) if comp is not None and comp.logprobs is not None else None,
+        reasons=tuple(c.reasons),
+    )
+
+
+def build_designer_stage(run: SelfPlayRun) -> DesignerStage:
+    from spade_core.config import load_config
+    from spade_designer.assembly import assemble_designer
+
+    backend = PolicyChatBackend(run.policy, run.tokenizer, name="policy",  # type: ignore[arg-type]
+                                model_name=run.config.model.source)
+    designer = assemble_designer(load_config(), designer_config(run), store=run.store, plugins=run.plugins,
+                                 backend=backend)
+    return DesignerStage(designer, run.config.domain)
