@@ -20,7 +20,7 @@ from spade_games.plugin import GARBAGE_ACTIONS
 
 from .conftest import SEED_ENVS, env_class, make_env, play
 
-SWEEP = range(60)
+SWEEP = range(40)
 by_name = pytest.mark.parametrize("seed_env", SEED_ENVS, ids=[s.name for s in SEED_ENVS])
 
 
