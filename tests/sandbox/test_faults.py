@@ -215,3 +215,30 @@ def test_closing_pools_leaves_no_process_and_no_descriptor():
         assert len({p.worker_of(h).pid for h in hs}) == 3
     assert {q.pid for q in sandbox_processes()} == procs_before
     assert open_fds() == fds_before
+
+
+def test_zygote_death_loses_its_workers_and_the_pool_recovers():
+    import os
+    import signal
+
+    with SandboxPool(SandboxLimits(call_timeout_s=5)) as p:
+        h = p.spawn(COUNTER)
+        p.reset(h, seed=1)
+        worker = p.worker_of(h).pid
+        os.kill(p.backend._zygote.pid, signal.SIGKILL)
+        assert not psutil_pid_exists(worker)  # workers die with their zygote
+        with pytest.raises(SandboxCrash):
+            p.step(h, "x")
+        fresh = p.spawn(COUNTER)
+        assert p.reset(fresh, seed=1)[0].startswith("secret ")
+
+
+def psutil_pid_exists(pid: int) -> bool:
+    import psutil
+
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        if not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
+            return False
+        time.sleep(0.05)
+    return True
