@@ -92,3 +92,35 @@ def test_mutations_keep_the_turn_count_and_never_raise(kind, seed):
     if mutated is not None:
         assert len(mutated) == len(trajectory)
         assert all(isinstance(c, ToolCall) for turn in mutated for step in turn for c in step)
+
+
+def _parse(action: str):
+    from spade_core.actions import parse_tool_action
+    from spade_core.errors import ActionFormatError
+
+    try:
+        return parse_tool_action(action)
+    except ActionFormatError:
+        return None
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.data())
+def test_fuzz_actions_parse_or_fail_with_a_format_error_only(data):
+    from spade_tooluse.fuzz import actions
+
+    action = data.draw(actions())
+    assert isinstance(action, str)
+    _parse(action)  # anything else than ActionFormatError would propagate
+
+
+def test_the_fuzz_strategy_reaches_every_kind_of_action():
+    from hypothesis import find
+    from spade_tooluse.fuzz import TOOL_NAMES, actions
+
+    strategy = actions()
+    several = find(strategy, lambda a: (p := _parse(a)) is not None and len(p.calls) >= 2)
+    assert several.count("<tool_call>") >= 2
+    assert find(strategy, lambda a: "<tool_call>" in a and _parse(a) is None)
+    assert find(strategy, lambda a: (p := _parse(a)) is not None and p.answer is not None and p.calls)
+    assert find(strategy, lambda a: (p := _parse(a)) is not None and any(c.name in TOOL_NAMES for c in p.calls) and any(c.arguments for c in p.calls))
