@@ -211,3 +211,15 @@ def test_the_plugin_suite_evaluates_an_agent_when_given_one():
     out = suite.run(agent=lambda chat: "<answer>no</answer>", categories=["miss_param"], limit=2)
     assert out["entries"] == 2 and out["accuracy"] == 0.0
     json.dumps(out)
+
+
+def test_each_episode_starts_from_the_entrys_initial_state(entries):
+    for entry in entries[::40]:
+        env = bfcl.BfclEnv(entry, stop_on_failure=False)
+        env.reset()
+        for action in env.solution():
+            env.step(action)
+        env.reset()
+        fresh = bfcl.ApiSet(entry)
+        assert bfcl.state_differences(env._ep.agent, fresh) == {}, entry.id
+        assert bfcl.state_differences(env._ep.truth, fresh) == {}, entry.id
