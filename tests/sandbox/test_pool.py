@@ -105,6 +105,8 @@ def test_static_rejection_happens_before_any_worker(pool: SandboxPool):
         ("('x', 0.0, False, False, [])", "info of type list"),
         ("('x' * 70000, 0.0, False, False, {})", "70000 characters"),
         ("'just a string'", "must return"),
+        ("('x', 0.0, False, False, {'log': 'y' * 70000})", "characters of text"),
+        ("('x', 0.0, False, False, {'deep': [[{'a': 'y' * 40000}], 'z' * 40000]})", "characters of text"),
     ],
 )
 def test_garbage_step_results_are_contract_violations_and_worker_survives(pool: SandboxPool, expr: str, needle: str):
@@ -112,13 +114,15 @@ def test_garbage_step_results_are_contract_violations_and_worker_survives(pool: 
     pid = pool.worker_of(h).pid
     with pytest.raises(EnvContractViolation, match=needle) as info:
         pool.step(h, "a")
-    assert info.value.kind == "contract" and info.value.method == "step"
+    assert info.value.kind == "contract" and info.value.method in ("step", "info")
     assert pool.reset(h) == ("ready", {})
     assert pool.worker_of(h).pid == pid
 
 
 def test_odd_but_valid_values_are_converted(pool: SandboxPool):
     h = pool.spawn(step_returns("('x', 1, 1, 0, {1: {2, 3}, 'o': object(), 'big': 10**30})"))
+    flat = pool.spawn(step_returns("('x', 0.5, False, False, {'big': 10**30, 'neg': -2**70})", name="FlatEnv"))
+    assert pool.step(flat, "a")[4] == {"big": str(10**30), "neg": str(-(2**70))}
     obs, reward, term, trunc, info = pool.step(h, "a")
     assert (reward, term, trunc) == (1.0, True, False)
     assert type(reward) is float and type(term) is bool

@@ -119,21 +119,27 @@ def classify(exc: BaseException, what: str) -> list[Any]:
 # --- value conversion -------------------------------------------------------------------
 
 
-def wire_value(value: Any, depth: int = 0, budget: list[int] | None = None) -> Any:
-    """Plain msgpack-able copy of an info value; unknown objects become their repr."""
+def wire_value(value: Any, depth: int = 0, budget: list[int] | None = None, text_limit: int = 65536) -> Any:
+    """Plain msgpack-able copy of an info value; unknown objects become their repr.
+    ``budget`` is ``[items left, characters of text left]``."""
     if budget is None:
-        budget = [MAX_INFO_ITEMS]
+        budget = [MAX_INFO_ITEMS, text_limit]
     budget[0] -= 1
     if budget[0] < 0 or depth > MAX_INFO_DEPTH:
         raise ContractBroken("info is too large or too deeply nested", "info")
-    if value is None or isinstance(value, (bool, str, bytes, float)):
+    if isinstance(value, (str, bytes)):
+        budget[1] -= len(value)
+        if budget[1] < 0:
+            raise ContractBroken(f"info holds more than {text_limit} characters of text", "info")
+        return value
+    if value is None or isinstance(value, (bool, float)):
         return value
     if isinstance(value, int):
         return value if _INT64[0] <= value <= _INT64[1] else str(value)
     if isinstance(value, (list, tuple, set, frozenset)):
-        return [wire_value(v, depth + 1, budget) for v in value]
+        return [wire_value(v, depth + 1, budget, text_limit) for v in value]
     if isinstance(value, dict):
-        return {str(k): wire_value(v, depth + 1, budget) for k, v in value.items()}
+        return {str(k): wire_value(v, depth + 1, budget, text_limit) for k, v in value.items()}
     try:
         return repr(value)[:1000]
     except Exception:
@@ -148,12 +154,12 @@ def _obs(value: Any, method: str, limit: int) -> str:
     return value
 
 
-def _info(value: Any, method: str) -> dict[str, Any]:
+def _info(value: Any, method: str, limit: int = 65536) -> dict[str, Any]:
     if value is None:
         return {}
     if not isinstance(value, dict):
         raise ContractBroken(f"{method}() returned info of type {type(value).__name__}, expected dict", method)
-    return wire_value(value)
+    return wire_value(value, text_limit=limit)
 
 
 def wire_reset(result: Any, limit: int) -> list[Any]:
@@ -161,20 +167,27 @@ def wire_reset(result: Any, limit: int) -> list[Any]:
         return [_obs(result, "reset", limit), {}]
     if not isinstance(result, tuple) or len(result) != 2:
         raise ContractBroken("reset() must return (observation: str, info: dict)", "reset")
-    return [_obs(result[0], "reset", limit), _info(result[1], "reset")]
+    return [_obs(result[0], "reset", limit), _info(result[1], "reset", limit)]
 
 
 _PLAIN = frozenset({str, int, float, bool, type(None)})
 
 
-def _plain_info(info: Any) -> bool:
-    """Fast path: a flat dict of str keys and scalar values needs no conversion."""
+def _plain_info(info: Any, limit: int) -> bool:
+    """Fast path: a flat dict of str keys and scalar values (64-bit ints, text within
+    ``limit`` characters in all) needs no conversion."""
     if type(info) is not dict:
         return False
+    text = 0
     for k, v in info.items():
-        if type(k) is not str or type(v) not in _PLAIN:
+        t = type(v)
+        if type(k) is not str or t not in _PLAIN:
             return False
-    return True
+        if t is str:
+            text += len(v)
+        elif t is int and not _INT64[0] <= v <= _INT64[1]:
+            return False
+    return text <= limit
 
 
 def wire_step(result: Any, limit: int) -> list[Any]:
@@ -202,8 +215,8 @@ def wire_step(result: Any, limit: int) -> list[Any]:
         terminated = _flag(terminated, "terminated")
     if truncated is not True and truncated is not False:
         truncated = _flag(truncated, "truncated")
-    if not _plain_info(info):
-        info = _info(info, "step")
+    if not _plain_info(info, limit):
+        info = _info(info, "step", limit)
     return [obs, reward, terminated, truncated, info]
 
 
@@ -231,7 +244,7 @@ def wire_call(method: str, result: Any, limit: int) -> Any:
             return []
         if not isinstance(result, (list, tuple)):
             raise ContractBroken("get_tool_schemas() must return a list of dicts", method)
-        return wire_value(list(result))
+        return wire_value(list(result), text_limit=limit)
     return None  # close
 
 
@@ -331,7 +344,7 @@ class Instances:
                         and rw - rw == 0.0  # finite: inf - inf and nan - nan are nan
                         and (te is True or te is False)
                         and (tr is True or tr is False)
-                        and (inf == {} or _plain_info(inf))
+                        and (inf == {} or _plain_info(inf, limit))
                     ):
                         obs.append(o)
                         rewards.append(rw)
