@@ -337,3 +337,37 @@ def test_main_reports_an_unknown_plugin_selection(
     finally:
         monkeypatch.delenv("SPADE_PLUGINS")
         reset_plugins(None)
+
+
+FRAGILE_ENV = '''
+class FragileEnv:
+    """Breaks on purpose: step raises on 'boom', reset raises on seed 13."""
+
+    def reset(self, seed=None):
+        if seed == 13:
+            raise ValueError("unlucky seed")
+        return "say something", {}
+
+    def step(self, action):
+        if "boom" in action:
+            raise ZeroDivisionError("division by zero")
+        return "ok", 0.0, False, False, {}
+
+    def solution(self):
+        raise KeyError("no solution stored")
+'''
+
+
+def test_play_reports_env_code_errors_without_a_traceback(spade_home: Path) -> None:
+    with open_store() as store:
+        store.add(FRAGILE_ENV, EnvMetadata(name="Fragile", domain="games", skill="x"))
+    run = spade("play", "Fragile", "--in-process", input="boom\n:solution\n:reset 13\nhello\n")
+    assert run.exit_code == 0, run.output
+    assert "the environment failed: ZeroDivisionError: division by zero" in run.stdout
+    assert "solution() failed: KeyError: 'no solution stored'" in run.stdout
+    assert "reset() raised ValueError: unlucky seed" in run.stdout
+    assert "Traceback" not in run.output
+
+    run = spade("play", "Fragile", "--in-process", "--seed", "13", input="")
+    assert run.exit_code == 2
+    assert run.stderr.startswith("error: reset() raised ValueError: unlucky seed")

@@ -21,9 +21,9 @@ from .actions import format_boxed, parse_boxed
 from .catalog import CatalogEntry
 from .config import SpadeConfig
 from .env import ReferenceEnvAdapter, TextEnv
-from .errors import SpadeError, UntrustedCodeError
+from .errors import EnvContractError, SpadeError, UntrustedCodeError
 from .metadata import ActionFormat
-from .source import load_trusted_class
+from .source import instantiate, load_trusted_class
 
 COMMANDS_HELP = {
     ":quit": "leave",
@@ -37,12 +37,11 @@ def open_env(entry: CatalogEntry, config: SpadeConfig, *, in_process: bool = Fal
     """A Gymnasium text environment for ``entry``, run where its trust level allows."""
     meta = entry.metadata
     source = entry.source(store)
-    if entry.kind == "seed":
+    if entry.kind == "seed" or in_process or config.store_envs_run == "in-process":
         cls = load_trusted_class(source, meta.class_name, source_name=meta.id)
-        return ReferenceEnvAdapter(cls, max_turns=meta.max_turns, reward_range=meta.reward_range)
-    if in_process or config.store_envs_run == "in-process":
-        cls = load_trusted_class(source, meta.class_name, source_name=meta.id)
-        return ReferenceEnvAdapter(cls, max_turns=meta.max_turns, reward_range=meta.reward_range)
+        return ReferenceEnvAdapter(
+            lambda: instantiate(cls), max_turns=meta.max_turns, reward_range=meta.reward_range
+        )
     try:
         from spade_sandbox import SandboxedEnv
     except ImportError as exc:
@@ -97,9 +96,15 @@ class PlaySession:
         self.over = False
 
     def reset(self, seed: int | None = None) -> Turn:
+        """Start an episode; an environment that cannot start raises :class:`SpadeError`."""
         if seed is not None:
             self.seed = seed
-        obs, info = self.env.reset(seed=self.seed)
+        try:
+            obs, info = self.env.reset(seed=self.seed)
+        except SpadeError:
+            raise
+        except Exception as exc:  # in-process env code may raise anything: say what, no traceback
+            raise EnvContractError(f"reset() raised {type(exc).__name__}: {exc}", method="reset") from exc
         if self.seed is None:  # remember the drawn seed so ":reset" replays the same episode
             self.seed = getattr(self.env, "last_seed", None)
         self.turns, self.total_reward, self.last_reward, self.over = 0, 0.0, 0.0, False
@@ -125,6 +130,8 @@ class PlaySession:
             obs, raw_reward, terminated, truncated, info = self.env.step(action)
         except SpadeError as exc:
             return Turn("error", action=action, message=f"the environment failed: {exc}")
+        except Exception as exc:  # in-process env code: report and let the player :reset
+            return Turn("error", action=action, message=f"the environment failed: {type(exc).__name__}: {exc}")
         reward = float(raw_reward)
         self.turns += 1
         self.total_reward += reward
@@ -145,14 +152,19 @@ class PlaySession:
                     seed = int(arg)
                 except ValueError:
                     return Turn("error", message=f":reset takes an integer seed, got {arg.strip()!r}")
-            return self.reset(seed)
+            try:
+                return self.reset(seed)
+            except SpadeError as exc:
+                return Turn("error", message=str(exc))
         if name == ":solution":
             try:
                 sol = self.env.solution()
-            except (NotImplementedError, AttributeError):
+            except NotImplementedError:
                 return Turn("error", message="this environment does not provide solution()")
             except SpadeError as exc:
                 return Turn("error", message=f"solution() failed: {exc}")
+            except Exception as exc:
+                return Turn("error", message=f"solution() failed: {type(exc).__name__}: {exc}")
             return Turn("solution", solution=sol)
         return Turn("error", message=f"unknown command {name!r} (:help lists them)")
 
