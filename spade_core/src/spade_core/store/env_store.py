@@ -61,13 +61,13 @@ _INSERT_BLOB = insert(blobs)
 _LOCK_NAME = text("SELECT pg_advisory_xact_lock(:key)")
 _INSERT_ENV = insert(envs)
 _INSERT_PARENT = insert(parents)
-#: Content addressing in one statement where the dialect has "insert or ignore".
 #: Insert an environment row only when its (name, version) is free (a returned row says so;
 #: rowcount is not reliable across drivers here).
 _INSERT_ENV_IF_NEW = {
     "sqlite": sqlite_insert(envs).on_conflict_do_nothing().returning(envs.c.seq),
     "postgresql": postgresql_insert(envs).on_conflict_do_nothing().returning(envs.c.seq),
 }
+#: Content addressing in one statement where the dialect has "insert or ignore".
 _UPSERT_BLOB = {
     "sqlite": sqlite_insert(blobs).on_conflict_do_nothing(index_elements=["code_hash"]),
     "postgresql": postgresql_insert(blobs).on_conflict_do_nothing(index_elements=["code_hash"]),
@@ -145,7 +145,9 @@ class EnvStore:
     def __enter__(self) -> EnvStore:
         return self
 
-    def __exit__(self, *exc: tuple[type[BaseException] | None, BaseException | None, TracebackType | None]) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self.close()
 
     def __repr__(self) -> str:
