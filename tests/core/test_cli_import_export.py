@@ -265,3 +265,32 @@ def test_decisions_inside_one_file_see_the_items_before_them(tmp_path: Path, spa
     ]
     with open_store() as store:
         assert store.count() == 3
+
+
+def test_a_clash_written_by_another_process_mid_import_is_an_item_failure(tmp_path: Path, spade_home: Path) -> None:
+    """Into an empty store, new items are queued without lookups; when another writer adds
+    a clashing name meanwhile, the batch is decided again against the store."""
+    from spade_core.importer import ImportOptions, import_items, read_items
+
+    sort = (REFERENCE_ENVS / "swap_sort.py").read_text()
+    pool = tmp_path / "pool.jsonl"
+    pool.write_text(
+        json.dumps({"name": "first", "code": "not python ("}) + "\n"
+        + json.dumps({"name": "clash", "code": sort}) + "\n"
+        + json.dumps({"name": "fine", "code": (REFERENCE_ENVS / "guess_number.py").read_text()}) + "\n"
+    )
+
+    def other_writer(outcome) -> None:  # runs after the first item, before the batched write
+        if outcome.origin == "pool.jsonl:1":
+            with open_store() as other:
+                other.add(sort.replace("size=5", "size=8"), EnvMetadata(name="clash", domain="games", skill="s"))
+
+    with open_store() as store:
+        report = import_items(store, read_items(pool), ImportOptions(domain="games"), on_item=other_writer)
+    outcomes = [(o.origin, o.outcome, o.env_id) for o in report.outcomes]
+    assert outcomes == [
+        ("pool.jsonl:1", "failed", None),
+        ("pool.jsonl:2", "failed", None),
+        ("pool.jsonl:3", "imported", "fine-v1"),
+    ]
+    assert "clash-v1 already exists with different code" in (report.outcomes[1].reason or "")

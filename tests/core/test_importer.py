@@ -137,6 +137,9 @@ def test_a_store_failure_while_writing_stops_the_batch_and_says_where() -> None:
     from spade_core.importer import import_items
 
     class FailingStore:
+        def count(self, **filters: object) -> int:
+            return 0
+
         def versions(self, name: str) -> list:
             return []
 

@@ -426,6 +426,17 @@ class _BatchImport:
         self.outcomes: list[ImportOutcome | None] = []
         self.pending: list[_Pending] = []
         self.pending_names: set[str] = set()
+        # Importing into an empty store (the usual first import of a pool) needs no
+        # per-item lookups: only names this run wrote can exist. Should another writer
+        # add a clashing name meanwhile, the batched write fails as a whole and every
+        # item of that batch is decided again against the store (see ``flush``).
+        self.store_was_empty = store.count() == 0
+        self.written: set[str] = set()
+
+    def _versions(self, name: str) -> list[EnvMetadata]:
+        if self.store_was_empty and name not in self.written:
+            return []
+        return list(self.store.versions(name))
 
     def _finish(self, index: int, outcome: ImportOutcome) -> None:
         self.outcomes[index] = outcome
@@ -439,12 +450,22 @@ class _BatchImport:
         try:
             saved = self.store.add_many([(p.item.source, p.metadata) for p in batch])
         except StoreError as exc:
+            if self.store_was_empty:
+                # Decided without lookups and the write failed: decide again against the
+                # store (a clash from another writer becomes a per-item outcome; a broken
+                # store fails again on the first lookup and stops the import).
+                self.store_was_empty = False
+                for p in batch:
+                    self._decide(p.index, p.item)
+                self.flush()
+                return
             done = sum(o is not None for o in self.outcomes)
             raise StoreError(
                 f"import stopped writing {batch[0].item.origin}..{batch[-1].item.origin} "
                 f"after {done} item(s): {exc}"
             ) from exc
         for p, meta in zip(batch, saved, strict=True):
+            self.written.add(meta.name)
             self._finish(p.index, ImportOutcome(p.item.origin, "imported", meta.id, notes=p.notes))
 
     def add(self, raw: RawItem) -> None:
@@ -474,7 +495,7 @@ class _BatchImport:
         store = self.store
         meta = item.metadata
         notes = list(item.ignored and [f"ignored columns: {', '.join(item.ignored)}"])
-        stored = store.versions(meta.name)
+        stored = self._versions(meta.name)
         same_code = next((m for m in stored if m.code_hash == meta.code_hash), None)
         if same_code is None and stored and item.name_derived:
             # A name taken from the class name says nothing about identity: two different
@@ -485,7 +506,7 @@ class _BatchImport:
             meta = meta.model_copy(update={"name": renamed, "id": f"{renamed}-v{meta.version}"})
             if renamed in self.pending_names:
                 self.flush()
-            stored = store.versions(renamed)
+            stored = self._versions(renamed)
             same_code = next((m for m in stored if m.code_hash == meta.code_hash), None)
         if same_code is not None:
             if self.options.status is not None and same_code.status != self.options.status:
@@ -499,6 +520,7 @@ class _BatchImport:
                 self._finish(index, ImportOutcome(item.origin, "failed", reason=reason, notes=tuple(notes)))
                 return
             saved = store.add(item.source, meta, new_version=True)
+            self.written.add(saved.name)
             self._finish(index, ImportOutcome(item.origin, "imported", saved.id, notes=tuple(notes)))
             return
         self.pending.append(_Pending(index, item, meta, tuple(notes)))
