@@ -406,8 +406,9 @@ class _Pending:
 class _BatchImport:
     """Decides each item's fate against the store and writes new ones in batches.
 
-    Decisions read the store (``versions(name)``); the common case, a new environment,
-    is queued and written ``WRITE_BATCH`` at a time with ``add_many`` (one transaction per
+    Decisions read the store (``versions(name)``, skipped while the store started empty
+    and the name was not written by this run); the common case, a new environment, is
+    queued and written ``WRITE_BATCH`` at a time with ``add_many`` (one transaction per
     batch instead of per item). Before an item whose name is already queued is decided,
     the queue is written, so every decision sees everything before it.
     """
