@@ -17,7 +17,6 @@ from typing import Any
 from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
-
 from spade_core.domains import SeedEnv
 from spade_core.env import ReferenceEnvAdapter
 from spade_core.source import load_trusted_class
@@ -66,11 +65,26 @@ def main() -> None:
     except Exception as exc:  # the sandbox column is optional; say why it is missing
         console.print(f"[yellow]sandbox unavailable ({type(exc).__name__}: {exc}); its columns stay empty")
         pool = None
-    table = Table(title="games seed pool: one solved episode (median) and blind play",
-                  caption="sol = solution steps; blind = commands known, observations ignored; "
-                  "expert = observations only, no hidden state (median turns)")
-    for col in ("game", "diff", "turns", "sol", "local µs", "adapter µs", "sandbox µs",
-                "adapter/local", "sandbox/local", "blind win", "blind ret", "expert win", "expert turns"):
+    table = Table(
+        title="games seed pool: one solved episode (median) and blind play",
+        caption="sol = solution steps; blind = commands known, observations ignored; "
+        "expert = observations only, no hidden state (median turns)",
+    )
+    for col in (
+        "game",
+        "diff",
+        "turns",
+        "sol",
+        "local µs",
+        "adapter µs",
+        "sandbox µs",
+        "adapter/local",
+        "sandbox/local",
+        "blind win",
+        "blind ret",
+        "expert win",
+        "expert turns",
+    ):
         table.add_column(col, justify="left" if col == "game" else "right", no_wrap=True)
     seeds = seed_envs()
     ratios: list[float] = []
@@ -80,7 +94,9 @@ def main() -> None:
             for seed_env in seeds:
                 cls = load_trusted_class(seed_env.source(), seed_env.class_name)
                 local = _median_us(cls, LOCAL_SEEDS)
-                adapted = _median_us(lambda: ReferenceEnvAdapter(cls(), max_turns=seed_env.max_turns), LOCAL_SEEDS)
+                adapted = _median_us(
+                    lambda cls=cls, turns=seed_env.max_turns: ReferenceEnvAdapter(cls(), max_turns=turns), LOCAL_SEEDS
+                )
                 sandboxed = None
                 if pool is not None:
                     make = _sandbox_factory(seed_env, pool)
@@ -93,14 +109,23 @@ def main() -> None:
                 expert_cells = ["-", "-"]
                 if seed_env.name in EXPERTS:
                     plays = [play_expert(seed_env, seed) for seed in range(EXPERT_EPISODES)]
-                    expert_cells = [f"{sum(p.won for p in plays) / len(plays):.2f}",
-                                    f"{statistics.median(p.turns for p in plays):.0f}"]
+                    expert_cells = [
+                        f"{sum(p.won for p in plays) / len(plays):.2f}",
+                        f"{statistics.median(p.turns for p in plays):.0f}",
+                    ]
                 table.add_row(
-                    seed_env.name, f"{seed_env.difficulty:.2f}", str(seed_env.max_turns),
-                    str(len(probe.solution())), f"{local:.0f}", f"{adapted:.0f}",
+                    seed_env.name,
+                    f"{seed_env.difficulty:.2f}",
+                    str(seed_env.max_turns),
+                    str(len(probe.solution())),
+                    f"{local:.0f}",
+                    f"{adapted:.0f}",
                     "-" if sandboxed is None else f"{sandboxed:.0f}",
-                    f"{adapted / local:.2f}x", "-" if sandboxed is None else f"{sandboxed / local:.0f}x",
-                    f"{blind.win_rate:.2f}", f"{blind.mean_return:.3f}", *expert_cells,
+                    f"{adapted / local:.2f}x",
+                    "-" if sandboxed is None else f"{sandboxed / local:.0f}x",
+                    f"{blind.win_rate:.2f}",
+                    f"{blind.mean_return:.3f}",
+                    *expert_cells,
                 )
                 progress.advance(task)
     finally:
@@ -108,8 +133,10 @@ def main() -> None:
             pool.close()
     console.print(table)
     if ratios:
-        console.print(f"median sandbox/local episode ratio: {statistics.median(ratios):.0f}x "
-                      f"over {len(ratios)} games ({len(SANDBOX_SEEDS)} sandboxed, {len(LOCAL_SEEDS)} local episodes each)")
+        console.print(
+            f"median sandbox/local episode ratio: {statistics.median(ratios):.0f}x "
+            f"over {len(ratios)} games ({len(SANDBOX_SEEDS)} sandboxed, {len(LOCAL_SEEDS)} local episodes each)"
+        )
 
 
 if __name__ == "__main__":

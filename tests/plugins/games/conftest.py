@@ -6,7 +6,6 @@ import functools
 from typing import Any
 
 import pytest
-
 from spade_core.domains import Domain, SeedEnv
 from spade_core.env import ReferenceEnvAdapter
 from spade_core.plugins import SpadePlugins

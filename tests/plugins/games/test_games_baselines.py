@@ -4,7 +4,6 @@ observes rarely wins any seed game and earns little on average."""
 from __future__ import annotations
 
 import pytest
-
 from spade_core.actions import parse_boxed
 from spade_core.domains import SeedEnv
 from spade_games.baselines import blind_score, vocabulary

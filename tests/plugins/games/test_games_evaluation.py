@@ -6,7 +6,6 @@ import itertools
 import json
 
 import pytest
-
 from spade_core.domains import Domain
 from spade_games.evaluation import FIRST_SEED, EvaluationError, Player, evaluate
 
@@ -38,7 +37,7 @@ def test_the_suite_is_registered_with_the_domain(games_domain: Domain) -> None:
 
 
 def test_a_player_that_never_acts_sensibly_scores_zero() -> None:
-    result = evaluate(lambda: (lambda obs: "hello"), episodes=3, games=GAMES)
+    result = evaluate(lambda: lambda obs: "hello", episodes=3, games=GAMES)
     for name, game in result["games"].items():
         max_turns = next(s.max_turns for s in SEED_ENVS if s.name == name)
         assert game["mean_return"] == 0.0 and game["win_rate"] == 0.0

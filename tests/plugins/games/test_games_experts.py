@@ -4,7 +4,6 @@ on every seed tried: what the game reveals is enough, and its feedback is correc
 from __future__ import annotations
 
 import pytest
-
 from spade_core.domains import SeedEnv
 from spade_games.experts import EXPERTS, LUCK_DEPENDENT, play_expert
 

@@ -12,7 +12,6 @@ import math
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
 from spade_core.actions import find_boxed
 from spade_core.domains import SeedEnv
 from spade_games.fuzz import VERBS, actions
@@ -64,7 +63,9 @@ def test_fuzz_strategy_covers_well_formed_and_malformed_commands() -> None:
     from hypothesis import Phase, find
 
     quick = settings(database=None, phases=[Phase.generate], max_examples=2000)
-    boxed_verb = find(actions(), lambda a: any(p.strip().lower().startswith(VERBS) for p in find_boxed(a)), settings=quick)
+    boxed_verb = find(
+        actions(), lambda a: any(p.strip().lower().startswith(VERBS) for p in find_boxed(a)), settings=quick
+    )
     unboxed = find(actions(), lambda a: "\\boxed{" not in a and a.startswith(VERBS), settings=quick)
     unclosed = find(actions(), lambda a: a.startswith("\\boxed{") and not find_boxed(a), settings=quick)
     assert boxed_verb and unboxed and unclosed

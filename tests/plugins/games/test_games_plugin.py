@@ -10,21 +10,24 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from gymnasium.utils.env_checker import check_env
-
 import spade_games
+from gymnasium.utils.env_checker import check_env
 from spade_core.domains import Domain
+from spade_core.env import ReferenceEnvAdapter
 from spade_core.metadata import NAME_RE, ActionFormat
 from spade_core.plugins import SpadePlugins
-from spade_core.env import ReferenceEnvAdapter
 from spade_core.source import find_env_class, load_trusted_class
 from spade_games.prompt import ALLOWED_IMPORTS, PROMPT_SPEC, SKELETON
 
 from .conftest import SEED_ENVS, play
 
 SIX_SKILLS = {
-    "mathematical_reasoning", "logical_deduction", "spatial_reasoning",
-    "pattern_recognition", "optimization", "causal_inference",
+    "mathematical_reasoning",
+    "logical_deduction",
+    "spatial_reasoning",
+    "pattern_recognition",
+    "optimization",
+    "causal_inference",
 }
 
 
@@ -79,8 +82,21 @@ def test_difficulties_vary(games_domain: Domain) -> None:
     assert max(difficulties) - min(difficulties) >= 0.3
 
 
-_FORBIDDEN_CALLS = {"eval", "exec", "compile", "open", "getattr", "setattr", "delattr", "globals",
-                    "locals", "vars", "__import__", "input", "breakpoint"}
+_FORBIDDEN_CALLS = {
+    "eval",
+    "exec",
+    "compile",
+    "open",
+    "getattr",
+    "setattr",
+    "delattr",
+    "globals",
+    "locals",
+    "vars",
+    "__import__",
+    "input",
+    "breakpoint",
+}
 
 
 def _standard_library_only_problems(source: str) -> list[str]:
@@ -113,8 +129,18 @@ def test_the_static_rule_check_catches_what_it_claims() -> None:
 
 
 def test_prompt_spec_states_the_rules_the_pool_follows() -> None:
-    for phrase in ("random.Random(seed)", "\\boxed{", "solution(self)", "max_turns", "terminated=True",
-                   "truncated=True", "[0, 1]", "`Env`", "never", "hidden state"):
+    for phrase in (
+        "random.Random(seed)",
+        "\\boxed{",
+        "solution(self)",
+        "max_turns",
+        "terminated=True",
+        "truncated=True",
+        "[0, 1]",
+        "`Env`",
+        "never",
+        "hidden state",
+    ):
         assert phrase in PROMPT_SPEC, phrase
     for module in ALLOWED_IMPORTS:
         assert module in PROMPT_SPEC

@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-
 from spade_core.domains import Domain, SeedEnv
 from spade_core.metadata import EnvMetadata
 from spade_games.plugin import GARBAGE_ACTIONS
@@ -57,8 +56,9 @@ def test_a_sandboxed_game_plays_exactly_like_the_local_one(seed_env: SeedEnv, po
         local = make_env(seed_env)
         local.reset(seed=seed)
         script = [GARBAGE_ACTIONS[seed + 3]] + local.solution()
-        remote = SandboxedEnv(seed_env.source(), pool=pool, max_turns=seed_env.max_turns,
-                              class_name=seed_env.class_name)
+        remote = SandboxedEnv(
+            seed_env.source(), pool=pool, max_turns=seed_env.max_turns, class_name=seed_env.class_name
+        )
         try:
             remote_trajectory = play(remote, seed, script)
         finally:

@@ -13,7 +13,6 @@ import warnings
 
 import pytest
 from gymnasium.utils.env_checker import check_env
-
 from spade_core.actions import parse_boxed
 from spade_core.domains import SeedEnv
 from spade_games.plugin import GARBAGE_ACTIONS
@@ -159,8 +158,9 @@ def test_games_replay_identically_in_another_process() -> None:
     # Another string-hash salt than this process's (random unless set); only this plugin loads.
     salt = "1" if os.environ.get("PYTHONHASHSEED") != "1" else "2"
     env = {**os.environ, "PYTHONHASHSEED": salt, "SPADE_PLUGINS": "games"}
-    out = subprocess.run([sys.executable, "-c", _TRAJECTORIES_SCRIPT], cwd=root, env=env,
-                         capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", _TRAJECTORIES_SCRIPT], cwd=root, env=env, capture_output=True, text=True, check=True
+    )
     theirs = json.loads(out.stdout)
     for key, trajectory in theirs.items():
         name, seed = key.split("/")

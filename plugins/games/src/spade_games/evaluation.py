@@ -78,7 +78,9 @@ def evaluate(
     for seed_env in selected:
         if player_factory is None:
             blind = blind_score(seed_env, episodes)
-            expert = [play_expert(seed_env, first_seed + i) for i in range(episodes)] if seed_env.name in EXPERTS else []
+            expert = (
+                [play_expert(seed_env, first_seed + i) for i in range(episodes)] if seed_env.name in EXPERTS else []
+            )
             per_game[seed_env.name] = {
                 "skill": seed_env.skill,
                 "blind_return": blind.mean_return,

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from spade_core.domains import SeedEnv
 from spade_core.env import ReferenceEnvAdapter
+from spade_core.errors import SpadeError
 from spade_core.source import load_trusted_class
 
 #: Games whose expert wins most, not all, episodes within the turn budget.
@@ -38,13 +39,24 @@ class ExpertResult:
     final_reward: float
 
 
+class ExpertError(SpadeError):
+    """An observation did not read as the expert expects: the game's wording changed."""
+
+
+def _find(pattern: str, text: str) -> re.Match[str]:
+    found = re.search(pattern, text)
+    if found is None:
+        raise ExpertError(f"expected {pattern!r} in the observation {text[:200]!r}")
+    return found
+
+
 def _ints(text: str) -> list[int]:
     return [int(m) for m in re.findall(r"-?\d+", text)]
 
 
 def _after(text: str, marker: str) -> int:
     """The first integer after ``marker`` in ``text``."""
-    return _ints(text[text.index(marker) + len(marker):])[0]
+    return _ints(text[text.index(marker) + len(marker) :])[0]
 
 
 def polynomial_probe(act: Act, obs: str) -> None:
@@ -75,7 +87,7 @@ def island_of_liars(act: Act, obs: str) -> None:
 
 def code_breaker(act: Act, obs: str) -> None:
     def score(code: str, guess: str) -> tuple[int, int]:
-        exact = sum(c == g for c, g in zip(code, guess))
+        exact = sum(c == g for c, g in zip(code, guess, strict=True))
         return exact, sum(min(code.count(d), guess.count(d)) for d in set(guess)) - exact
 
     candidates = ["".join(p) for p in itertools.product("123456", repeat=4)]
@@ -102,8 +114,11 @@ def height_ranking(act: Act, obs: str) -> None:
 
 
 def culprit_deduction(act: Act, obs: str) -> None:
-    options = [["Amber", "Basil", "Coral", "Dorian"], ["rope", "wrench", "candlestick", "pipe"],
-               ["library", "kitchen", "cellar", "study"]]
+    options = [
+        ["Amber", "Basil", "Coral", "Dorian"],
+        ["rope", "wrench", "candlestick", "pipe"],
+        ["library", "kitchen", "cellar", "study"],
+    ]
     while True:
         pick = [o[0] for o in options]
         reply = act("suggest " + " ".join(pick))
@@ -116,8 +131,8 @@ def culprit_deduction(act: Act, obs: str) -> None:
 
 def affine_cipher(act: Act, obs: str) -> None:
     alphabet = "abcdefghijklmnopqrstuvwxyz"
-    message = re.search(r"message '([a-z ]+)'", obs).group(1)
-    enc = re.search(r"= '([a-z]+)'", act("encode ab")).group(1)
+    message = _find(r"message '([a-z ]+)'", obs).group(1)
+    enc = _find(r"= '([a-z]+)'", act("encode ab")).group(1)
     b = alphabet.index(enc[0])
     a = (alphabet.index(enc[1]) - b) % 26
     inverse = pow(a, -1, 26)
@@ -135,15 +150,19 @@ def hidden_knapsack(act: Act, obs: str) -> None:
     weights = [int(w) for w in re.findall(r"item \d+ weighs (\d+)", obs)]
     values = [_after(act(f"appraise {i + 1}"), "value") for i in range(len(weights))]
     best = max(
-        (c for n in range(len(weights) + 1) for c in itertools.combinations(range(len(weights)), n)
-         if sum(weights[i] for i in c) <= capacity),
+        (
+            c
+            for n in range(len(weights) + 1)
+            for c in itertools.combinations(range(len(weights)), n)
+            if sum(weights[i] for i in c) <= capacity
+        ),
         key=lambda c: sum(values[i] for i in c),
     )
     act("pack " + " ".join(str(i + 1) for i in best))
 
 
 def hidden_graph_route(act: Act, obs: str) -> None:
-    start, goal = re.search(r"from ([A-H]) to ([A-H])", obs).groups()
+    start, goal = _find(r"from ([A-H]) to ([A-H])", obs).groups()
     dist, path, done = {start: 0}, {start: [start]}, set()
     while True:  # Dijkstra: scan a town only once it is the nearest unsettled one
         town = min((t for t in dist if t not in done), key=lambda t: (dist[t], t))
@@ -158,7 +177,7 @@ def hidden_graph_route(act: Act, obs: str) -> None:
 
 def switch_circuit(act: Act, obs: str) -> None:
     def lights(text: str, marker: str) -> int:
-        states = re.findall(r"(\d+):(on|off)", text[text.index(marker):])
+        states = re.findall(r"(\d+):(on|off)", text[text.index(marker) :])
         return sum(1 << (int(i) - 1) for i, s in states[:10] if s == "on")
 
     target, now = lights(obs, "Target lights"), lights(obs, "Lights now")
@@ -181,8 +200,11 @@ def switch_circuit(act: Act, obs: str) -> None:
 def growth_lab(act: Act, obs: str) -> None:
     factors = ("water", "light", "soil", "music", "pot", "heat")
     base = _after(act("experiment 000000"), "grew")
-    causes = [f for i, f in enumerate(factors)
-              if _after(act("experiment " + "".join("1" if j == i else "0" for j in range(6))), "grew") != base]
+    causes = [
+        f
+        for i, f in enumerate(factors)
+        if _after(act("experiment " + "".join("1" if j == i else "0" for j in range(6))), "grew") != base
+    ]
     act("causes " + " ".join(causes))
 
 
@@ -199,13 +221,18 @@ def causal_graph(act: Act, obs: str) -> None:
 def secret_rule(act: Act, obs: str) -> None:
     digits = lambda n: [int(c) for c in str(n)]  # noqa: E731
     rules = [
-        lambda n: n % 3 == 0, lambda n: n % 4 == 0, lambda n: n % 7 == 0, lambda n: "5" in str(n),
+        lambda n: n % 3 == 0,
+        lambda n: n % 4 == 0,
+        lambda n: n % 7 == 0,
+        lambda n: "5" in str(n),
         lambda n: sum(digits(n)) % 2 == 0,
-        lambda n: all(a < b for a, b in zip(digits(n), digits(n)[1:])),
-        lambda n: digits(n)[-1] > digits(n)[0], lambda n: 300 <= n <= 599,
-        lambda n: n % 10 in (1, 4, 9), lambda n: len(set(str(n))) < len(str(n)),
+        lambda n: all(a < b for a, b in zip(digits(n), digits(n)[1:], strict=False)),
+        lambda n: digits(n)[-1] > digits(n)[0],
+        lambda n: 300 <= n <= 599,
+        lambda n: n % 10 in (1, 4, 9),
+        lambda n: len(set(str(n))) < len(str(n)),
     ]
-    challenge = [int(n) for n in re.search(r"Challenge numbers: ([\d, ]+)\.", obs).group(1).split(", ")]
+    challenge = [int(n) for n in _find(r"Challenge numbers: ([\d, ]+)\.", obs).group(1).split(", ")]
     probes = [n for n in range(1, 1000) if n not in challenge]
     table = [(tuple(r(n) for n in challenge), {n: r(n) for n in probes}) for r in rules]
     alive = table
@@ -220,12 +247,12 @@ def secret_rule(act: Act, obs: str) -> None:
 def fog_maze(act: Act, obs: str) -> None:
     moves = {"north": (-1, 0), "south": (1, 0), "west": (0, -1), "east": (0, 1)}
     back = {"north": "south", "south": "north", "east": "west", "west": "east"}
-    goal = tuple(int(v) for v in re.search(r"exit room at row (\d+), column (\d+)", obs).groups())
+    goal = tuple(int(v) for v in _find(r"exit room at row (\d+), column (\d+)", obs).groups())
     visited, trail = set(), []  # depth-first search, trying the openings nearest the exit first
     while True:
-        row, col = (int(v) for v in re.search(r"stand at row (\d+), column (\d+)", obs).groups())
+        row, col = (int(v) for v in _find(r"stand at row (\d+), column (\d+)", obs).groups())
         visited.add((row, col))
-        openings = re.search(r"Openings: ([a-z, ]*)\.", obs).group(1).split(", ")
+        openings = _find(r"Openings: ([a-z, ]*)\.", obs).group(1).split(", ")
         fresh = [d for d in openings if d in moves and (row + moves[d][0], col + moves[d][1]) not in visited]
         fresh.sort(key=lambda d: abs(row + moves[d][0] - goal[0]) + abs(col + moves[d][1] - goal[1]))
         if fresh:
@@ -301,7 +328,7 @@ def sonar_search(act: Act, obs: str) -> None:
                 pairs = [p for p in pairs if best not in p]
             continue
 
-        def worst_group(cell: tuple[int, int]) -> int:
+        def worst_group(cell: tuple[int, int], pairs: list[frozenset] = pairs) -> int:
             groups: dict[int, int] = {}
             for pair in pairs:
                 d = dist(cell, pair)
@@ -320,7 +347,7 @@ def _extend(terms: list[int], upto: int) -> list[int] | None:
     an affine growth t(n) = m*t(n-1) + c, or two interleaved arithmetic progressions."""
     table = [list(terms)]
     while len(table) < 5 and len(table[-1]) > 1:
-        table.append([b - a for a, b in zip(table[-1], table[-1][1:])])
+        table.append([b - a for a, b in zip(table[-1], table[-1][1:], strict=False)])
         if len(set(table[-1])) == 1:
             rows = [row[:] for row in table]
             while len(rows[0]) < upto:
@@ -341,7 +368,10 @@ def _extend(terms: list[int], upto: int) -> list[int] | None:
                 out.append(m * out[-1] + c)
             return out
     odd, even = out[0::2], out[1::2]
-    if len({b - a for a, b in zip(odd, odd[1:])}) == 1 and len({b - a for a, b in zip(even, even[1:])}) == 1:
+    if (
+        len({b - a for a, b in zip(odd, odd[1:], strict=False)}) == 1
+        and len({b - a for a, b in zip(even, even[1:], strict=False)}) == 1
+    ):
         d_odd, d_even = odd[1] - odd[0], even[1] - even[0]
         while len(out) < upto:
             n = len(out)  # 0-based index of the next term
@@ -351,7 +381,7 @@ def _extend(terms: list[int], upto: int) -> list[int] | None:
 
 
 def sequence_rule(act: Act, obs: str) -> None:
-    terms = [int(v) for v in re.search(r"starts (-?\d+), (-?\d+), (-?\d+)", obs).groups()]
+    terms = [int(v) for v in _find(r"starts (-?\d+), (-?\d+), (-?\d+)", obs).groups()]
     target = _after(obs, "What is t(")
     terms += [_after(act(f"term {n}"), "=") for n in range(4, 11)]
     extended = _extend(terms, target)

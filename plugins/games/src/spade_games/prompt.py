@@ -9,8 +9,18 @@ from __future__ import annotations
 
 #: Standard-library modules a game may import (the sandbox allow-list for this domain).
 ALLOWED_IMPORTS: tuple[str, ...] = (
-    "random", "math", "re", "json", "itertools", "collections", "functools",
-    "string", "dataclasses", "typing", "heapq", "bisect",
+    "random",
+    "math",
+    "re",
+    "json",
+    "itertools",
+    "collections",
+    "functools",
+    "string",
+    "dataclasses",
+    "typing",
+    "heapq",
+    "bisect",
 )
 
 SKELETON = r'''import random
