@@ -158,3 +158,15 @@ def test_static_verdicts_on_edge_cases(source, code):
         assert report.passed, report.reasons
     else:
         assert report.failed_stage == "static" and failing(report).code == code
+
+
+def test_the_novelty_index_follows_the_store(tmp_path, inprocess_runner):
+    from spade_core.store import EnvStore
+
+    with EnvStore(f"sqlite:///{tmp_path / 'store.db'}") as store:
+        validator = Validator(inprocess_runner)
+        assert validator.validate(corpus_source("bad", "n_dup_hanoi"), store=store).passed
+        store.add(corpus_source("good", "hanoi"), EnvMetadata(name="hanoi", domain="games", skill="planning"))
+        report = validator.validate(corpus_source("bad", "n_dup_hanoi"), store=store)
+        assert report.failed_stage == "novelty" and report.duplicate_of == "hanoi-v1"
+        assert validator.novelty.sync(store) == 0  # unchanged store: nothing re-read

@@ -104,6 +104,7 @@ class NoveltyIndex:
         self._matrix: np.ndarray | None = None
         self._by_hash: dict[str, np.ndarray] = {}
         self._known_ids: set[str] = set()
+        self._synced: dict[tuple[int, str], int] = {}
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
@@ -127,13 +128,23 @@ class NoveltyIndex:
             self._matrix = None
 
     def sync(self, store: object) -> int:
-        """Add every environment of an ``EnvStore`` not indexed yet; returns how many were added."""
+        """Add every environment of an ``EnvStore`` not indexed yet; returns how many were added.
+
+        Environments are only ever added to a store, so when its count has not changed
+        since the last sync nothing is read (a count is one cheap query; listing decodes
+        every document).
+        """
+        key = (id(store), str(getattr(store, "url", "")))
+        count = store.count()  # type: ignore[attr-defined]
+        if self._synced.get(key) == count:
+            return 0
         added = 0
         for meta in store.find():  # type: ignore[attr-defined]
             if meta.id in self._known_ids:
                 continue
             self.add(meta.id, store.get_source(meta.id), meta.code_hash or None)  # type: ignore[attr-defined]
             added += 1
+        self._synced[key] = count
         return added
 
     def nearest(self, source: str, *, exclude: str | None = None) -> tuple[str, float] | None:
