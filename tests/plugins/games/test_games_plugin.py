@@ -193,3 +193,11 @@ def test_every_seed_is_registered_with_gymnasium(seed_env) -> None:
         assert env.unwrapped.max_turns == seed_env.max_turns
     finally:
         env.close()
+
+
+def test_the_prompt_gives_ideas_for_exactly_the_domain_skills(games_domain: Domain) -> None:
+    from spade_games.prompt import SKILL_IDEAS
+
+    assert tuple(SKILL_IDEAS) == games_domain.skills
+    for skill, ideas in SKILL_IDEAS.items():
+        assert f"- {skill}: {ideas}" in PROMPT_SPEC

@@ -75,6 +75,22 @@ class VaultDialEnv:
         pass
 '''
 
+#: Mechanics that exercise each skill, shown to the designer as inspiration.
+SKILL_IDEAS: dict[str, str] = {
+    "mathematical_reasoning": "query a hidden function or quantity, then state it exactly "
+    "(coefficients, remainders, sums of unknowns).",
+    "logical_deduction": "questions whose answers constrain a hidden assignment (truth-tellers and "
+    "liars, peg feedback, refuted suggestions, pairwise orderings).",
+    "spatial_reasoning": "explore a grid or map seen only locally or through distances; locate, "
+    "navigate, or cover hidden objects.",
+    "pattern_recognition": "probe examples of a hidden rule or transformation, then apply it to new "
+    "cases (sequences, ciphers, classification).",
+    "optimization": "learn hidden costs or values at a price in turns, then commit to one best "
+    "choice scored against the optimum.",
+    "causal_inference": "intervene on variables (toggle, set, block) and observe effects to recover "
+    "hidden causes, then act on them.",
+}
+
 PROMPT_SPEC = (
     r"""You are designing a text game that trains careful multi-step reasoning. Write ONE Python
 file that defines ONE class whose name ends in `Env`. The game must satisfy all of this:
@@ -87,7 +103,8 @@ file that defines ONE class whose name ends in `Env`. The game must satisfy all 
    - `step(self, action: str) -> (observation: str, reward: float, terminated: bool, truncated: bool, info: dict)`.
    - `solution(self) -> list[str]`: a list of actions which, replayed from `reset(seed)` with
      the same seed, reaches reward 1.0 and `terminated=True` in fewer than `max_turns` steps.
-     It may read the hidden state; it proves the game can be won.
+     It may read the hidden state; it proves the game can be won. Include only the actions
+     needed to win (no exploratory probes).
    - `close(self)`.
 2. Genuinely multi-turn with hidden state: the player must act to learn what it needs
    (probe, query, test, explore, measure). A game that can be answered from the first
@@ -100,7 +117,8 @@ file that defines ONE class whose name ends in `Env`. The game must satisfy all 
    reward 0.0 (or the current progress), and do not end the episode because of them.
 5. Rewards are floats in [0, 1]. 1.0 means solved and is given only on the step that solves
    the game, together with `terminated=True`. Otherwise reward partial progress (fraction of
-   the hidden state uncovered, closeness of an answer...). The final step's reward is the
+   the hidden state uncovered, closeness of an answer...). Doing nothing must earn nothing,
+   and a guess at chance level should earn (almost) nothing. The final step's reward is the
    episode's score, so give the final reward on the terminating step.
 6. Keep a turn budget `max_turns` (a constructor argument with a default, between 8 and 25);
    when it runs out without success, return `truncated=True`.
@@ -110,8 +128,10 @@ file that defines ONE class whose name ends in `Env`. The game must satisfy all 
    eval/exec, getattr tricks or double-underscore attributes (other than defining `__init__`).
 8. Keep observations short and informative; report what the last action revealed.
 
-Skills: mathematical_reasoning, logical_deduction, spatial_reasoning, pattern_recognition,
-optimization, causal_inference. Build the game around the requested skill.
+Build the game around the requested skill. Mechanics that suit each skill (invent your own):
+"""
+    + "\n".join(f"- {skill}: {ideas}" for skill, ideas in SKILL_IDEAS.items())
+    + r"""
 
 A complete, minimal example of the format (make yours richer and different):
 
