@@ -1,0 +1,63 @@
+"""Processes: fork, fork bombs, exec, signals to this process / the zygote / everyone,
+ptrace and friends through ctypes. ``fork``/``clone`` and ``kill`` fail with EPERM;
+``execve``, ``ptrace``, ``process_vm_readv``, ``unshare`` and ``mount`` kill the worker
+(SIGSYS, reported as a policy violation). A bystander process running as ``nobody`` (the
+workers' uid) must survive ``kill(-1, SIGKILL)``; this process must receive no signal."""
+
+from __future__ import annotations
+
+import pytest
+from containment import assert_contained
+from hostile import CRASH, KILLED, POLICY, QUIET, Attack, Outcome, static
+from spade_sandbox.errors import SandboxCrash
+
+LIBC = "import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)"
+
+ATTACKS = [
+    Attack("fork", "import os\nif os.fork() == 0:\n    open('{CANARY}', 'w').write('child')",
+           static("import"), POLICY, "static; seccomp clone/fork=EPERM; cgroup pids"),
+    Attack("fork-bomb", "import os\nwhile True:\n    os.fork()",
+           static("import"), POLICY, "static; seccomp clone/fork=EPERM; RLIMIT/cgroup pids"),
+    Attack("subprocess-run", 'import subprocess\nsubprocess.run(["cp", "{SECRET_FILE}", "{CANARY}"])',
+           static("import"), POLICY, "static; seccomp clone=EPERM (exec would be killed)"),
+    Attack("os-system", 'import os\nreturn str(os.system("cp {SECRET_FILE} {CANARY}")), 0.0, False, False, {}',
+           static("import"), QUIET, "static; seccomp clone=EPERM (system() returns -1)"),
+    Attack("posix-spawn", 'import os\nos.posix_spawn("/bin/cp", ["cp", "{SECRET_FILE}", "{CANARY}"], {})',
+           static("import"), POLICY, "static; seccomp clone=EPERM"),
+    Attack("execve-shell", 'import os\nos.execv("/bin/sh", ["sh", "-c", "cp {SECRET_FILE} {CANARY}"])',
+           static("import"), KILLED, "static; seccomp execve=KILL"),
+    Attack("signal-the-parent", "import os, signal\nos.kill({PARENT_PID}, signal.SIGUSR1)",
+           static("import"), POLICY, "static; seccomp kill=EPERM; landlock signal scope; uid nobody"),
+    Attack("kill-every-process", "import os\nos.kill(-1, 9)",
+           static("import"), POLICY, "static; seccomp kill=EPERM; landlock signal scope"),
+    Attack("kill-the-bystander", "import os\nos.kill({SLEEPER_PID}, 9)",
+           static("import"), POLICY, "static; seccomp kill=EPERM; landlock signal scope"),
+    Attack("kill-the-zygote", "import os\nos.kill(os.getppid(), 9)",
+           static("import"), POLICY, "static; seccomp kill=EPERM"),
+    Attack("setuid-root", "import os\nos.setuid(0)",
+           static("import"), POLICY, "static; seccomp setuid=EPERM; no_new_privs"),
+    Attack("ptrace-attach-parent", LIBC + "\nlibc.ptrace(16, {PARENT_PID}, 0, 0)",
+           static("import"), KILLED, "static; seccomp ptrace=KILL; non-dumpable"),
+    Attack("process-vm-readv-parent", LIBC + "\nlibc.syscall(310, {PARENT_PID}, 0, 0, 0, 0, 0)",
+           static("import"), KILLED, "static; seccomp process_vm_readv=KILL"),
+    Attack("ctypes-raw-execve", LIBC + '\nlibc.syscall(59, b"/bin/sh", None, None)',
+           static("import"), KILLED, "static; seccomp execve=KILL"),
+    Attack("ctypes-unshare-userns", LIBC + "\nlibc.unshare(0x10000000)",
+           static("import"), KILLED, "static; seccomp unshare=KILL"),
+    Attack("ctypes-mount-proc", LIBC + '\nlibc.mount(b"proc", b"/tmp", b"proc", 0, None)',
+           static("import"), KILLED, "static; seccomp mount=KILL"),
+    Attack("ctypes-null-dereference", "import ctypes\nctypes.string_at(0)",
+           static("import"), Outcome(SandboxCrash, "SIGSEGV"), "static; a crash of its own worker only"),
+    Attack("ctypes-overwrite-interpreter-memory", "import ctypes\nctypes.memset(id(1), 0, 4096)\nreturn str(1 + 1), 0.0, False, False, {}",
+           static("import"), CRASH, "static; a crash of its own worker only"),
+]
+
+
+@pytest.mark.parametrize("attack", ATTACKS, ids=lambda a: a.id)
+def test_normal_path_contains(guarded_pool, decoys, attack):
+    assert_contained(guarded_pool, attack, attack.guarded, decoys)
+
+
+@pytest.mark.parametrize("attack", ATTACKS, ids=lambda a: a.id)
+def test_os_layers_alone_contain(os_pool, decoys, attack):
+    assert_contained(os_pool, attack, attack.os_only, decoys)
