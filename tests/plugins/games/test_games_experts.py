@@ -4,8 +4,10 @@ on every seed tried: what the game reveals is enough, and its feedback is correc
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from spade_core.domains import SeedEnv
-from spade_games.experts import EXPERTS, LUCK_DEPENDENT, play_expert
+from spade_games.experts import EXPERTS, LUCK_DEPENDENT, continue_sequence, play_expert
 
 from .conftest import SEED_ENVS
 
@@ -47,3 +49,20 @@ def test_a_game_without_expert_says_so() -> None:
     unknown = dataclasses.replace(SEED_ENVS[0], name="no_such_game")
     with pytest.raises(KeyError):
         play_expert(unknown, 0)
+
+
+@given(coefs=st.lists(st.integers(-20, 20), min_size=1, max_size=4), upto=st.integers(10, 30))
+def test_sequence_extension_continues_every_low_degree_polynomial(coefs: list[int], upto: int) -> None:
+    def term(n: int) -> int:
+        return sum(c * n**k for k, c in enumerate(coefs))
+
+    extended = continue_sequence([term(n) for n in range(1, 11)], upto)
+    assert extended == [term(n) for n in range(1, upto + 1)]
+
+
+@given(a=st.integers(-50, 50), b=st.integers(-50, 50), upto=st.integers(10, 30))
+def test_sequence_extension_continues_fibonacci_style_recurrences(a: int, b: int, upto: int) -> None:
+    terms = [a, b]
+    while len(terms) < upto:
+        terms.append(terms[-1] + terms[-2])
+    assert continue_sequence(terms[:10], upto) == terms

@@ -341,7 +341,7 @@ def sonar_search(act: Act, obs: str) -> None:
         pairs = [p for p in pairs if dist(probe, p) == d]
 
 
-def _extend(terms: list[int], upto: int) -> list[int] | None:
+def continue_sequence(terms: list[int], upto: int) -> list[int] | None:
     """``terms`` continued to length ``upto`` by the first simple law they all obey, if any:
     a polynomial of degree 3 or less (constant differences), a Fibonacci-style recurrence,
     an affine growth t(n) = m*t(n-1) + c, or two interleaved arithmetic progressions."""
@@ -384,7 +384,7 @@ def sequence_rule(act: Act, obs: str) -> None:
     terms = [int(v) for v in _find(r"starts (-?\d+), (-?\d+), (-?\d+)", obs).groups()]
     target = _after(obs, "What is t(")
     terms += [_after(act(f"term {n}"), "=") for n in range(4, 11)]
-    extended = _extend(terms, target)
+    extended = continue_sequence(terms, target)
     act(f"answer {extended[target - 1] if extended else terms[-1]}")
 
 
