@@ -66,7 +66,7 @@ def main() -> None:
         console.print(f"[yellow]sandbox unavailable ({type(exc).__name__}: {exc}); its columns stay empty")
         pool = None
     table = Table(
-        title="games seed pool: one solved episode (median) and blind play",
+        title="games seed pool: cost of a solved episode (median), blind floor, expert ceiling",
         caption="sol = solution steps; blind = commands known, observations ignored; "
         "expert = observations only, no hidden state (median turns)",
     )
