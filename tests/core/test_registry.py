@@ -388,3 +388,16 @@ def test_gym_make_of_one_stored_env_does_not_expand_every_spec(tmp_path: Path) -
     assert made.reset(seed=1)[0]
     expanded = [g for g, s in gym.registry.items() if isinstance(s, registry.StoredEnvSpec) and "kwargs" in s.__dict__]
     assert expanded == ["spade/many7-v1"]
+
+
+@pytest.mark.usefixtures("clean_registry")
+@pytest.mark.parametrize("enabled", [True, False])
+def test_registration_leaves_the_garbage_collector_as_it_found_it(enabled: bool) -> None:
+    import gc
+
+    (gc.enable if enabled else gc.disable)()
+    try:
+        registry._register_stored([f"spade/gc{i}-v1" for i in range(100)], "sqlite:///x.db", registry.Registration())
+        assert gc.isenabled() == enabled
+    finally:
+        gc.enable()
