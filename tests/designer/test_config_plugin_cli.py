@@ -72,7 +72,7 @@ def _cli(tmp_path, extra: str = ""):
         "[designer.backend_options]\n"
         f"rules = [[\"source code of an environment\", \"Halve the range each guess.\"], [\"Design a new\", [{json.dumps(reply)}, \"no code\"]]]\n"
         "[validation]\n"
-        "fuzz_examples = 4\n" + extra
+        "fuzz_examples = 4\ncall_time_bound_s = 5.0\nsandbox_call_timeout_s = 20.0\n" + extra
     )
     return build_app(), ["--config", str(tmp_path / "spade.toml")]
 

@@ -41,9 +41,20 @@ def variant(name: str, low: int, high: int) -> str:
 
 
 @pytest.fixture(scope="module")
-def validator():
-    with Validator(config=ValidationConfig(fuzz_examples=4)) as v:
-        yield v
+def pool():
+    from spade_sandbox import SandboxPool
+
+    with SandboxPool() as p:
+        yield p
+
+
+@pytest.fixture
+def validator(pool):
+    """A fresh validator per test (its novelty index remembers every store it synced)
+    over one sandbox pool for the module."""
+    # generous call-time bounds: the machine running the suite may be heavily shared, and
+    # these tests are about the designer, not about the validator's timing checks
+    return Validator(pool, ValidationConfig(fuzz_examples=4, call_time_bound_s=5.0, sandbox_call_timeout_s=20.0))
 
 
 def make_designer(store, validator, backend, **config):
@@ -128,7 +139,7 @@ def test_leaking_hint_rejects_the_candidate(store, validator):
 def test_same_code_twice_in_one_round_is_admitted_once(store, validator):
     backend = ReplayBackend(rules=[("source code of an environment", HINT), ("Design a new", fenced(LANTERN))])
     result = make_designer(store, validator, backend, repair_attempts=0).design_round("games", SKILL, 2)
-    assert [c.admitted for c in result.candidates] == [True, False]
+    assert [c.admitted for c in result.candidates] == [True, False], [c.reasons for c in result.candidates]
     assert result.candidates[1].rejected_stage == "novelty"
     assert store.get(result.candidates[0].metadata.id).status == EnvStatus.admitted
 
@@ -178,3 +189,24 @@ def test_write_hint_for_the_trainer(store, validator):
     backend = ReplayBackend([HINT])
     result = make_designer(store, validator, backend).write_hint(LANTERN, domain="games")
     assert result.accepted and result.hint == HINT and result.completion is not None
+
+
+def test_store_refusal_rejects_at_admission_and_loses_nothing_else(tmp_path, validator):
+    from spade_core.errors import StoreError
+    from spade_core.store import EnvStore
+
+    class FullStore(EnvStore):
+        def add(self, source, metadata, **kw):
+            if metadata.hint:  # only the admitting write fails
+                raise StoreError("disk full")
+            return super().add(source, metadata, **kw)
+
+    store = FullStore(f"sqlite:///{tmp_path / 's.db'}")
+    backend = ReplayBackend(rules=[("source code of an environment", HINT),
+                                   ("Validation rejected", fenced(LANTERN)), ("Design a new", fenced(BROKEN))])
+    result = make_designer(store, validator, backend, repair_attempts=1).design_round("games", SKILL, 1)
+    (cand,) = result.candidates
+    assert not cand.admitted and cand.rejected_stage == "admission" and "disk full" in cand.reasons[0]
+    assert cand.valid and cand.hint.accepted  # the work is in the result
+    assert store.get(cand.attempts[0].stored_id).status == EnvStatus.retired  # the rejected attempt was kept
+    store.close()

@@ -11,7 +11,8 @@ import time
 
 import pytest
 
-pytestmark = [pytest.mark.model, pytest.mark.slow]
+# the round needs about 2-4 CPU minutes; a heavily shared machine stretches the wall time
+pytestmark = [pytest.mark.model, pytest.mark.slow, pytest.mark.timeout(2400)]
 
 
 @pytest.fixture(scope="module")
@@ -67,17 +68,17 @@ def test_real_round_of_four_designs_reports_honest_numbers(backend, store, capsy
     from spade_designer.memory import StoreMemory
     from spade_designer.validation import Validator
 
-    config = DesignerConfig(document_words=80, repair_attempts=1,
-                            sampling={"max_new_tokens": 320, "temperature": 0.8, "top_p": 0.95},
+    config = DesignerConfig(document_words=80, repair_attempts=0,
+                            sampling={"max_new_tokens": 256, "temperature": 0.8, "top_p": 0.95},
                             hint={"max_new_tokens": 64})
     with Validator() as validator:
         designer = Designer(backend, store, validator, PyDocsCorpus(), StoreMemory(store), config)
-        t0 = time.perf_counter()
+        t0, cpu0 = time.perf_counter(), time.process_time()
         result = designer.design_round("games", "logical_deduction", 4, seed=0)
-        wall = time.perf_counter() - t0
+        wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0
     s = result.summary()
     with capsys.disabled():
-        print(f"\nSmolLM2 round: {s} wall {wall:.1f}s")
+        print(f"\nSmolLM2 round: {s} wall {wall:.1f}s, cpu {cpu:.1f}s")
     assert s["designed"] == 4 and s["admitted"] + s["rejected"] == 4
     assert s["completion_tokens"] > 0 and result.model.startswith("SmolLM2")
     for c in result.candidates:

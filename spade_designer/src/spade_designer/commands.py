@@ -60,7 +60,7 @@ def design(
         with console.status(f"starting the {escape(config.backend)} backend"):
             designer = assemble_designer(spade_config, config, store=store, plugins=plugins)
         try:
-            t0 = time.perf_counter()
+            t0, cpu0 = time.perf_counter(), time.process_time()
             with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                           TimeElapsedColumn(), console=console, transient=as_json) as bar:
                 tasks: dict[str, Any] = {}
@@ -71,7 +71,7 @@ def design(
                     bar.update(tasks[phase], completed=done, total=total)
 
                 result = designer.design_round(domain, skill, n, difficulty=difficulty, seed=seed, progress=progress)
-            elapsed = time.perf_counter() - t0
+            elapsed, cpu = time.perf_counter() - t0, time.process_time() - cpu0
         finally:
             close = getattr(designer.validator, "close", None)
             if close is not None:
@@ -79,12 +79,13 @@ def design(
     if as_json:
         out = result.to_json()
         out["wall_s"] = round(elapsed, 3)
+        out["cpu_s"] = round(cpu, 3)
         typer.echo(json.dumps(out, indent=2, ensure_ascii=False, default=str))
         return
-    render_round(result, console, elapsed)
+    render_round(result, console, elapsed, cpu)
 
 
-def render_round(result: RoundResult, console: Console, elapsed: float) -> None:
+def render_round(result: RoundResult, console: Console, elapsed: float, cpu: float | None = None) -> None:
     s = result.summary()
     per = Table(title=f"design round: {result.domain} / {result.skill} ({escape(result.model)})")
     for col in ("#", "environment", "outcome", "stage", "repairs", "reason"):
@@ -109,6 +110,8 @@ def render_round(result: RoundResult, console: Console, elapsed: float) -> None:
         ("repair attempts", s["repairs"]),
         ("tokens in / out", f"{s['prompt_tokens']} / {s['completion_tokens']}"),
         ("wall seconds", f"{elapsed:.1f}"),
+        # on a shared machine wall time hides how much work the round itself needed
+        ("CPU seconds (this process)", "-" if cpu is None else f"{cpu:.1f}"),
     ):
         totals.add_row(label, escape(str(value)))
     console.print(totals)

@@ -335,9 +335,7 @@ class Designer:
         for w in work:
             res = w.result
             last = res.attempts[-1]
-            if res.rejected_stage == "novelty" and last.passed:  # same code as an earlier candidate
-                res.metadata = w.history[-1][1]
-                continue
+            duplicate = res.rejected_stage == "novelty" and last.passed  # same code as an earlier candidate
             for attempt, meta in w.history:
                 if meta is None:
                     continue
@@ -347,6 +345,9 @@ class Designer:
                 res.metadata = meta
                 if self.config.store_rejected:
                     self._store(attempt, meta, EnvStatus.retired, res)
+            if duplicate:
+                res.metadata = w.history[-1][1].model_copy(update={"validation": last.report})  # type: ignore[union-attr]
+                continue
             if not last.passed:
                 res.rejected_stage = last.failed_stage
                 res.reasons = (
@@ -377,7 +378,8 @@ class Designer:
         """Add one attempt to the store with ``status``; a store refusal rejects the
         candidate at stage ``admission`` with the store's message (nothing else is lost)."""
         if attempt.stored_id is None:
-            parents = [p for p in meta.parent_ids if _exists(self.store, p)]
+            # a repair that returned the same code would be its own parent
+            parents = [p for p in meta.parent_ids if p != meta.id and _exists(self.store, p)]
             meta = meta.model_copy(update={"parent_ids": parents})
         try:
             stored = self.store.add(attempt.source, meta)
@@ -388,9 +390,10 @@ class Designer:
             ):
                 stored = self.store.set_status(stored.id, status)
         except SpadeError as exc:
-            res.rejected_stage = res.rejected_stage or ADMISSION
-            res.reasons = res.reasons or [f"store refused {meta.id}: {exc}"]
-            res.stages.append(StageOutcome(ADMISSION, False, str(exc), attempt.number))
+            res.stages.append(StageOutcome(ADMISSION, False, f"store refused {meta.id}: {exc}", attempt.number))
+            if status == EnvStatus.admitted:  # the decisive write: the candidate is not admitted
+                res.rejected_stage = ADMISSION
+                res.reasons = [f"store refused {meta.id}: {exc}"]
             return None
         attempt.stored_id = stored.id
         return stored
