@@ -9,7 +9,8 @@ each attack :func:`assert_contained` checks that none of them was touched.
 Each test module gets two pools: ``guarded_pool`` (the normal path: static layer and
 runtime guard on) and ``os_pool`` (``unsafe_skip_static_check=True``: only the OS layers
 stand in the way). After each module, with its pools closed, this process's descriptors,
-memory and child processes must be back where they were.
+memory and child processes must be back where they were, and no process may remain in
+the session of any zygote the suite started.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from containment import ATTACK_LIMITS, ENV_SECRET_NAME, NOBODY, Decoys
+from containment import ATTACK_LIMITS, ENV_SECRET_NAME, NOBODY, ZYGOTE_SESSIONS, Decoys
 
 from spade_sandbox import SandboxPool
 
@@ -118,14 +119,16 @@ def _children() -> set[int]:
     return {p.pid for p in psutil.Process().children(recursive=True) if p.status() != psutil.STATUS_ZOMBIE}
 
 
-def _nobody_processes(exclude: set[int]) -> set[int]:
+def _left_in_zygote_sessions() -> set[int]:
+    """Live processes still in a session led by one of this suite's zygotes. (Other
+    engineers' sandboxes on this host also run workers as ``nobody``, so the uid alone
+    does not say whose a process is.)"""
     found = set()
-    for p in psutil.process_iter(["uids", "status"]):
+    for p in psutil.process_iter(["status"]):
         try:
-            if p.info["uids"] and p.info["uids"].real == NOBODY and p.pid not in exclude:
-                if p.info["status"] != psutil.STATUS_ZOMBIE:
-                    found.add(p.pid)
-        except psutil.Error:
+            if p.info["status"] != psutil.STATUS_ZOMBIE and os.getsid(p.pid) in ZYGOTE_SESSIONS:
+                found.add(p.pid)
+        except (psutil.Error, OSError):
             continue
     return found
 
@@ -139,14 +142,12 @@ def parent_unchanged(decoys: Decoys) -> Iterator[None]:
     import spade_sandbox.pool  # noqa: F401
 
     fds, rss, children = _fd_count(), _rss_mb(), _children()
-    sleeper = {decoys.sleeper.pid} if decoys.sleeper else set()
-    nobody_before = _nobody_processes(sleeper)
     yield
     deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and (_children() - children or _nobody_processes(sleeper) - nobody_before):
+    while time.monotonic() < deadline and (_children() - children or _left_in_zygote_sessions()):
         time.sleep(0.05)
     assert _children() - children == set(), "sandbox processes left behind"
-    assert _nobody_processes(sleeper) - nobody_before == set(), "processes left running as nobody"
+    assert _left_in_zygote_sessions() == set(), "processes left in a zygote's session"
     assert _fd_count() == fds, f"descriptors: {fds} before the module, {_fd_count()} after"
     grown = _rss_mb() - rss
     assert grown < RSS_SLACK_MB, f"this process grew by {grown:.1f} MB during the module"

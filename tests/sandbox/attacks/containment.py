@@ -20,6 +20,10 @@ from spade_sandbox import SandboxLimits, SandboxPool
 #: Short deadlines: every hang in this suite is meant to be cut off.
 ATTACK_LIMITS = SandboxLimits(call_timeout_s=3.0, memory_mb=256, cpu_seconds=2)
 NOBODY = 65534
+#: Sessions of the zygotes this suite started (each zygote leads its own session and its
+#: workers cannot leave it: setsid fails under the syscall filter). A process still in one
+#: of them after its pool closed is a process left behind.
+ZYGOTE_SESSIONS: set[int] = set()
 ENV_SECRET_NAME = "SPADE_ATTACK_SECRET"
 
 
@@ -113,6 +117,9 @@ def assert_contained(pool: SandboxPool, attack: Attack, outcome: Outcome, decoys
     environment in the same pool must keep working."""
     bystander = pool.spawn(BYSTANDER)
     pool.reset(bystander)
+    zygote = getattr(pool.backend, "_zygote", None)
+    if zygote is not None:
+        ZYGOTE_SESSIONS.add(zygote.pid)
     source = attack.source(**decoys.fields())
     error: SandboxError | None = None
     result: Any = None
