@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import atexit
 import math
+import operator
 import threading
 import time
 from collections import OrderedDict
@@ -36,6 +37,10 @@ ResetResult = tuple[str, dict[str, Any]]
 StepResult = tuple[str, float, bool, bool, dict[str, Any]]
 
 _SEED_RANGE = (-(2**63), 2**64 - 1)
+_WORKER_ID = operator.attrgetter("worker_id")
+_INSTANCE_ID = operator.attrgetter("instance_id")
+_FIRST = operator.itemgetter(0)
+_SECOND = operator.itemgetter(1)
 
 
 @dataclass(frozen=True)
@@ -171,6 +176,9 @@ class SandboxPool:
         self._spawn_locks = [threading.Lock() for _ in range(32)]
         #: Live workers with no instance, oldest first (kept warm up to max_idle_workers).
         self._idle: OrderedDict[int, WorkerLink] = OrderedDict()
+        # The limits are frozen: read once here instead of through the model on every call.
+        self._max_action_chars = self.limits.max_action_chars
+        self._max_output_chars = self.limits.max_output_chars
 
     # --- lifecycle ----------------------------------------------------------------------
     def __enter__(self) -> SandboxPool:
@@ -279,37 +287,41 @@ class SandboxPool:
     # --- single calls -------------------------------------------------------------------
     def reset(self, handle: EnvHandle, seed: int | None = None) -> ResetResult:
         """``reset(seed)`` of the instance; returns ``(observation, info)``."""
-        _check_seed(seed)
-        link = self._link(handle)
+        if seed is not None:
+            _check_seed(seed)
+        link = self._live_link(handle)
         with link.lock:
-            self._check_instance(link, handle)
-            reply = self._request(link, ["reset", handle.instance_id, seed], "reset()")
-            if reply[0] != "ok":
-                raise self._reply_error(link, reply, "reset()")
-        return check_reset_reply(reply[1], self.limits.max_output_chars)
+            if link.death is not None or handle.instance_id not in link.instances:
+                raise self._lost(link, handle)
+            reply = link.call(["reset", handle.instance_id, seed], "reset()")
+            if type(reply) is not list or len(reply) != 2 or reply[0] != "ok":
+                raise self._bad_reply(link, reply, "reset()")
+        return check_reset_reply(reply[1], self._max_output_chars)
 
     def step(self, handle: EnvHandle, action: str) -> StepResult:
         """``step(action)`` of the instance; returns the validated 5-tuple."""
-        self._check_action(action)
-        link = self._link(handle)
+        if type(action) is not str or len(action) > self._max_action_chars:
+            self._check_action(action)
+        link = self._live_link(handle)
         with link.lock:
-            self._check_instance(link, handle)
-            reply = self._request(link, ["step", handle.instance_id, action], "step()")
-            if reply[0] != "ok":
-                raise self._reply_error(link, reply, "step()")
-        return check_step_reply(reply[1], self.limits.max_output_chars)
+            if link.death is not None or handle.instance_id not in link.instances:
+                raise self._lost(link, handle)
+            reply = link.call(["step", handle.instance_id, action], "step()")
+            if type(reply) is not list or len(reply) != 2 or reply[0] != "ok":
+                raise self._bad_reply(link, reply, "step()")
+        return check_step_reply(reply[1], self._max_output_chars)
 
     def call(self, handle: EnvHandle, method: str) -> Any:
         """Call an allow-listed method without arguments: ``"solution"`` or ``"get_tool_schemas"``."""
         if method not in ("solution", "get_tool_schemas", "close"):
             raise SandboxRequestError(f"method {method!r} may not be called (allowed: solution, get_tool_schemas)")
-        link = self._link(handle)
+        link = self._live_link(handle)
         with link.lock:
             self._check_instance(link, handle)
-            reply = self._request(link, ["call", handle.instance_id, method], f"{method}()")
-            if reply[0] != "ok":
-                raise self._reply_error(link, reply, f"{method}()")
-        return check_call_reply(method, reply[1], self.limits.max_output_chars)
+            reply = link.call(["call", handle.instance_id, method], f"{method}()")
+            if type(reply) is not list or len(reply) != 2 or reply[0] != "ok":
+                raise self._bad_reply(link, reply, f"{method}()")
+        return check_call_reply(method, reply[1], self._max_output_chars)
 
     def close_env(self, handle: EnvHandle) -> None:
         """Close the instance (calls its ``close()``) and forget it. Idempotent; a lost
@@ -343,6 +355,10 @@ class SandboxPool:
         return self._batch("step_many", items, "step()")
 
     def _batch(self, op: str, items: Sequence[tuple[EnvHandle, Any]], what: str) -> list[Any]:
+        if op == "step_many":
+            fast = self._group_steps(items)
+            if fast is not None:
+                return self._exchange(op, items, what, [None] * len(items), *fast)
         results: list[Any] = [None] * len(items)
         groups: dict[int, list[int]] = {}
         links: dict[int, WorkerLink] = {}
@@ -358,6 +374,53 @@ class SandboxPool:
                 continue
             groups.setdefault(link.id, []).append(i)
             links[link.id] = link
+        return self._exchange(op, items, what, results, groups, links)
+
+    def _group_steps(
+        self, items: Sequence[tuple[EnvHandle, Any]]
+    ) -> tuple[dict[int, list[int]], dict[int, WorkerLink]] | None:
+        """Validate a step batch with whole-column operations and group it by worker.
+
+        ``None`` when anything is unusual (a malformed item, a non-str or too long action,
+        a foreign handle, a closed pool): the caller then checks item by item, which gives
+        each bad item its specific error."""
+        if self._closed or not items:
+            return None
+        try:
+            handles, actions = zip(*items, strict=True)
+        except (TypeError, ValueError):
+            return None
+        if set(map(type, handles)) != {EnvHandle} or set(map(type, actions)) != {str}:
+            return None
+        if max(map(len, actions)) > self._max_action_chars:
+            return None
+        wids = list(map(_WORKER_ID, handles))
+        groups: dict[int, list[int]]
+        if wids.count(wids[0]) == len(wids):  # the usual case: one worker
+            groups = {wids[0]: list(range(len(wids)))}
+        else:
+            groups = {}
+            for i, wid in enumerate(wids):
+                groups.setdefault(wid, []).append(i)
+        links: dict[int, WorkerLink] = {}
+        for wid, idx in groups.items():
+            link = self._links.get(wid)
+            if link is None or {handles[i].code_hash for i in idx} != {link.key[0]}:
+                return None
+            links[wid] = link
+        return groups, links
+
+    def _exchange(
+        self,
+        op: str,
+        items: Sequence[tuple[EnvHandle, Any]],
+        what: str,
+        results: list[Any],
+        groups: dict[int, list[int]],
+        links: dict[int, WorkerLink],
+    ) -> list[Any]:
+        """Send one message per worker (``groups``: worker id -> item indexes), then read
+        every reply and fill ``results`` in item order."""
         order = sorted(links)
         for wid in order:
             links[wid].lock.acquire()
@@ -365,6 +428,21 @@ class SandboxPool:
             sent: list[int] = []
             for wid in order:
                 link = links[wid]
+                if op == "step_many" and link.alive:
+                    group = groups[wid]
+                    if len(group) == len(items):  # one worker: the columns as they came
+                        iids = list(map(_INSTANCE_ID, map(_FIRST, items)))
+                        actions = list(map(_SECOND, items))
+                    else:
+                        iids = [items[i][0].instance_id for i in group]
+                        actions = [items[i][1] for i in group]
+                    if link.instances.issuperset(iids):
+                        try:
+                            link.send(["step_cols", iids, actions], what, self.limits.call_timeout_s)
+                            sent.append(wid)
+                        except SandboxError as exc:
+                            self._fill(results, group, exc)
+                        continue
                 payload = []
                 for i in groups[wid]:
                     handle = items[i][0]
@@ -494,6 +572,15 @@ class SandboxPool:
                 f"action of {len(action)} characters exceeds the limit of {self.limits.max_action_chars}"
             )
 
+    def _live_link(self, handle: EnvHandle) -> WorkerLink:
+        """The link of ``handle`` (the per-call path): one dict lookup, no pool lock (a
+        single ``dict.get`` is atomic); anything unusual takes :meth:`_link`, which raises
+        the specific error."""
+        link = self._links.get(handle.worker_id) if type(handle) is EnvHandle and not self._closed else None
+        if link is None or link.key[0] != handle.code_hash:
+            return self._link(handle)
+        return link
+
     def _link(self, handle: EnvHandle) -> WorkerLink:
         if not isinstance(handle, EnvHandle):
             raise SandboxRequestError(f"expected an EnvHandle, got {type(handle).__name__}")
@@ -518,6 +605,13 @@ class SandboxPool:
         if not isinstance(reply, list) or not reply or not isinstance(reply[0], str):
             raise self._protocol_error(link, what)
         return reply
+
+    def _bad_reply(self, link: WorkerLink, reply: Any, what: str) -> SandboxError:
+        """The error for a reply that is not ``["ok", value]``: the worker's own error
+        reply, or a protocol violation (the worker is killed)."""
+        if type(reply) is not list or not reply or type(reply[0]) is not str or reply[0] == "ok":
+            return self._protocol_error(link, what)
+        return self._reply_error(link, reply, what)
 
     def _protocol_error(self, link: WorkerLink, what: str) -> SandboxError:
         link.shutdown()

@@ -32,7 +32,12 @@ class FrameTooLarge(Exception):
     """The peer announced a frame larger than the receiver accepts."""
 
 
-_packer = msgpack.Packer(use_bin_type=True)
+def new_packer() -> msgpack.Packer:
+    """A packer for one sender (reused: building one per message costs more than packing)."""
+    return msgpack.Packer(use_bin_type=True)
+
+
+_packer = new_packer()
 
 
 def encode(message: Any) -> bytes:

@@ -237,6 +237,10 @@ class InProcessLink:
         self.send(message, what, timeout)
         return self.receive(what, time.monotonic() + timeout, timeout)
 
+    def call(self, message: Any, what: str) -> Any:
+        """One request with this link's ``call_timeout_s`` (what the pool's single calls use)."""
+        return self.request(message, what, self.call_timeout_s)
+
     def send(self, message: Any, what: str, timeout: float) -> None:
         self.pending = message
 

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import ast
 import re
+import threading
+from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -64,10 +66,36 @@ class StaticReport:
         return "; ".join(f"line {f.line}: [{f.rule}] {f.message}" for f in self.findings)
 
 
-class _Checker(ast.NodeVisitor):
+class _Checker:
+    """Applies the rules to every node of a tree. The ``visit_<Node>`` methods look at one
+    node each; :meth:`walk` reaches every node without recursion (deep trees cannot
+    overflow the stack) and calls only the rules that apply to its type."""
+
     def __init__(self, allowed: frozenset[str]) -> None:
         self.allowed = allowed
         self.findings: list[StaticFinding] = []
+        self._rules = {
+            getattr(ast, name[len("visit_"):]): getattr(self, name)
+            for name in dir(self)
+            if name.startswith("visit_")
+        }
+
+    def walk(self, tree: ast.AST) -> None:
+        rules = self._rules
+        stack = [tree]
+        pop, push, extend = stack.pop, stack.append, stack.extend
+        node_type = ast.AST
+        while stack:
+            node = pop()
+            rule = rules.get(type(node))
+            if rule is not None:
+                rule(node)
+            for name in node._fields:
+                child = getattr(node, name, None)
+                if isinstance(child, node_type):
+                    push(child)
+                elif type(child) is list:
+                    extend(c for c in child if isinstance(c, node_type))
 
     def add(self, node: ast.AST, rule: str, message: str) -> None:
         self.findings.append(
@@ -88,7 +116,6 @@ class _Checker(ast.NodeVisitor):
         for alias in node.names:
             self._check_module(node, alias.name)
             self._check_binding(node, alias.asname)
-        self.generic_visit(node)
 
     def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
         if node.level:
@@ -99,7 +126,6 @@ class _Checker(ast.NodeVisitor):
             if alias.name != "*" and (is_dunder(alias.name) or alias.name.startswith("_")) and node.module != "__future__":
                 self.add(node, "import", f"importing private name {alias.name!r} from {node.module!r} is not allowed")
             self._check_binding(node, alias.asname)
-        self.generic_visit(node)
 
     def _check_binding(self, node: ast.AST, name: str | None) -> None:
         if name and is_dunder(name):
@@ -114,7 +140,6 @@ class _Checker(ast.NodeVisitor):
             self.add(node, "dunder", f"the name {name!r} is not allowed")
         elif is_dunder(name) and not isinstance(node.ctx, ast.Load):
             self.add(node, "dunder", f"assigning to {name!r} is not allowed")
-        self.generic_visit(node)
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
         attr = node.attr
@@ -122,14 +147,12 @@ class _Checker(ast.NodeVisitor):
             self.add(node, "frame", f"attribute {attr!r} (frame/code/type internals) is not allowed")
         elif not attribute_allowed(attr):
             self.add(node, "dunder", f"attribute {attr!r} is not allowed (dunder attributes reach interpreter internals)")
-        self.generic_visit(node)
 
     def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
         if node.name in FORBIDDEN_DUNDER_DEFINITIONS:
             self.add(node, "dunder", f"defining {node.name!r} is not allowed")
         elif node.name in FORBIDDEN_BUILTINS:
             self.add(node, "builtin", f"shadowing {node.name!r} is not allowed")
-        self.generic_visit(node)
 
     visit_AsyncFunctionDef = visit_FunctionDef
 
@@ -137,12 +160,10 @@ class _Checker(ast.NodeVisitor):
         for kw in node.keywords:
             if kw.arg == "metaclass":
                 self.add(node, "dunder", "custom metaclasses are not allowed")
-        self.generic_visit(node)
 
     def visit_arg(self, node: ast.arg) -> None:
         if is_dunder(node.arg):
             self.add(node, "dunder", f"parameter name {node.arg!r} is not allowed")
-        self.generic_visit(node)
 
     # --- calls ------------------------------------------------------------------------
     def visit_Call(self, node: ast.Call) -> None:
@@ -164,7 +185,6 @@ class _Checker(ast.NodeVisitor):
             target = func.value
             if isinstance(target, ast.Constant) and isinstance(target.value, str) and _FORMAT_FIELD.search(target.value):
                 self.add(node, "format", "format strings may not reach dunder or frame attributes")
-        self.generic_visit(node)
 
     def visit_Constant(self, node: ast.Constant) -> None:
         # Format strings are often built before .format(); catch the literal wherever it is.
@@ -172,13 +192,40 @@ class _Checker(ast.NodeVisitor):
             self.add(node, "format", "string contains a format field reaching dunder or frame attributes")
 
 
+#: Sources that passed, remembered by (source, allowed modules) -> class name. A rollout
+#: spawns the same code many times; parsing it once is enough (the rules are pure
+#: functions of the source and the allow-list). Bounded, least recently used forgotten.
+_PASSED: OrderedDict[tuple[str, frozenset[str]], str] = OrderedDict()
+_PASSED_MAX = 1024
+_PASSED_LOCK = threading.Lock()
+
+
 def check_source(source: str, allowed_modules: Iterable[str] = ()) -> StaticReport:
     """Check environment ``source`` against the static rules.
 
     ``allowed_modules`` extends :data:`~spade_sandbox.allowlist.DEFAULT_ALLOWED_MODULES`
     (a domain's helper modules; ``"pkg.*"`` allows a package and its submodules). Never
-    raises on bad source: every problem is a finding.
+    raises on bad source: every problem is a finding. A source that passed before with
+    the same allowed modules is answered from memory (a fresh report each time).
     """
+    if type(source) is not str:
+        return _check(source, allowed_modules)
+    key = (source, frozenset(allowed_modules))
+    with _PASSED_LOCK:
+        class_name = _PASSED.get(key)
+        if class_name is not None:
+            _PASSED.move_to_end(key)
+            return StaticReport(True, [], class_name)
+    report = _check(source, key[1])
+    if report.ok and report.class_name is not None:
+        with _PASSED_LOCK:
+            _PASSED[key] = report.class_name
+            while len(_PASSED) > _PASSED_MAX:
+                _PASSED.popitem(last=False)
+    return report
+
+
+def _check(source: str, allowed_modules: Iterable[str]) -> StaticReport:
     if not isinstance(source, str):
         return StaticReport(False, [StaticFinding(0, 0, "syntax", f"source must be str, got {type(source).__name__}")])
     if len(source) > MAX_SOURCE_CHARS:
@@ -202,13 +249,13 @@ def check_source(source: str, allowed_modules: Iterable[str] = ()) -> StaticRepo
     except (ValueError, RecursionError, MemoryError) as exc:
         checker.findings.append(StaticFinding(0, 0, "syntax", f"cannot compile source: {exc}"))
     try:
-        checker.visit(tree)
+        checker.walk(tree)
     except RecursionError:
         checker.add(tree, "syntax", "source nests too deeply to check")
     class_name = _env_class(tree)
     if class_name is None:
         checker.findings.append(StaticFinding(1, 0, "env-class", "no top-level class whose name ends in 'Env'"))
-    checker.findings.sort(key=lambda f: (f.line, f.col, f.rule))
+    checker.findings.sort(key=lambda f: (f.line, f.col, f.rule, f.message))
     return StaticReport(not checker.findings, checker.findings, class_name)
 
 

@@ -26,6 +26,8 @@ import sys
 import time
 import traceback
 import types
+from itertools import repeat
+from operator import itemgetter
 from typing import Any
 
 from . import protocol
@@ -171,6 +173,7 @@ def wire_reset(result: Any, limit: int) -> list[Any]:
 
 
 _PLAIN = frozenset({str, int, float, bool, type(None)})
+_first = itemgetter(0)
 
 
 def _plain_info(info: Any, limit: int) -> bool:
@@ -318,56 +321,92 @@ class Instances:
 
     def step_columns(self, iids: list[int], actions: list[str]) -> list[Any]:
         """Batched step with a columnar reply: ``["ok", obs, rewards, terminated, truncated,
-        infos, errors]`` where ``errors`` is ``[[index, *error_reply], ...]`` and the
-        columns hold neutral placeholders at those indexes. Plain results take an inlined
-        fast path; anything unusual goes through :func:`wire_step`."""
+        infos, errors]`` where ``errors`` is ``[[index, *error_reply], ...]`` (in index
+        order) and the columns hold neutral placeholders at those indexes.
+
+        Every step runs first, in order; then the results are transposed with ``zip`` and
+        checked with whole-column operations. Anything unusual (an error, a non-plain value)
+        sends the batch through the per-item conversion of :func:`wire_step`. A batch that
+        names one instance twice takes the per-item path from the start, so each result is
+        converted before the next step of that instance can change what it refers to."""
+        if len(set(iids)) != len(iids):
+            return self._step_items(iids, actions)
         live = self.live
+        out: list[Any] = []
+        append = out.append
+        bad: list[Any] = []
+        for n, iid in enumerate(iids):
+            inst = live.get(iid)
+            if inst is None:
+                bad.append([n, *protocol.error_reply("request", f"no instance {iid} in this worker")])
+                append(None)
+                continue
+            try:
+                append(inst.step(actions[n]))
+            except BaseException as exc:
+                bad.append([n, *classify(exc, "step()")])
+                append(None)
+        limit = self.limit
+        if not bad and out and set(map(type, out)) == {tuple} and set(map(len, out)) == {5}:
+            obs, rewards, terms, truncs, infos = zip(*out, strict=True)
+            if (
+                set(map(type, obs)) == {str}
+                and max(map(len, obs)) <= limit
+                and set(map(type, rewards)) == {float}
+                and all(map(math.isfinite, rewards))
+                and set(map(type, terms)) == {bool}
+                and set(map(type, truncs)) == {bool}
+                and set(map(type, infos)) == {dict}
+                and (not any(infos) or all(map(_plain_info, infos, repeat(limit))))
+            ):
+                return [protocol.OK, obs, rewards, terms, truncs, infos, []]
+        return self._columns(out, bad)
+
+    def _columns(self, out: list[Any], errors: list[Any]) -> list[Any]:
+        """Per-item conversion of step results (``None`` where ``errors`` already holds
+        the item's error) into the columnar reply."""
         limit = self.limit
         obs: list[Any] = []
         rewards: list[Any] = []
         terms: list[Any] = []
         truncs: list[Any] = []
         infos: list[Any] = []
-        errors: list[Any] = []
-        for n, iid in enumerate(iids):
-            inst = live.get(iid)
-            try:
-                if inst is None:
-                    raise KeyError(iid)
-                r = inst.step(actions[n])
-                if type(r) is tuple and len(r) == 5:
-                    o, rw, te, tr, inf = r
-                    if (
-                        type(o) is str
-                        and len(o) <= limit
-                        and type(rw) is float
-                        and rw - rw == 0.0  # finite: inf - inf and nan - nan are nan
-                        and (te is True or te is False)
-                        and (tr is True or tr is False)
-                        and (inf == {} or _plain_info(inf, limit))
-                    ):
-                        obs.append(o)
-                        rewards.append(rw)
-                        terms.append(te)
-                        truncs.append(tr)
-                        infos.append(inf)
-                        continue
-                o, rw, te, tr, inf = wire_step(r, limit)
-            except KeyError:
-                if inst is not None:
-                    errors.append([n, *classify(sys.exc_info()[1], "step()")])  # type: ignore[arg-type]
-                else:
-                    errors.append([n, *protocol.error_reply("request", f"no instance {iid} in this worker")])
-                o, rw, te, tr, inf = "", 0.0, False, False, {}
-            except BaseException as exc:
-                errors.append([n, *classify(exc, "step()")])
-                o, rw, te, tr, inf = "", 0.0, False, False, {}
+        failed = {e[0] for e in errors}
+        for n, r in enumerate(out):
+            o, rw, te, tr, inf = "", 0.0, False, False, {}
+            if n not in failed:
+                try:
+                    o, rw, te, tr, inf = wire_step(r, limit)
+                except BaseException as exc:
+                    errors.append([n, *classify(exc, "step()")])
+                    o, rw, te, tr, inf = "", 0.0, False, False, {}
             obs.append(o)
             rewards.append(rw)
             terms.append(te)
             truncs.append(tr)
             infos.append(inf)
+        errors.sort(key=_first)
         return [protocol.OK, obs, rewards, terms, truncs, infos, errors]
+
+    def _step_items(self, iids: list[int], actions: list[str]) -> list[Any]:
+        """Columnar reply built one step at a time (each result converted at once)."""
+        out: list[Any] = []
+        errors: list[Any] = []
+        for n, iid in enumerate(iids):
+            inst = self.live.get(iid)
+            if inst is None:
+                errors.append([n, *protocol.error_reply("request", f"no instance {iid} in this worker")])
+                out.append(None)
+                continue
+            try:
+                o, rw, te, tr, inf = wire_step(inst.step(actions[n]), self.limit)
+                # A flat info passes through unconverted: copy it, or a later step of the
+                # same instance could change what this result reports.
+                out.append((o, rw, te, tr, dict(inf)))
+            except BaseException as exc:
+                errors.append([n, *classify(exc, "step()")])
+                out.append(None)
+        return self._columns(out, errors)
 
     def call(self, iid: int, method: str) -> list[Any]:
         if method not in self.CALLABLE:
@@ -508,24 +547,36 @@ def run(sock: socket.socket, hardening: dict[str, Any], seccomp_program: bytes |
     gc.collect()
     report.mark("gc")
     _send_or_exit(sock, [protocol.OK, ready_info], 0)
-    reader = protocol.FrameReader(sock)
+    serve(sock, instances, budget)
+
+
+def serve(sock: socket.socket, instances: Instances, budget: CpuBudget) -> None:
+    """Answer requests until the channel closes; never returns. The loop's callables are
+    bound once: at a few microseconds per request, attribute lookups are a visible share."""
+    read = protocol.FrameReader(sock).read
+    decode = protocol.decode_trusted
+    handle = instances.handle
+    pack = protocol.new_packer().pack
+    header = protocol.HEADER.pack
+    sendall = sock.sendall
     while True:
         try:
-            msg = protocol.decode_trusted(reader.read())
+            msg = decode(read())
         except protocol.ChannelClosed:
             os._exit(0)
         except BaseException:
             os._exit(EXIT_PROTOCOL)
         budget.request += 1
         try:
-            reply = instances.handle(msg)
+            reply = handle(msg)
             code = 0
         except _Fatal as fatal:
             reply, code = fatal.reply, fatal.code
         except BaseException:  # a bug or a hostile object; the worker cannot go on safely
             os._exit(EXIT_PROTOCOL)
         try:
-            protocol.send(sock, reply)
+            payload = pack(reply)
+            sendall(header(len(payload)) + payload)
         except MemoryError:
             os._exit(EXIT_MEMORY)
         except BaseException:
