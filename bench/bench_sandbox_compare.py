@@ -345,7 +345,7 @@ def table(measures: list[Measure]) -> Table:
             t.add_row(m.env, m.scheme, "-", "-", "-", "-", f"unavailable: {m.unavailable}")
             continue
         base = ours.get(m.env)
-        ratio = f"{base / m.step_us:.2f}x" if base and m.step_us else "-"
+        ratio = f"{base / m.step_us:.3g}x" if base and m.step_us else "-"
         mem = f"{m.memory_mb:.3f}" if m.memory_mb is not None else "-"
         t.add_row(m.env, m.scheme, f"{m.step_us:,.1f}", ratio, f"{m.cold_ms:,.1f}", mem, m.cold_note)
     return t
