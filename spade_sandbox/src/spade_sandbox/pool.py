@@ -39,6 +39,7 @@ StepResult = tuple[str, float, bool, bool, dict[str, Any]]
 _SEED_RANGE = (-(2**63), 2**64 - 1)
 _WORKER_ID = operator.attrgetter("worker_id")
 _INSTANCE_ID = operator.attrgetter("instance_id")
+_CODE_HASH = operator.attrgetter("code_hash")
 _FIRST = operator.itemgetter(0)
 _SECOND = operator.itemgetter(1)
 
@@ -397,7 +398,10 @@ class SandboxPool:
         wids = list(map(_WORKER_ID, handles))
         groups: dict[int, list[int]]
         if wids.count(wids[0]) == len(wids):  # the usual case: one worker
-            groups = {wids[0]: list(range(len(wids)))}
+            link = self._links.get(wids[0])
+            if link is None or set(map(_CODE_HASH, handles)) != {link.key[0]}:
+                return None
+            return {wids[0]: list(range(len(wids)))}, {wids[0]: link}
         else:
             groups = {}
             for i, wid in enumerate(wids):
@@ -464,7 +468,9 @@ class SandboxPool:
             start = time.monotonic()
             for wid in sent:
                 link = links[wid]
-                idx = [i for i in groups[wid] if results[i] is None]
+                idx = groups[wid]
+                if len(idx) != len(results) or results.count(None) != len(results):
+                    idx = [i for i in idx if results[i] is None]
                 try:
                     reply = link.receive(what, start + self.limits.call_timeout_s, self.limits.call_timeout_s)
                 except SandboxError as exc:
@@ -521,7 +527,9 @@ class SandboxPool:
             and set(map(type, infos)) <= {dict}
             and (not obs or max(map(len, obs)) <= limit)
         )
-        if columns_ok:
+        if columns_ok and n == len(results) and not errors:  # the whole batch, in order
+            results[:] = zip(obs, rewards, terms, truncs, infos, strict=True)
+        elif columns_ok:
             for i, result in zip(idx, zip(obs, rewards, terms, truncs, infos, strict=True), strict=True):
                 results[i] = result
         else:  # find the offending items one by one

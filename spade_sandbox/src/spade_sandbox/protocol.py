@@ -90,11 +90,14 @@ class FrameReader:
     def __init__(self, sock: socket.socket, size: int = 65536) -> None:
         self.sock = sock
         self.buf = bytearray(size)
+        self.view = memoryview(self.buf)
 
     def read(self, max_bytes: int = MAX_FRAME_BYTES) -> memoryview:
         buf = self.buf
-        view = memoryview(buf)
-        have = self.sock.recv_into(view)
+        view = self.view
+        have = self.sock.recv_into(buf)
+        if have > HEADER.size and have == HEADER.size + HEADER.unpack_from(buf)[0] and have - HEADER.size <= max_bytes:
+            return view[HEADER.size : have]  # the usual case: the whole frame in one read
         if have == 0:
             raise ChannelClosed("peer closed the channel")
         while have < HEADER.size:
@@ -109,7 +112,6 @@ class FrameReader:
         if need > len(buf):
             grown = bytearray(need)
             grown[:have] = buf[:have]
-            view.release()
             buf, view = grown, memoryview(grown)
         while have < need:
             k = self.sock.recv_into(view[have:need])

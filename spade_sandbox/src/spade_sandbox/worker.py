@@ -310,12 +310,26 @@ class Instances:
             return classify(exc, "reset()")
 
     def step(self, iid: int, action: Any) -> list[Any]:
-        try:
-            inst = self._get(iid)
-        except KeyError:
+        inst = self.live.get(iid)
+        if inst is None:
             return protocol.error_reply("request", f"no instance {iid} in this worker")
         try:
-            return [protocol.OK, wire_step(inst.step(action), self.limit)]
+            r = inst.step(action)
+            # The usual result needs no conversion: plain types, finite reward, no info.
+            if type(r) is tuple and len(r) == 5:
+                o, rw, te, tr, inf = r
+                if (
+                    type(o) is str
+                    and len(o) <= self.limit
+                    and type(rw) is float
+                    and rw - rw == 0.0  # finite: inf - inf and nan - nan are nan
+                    and (te is True or te is False)
+                    and (tr is True or tr is False)
+                    and type(inf) is dict
+                    and not inf
+                ):
+                    return [protocol.OK, r]
+            return [protocol.OK, wire_step(r, self.limit)]
         except BaseException as exc:
             return classify(exc, "step()")
 
