@@ -5,6 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+import torch
+
+# The suite shares a small machine with other suites: one intra-op thread per process
+# avoids oversubscription (measured: a forward pass twice as fast under load).
+torch.set_num_threads(1)
 
 
 @pytest.fixture(scope="session")

@@ -256,17 +256,19 @@ def test_seed_env_steps_are_identical_on_ray_and_local(ray_pool: RayEnvPool, loc
     assert all(trace[-1][1] == 1.0 and trace[-1][2] for trace in on_ray)
 
 
+def _probing_reply(prompt: str) -> str:
+    # a different action for each conversation state, so that episodes diverge
+    return "\\boxed{%d}" % (sum(prompt.encode()) % 7)
+
+
 @needs_ray
 def test_a_rollout_batch_is_identical_on_ray_and_local(ray_pool: RayEnvPool, local_pool: SandboxPool,
-                                                      tiny_tokenizer: Any, tiny_model: Any) -> None:
-    from spade_trainer.policy import TransformersPolicy
-
-    envs = [_playable(s, max_turns=3) for s in _games().seed_envs[:2]]
+                                                      tiny_tokenizer: Any) -> None:
+    envs = [_playable(s, max_turns=4) for s in _games().seed_envs[:4]]
     specs = [EpisodeSpec(e, False, seed) for seed in (0, 1) for e in envs]
 
     def play(pool: Any) -> list[Any]:
-        engine = RolloutEngine(pool, TransformersPolicy(tiny_model, tiny_tokenizer), tiny_tokenizer,
-                               budget=TokenBudget(per_turn=12, per_episode=400))
+        engine = RolloutEngine(pool, ScriptedPolicy(tiny_tokenizer, _probing_reply), tiny_tokenizer)
         return engine.run(specs, seed=7)
 
     on_ray, local = play(ray_pool), play(local_pool)
@@ -274,7 +276,8 @@ def test_a_rollout_batch_is_identical_on_ray_and_local(ray_pool: RayEnvPool, loc
         assert a.error is None and b.error is None
         assert (a.completion_ids, a.env_mask, a.rewards, a.messages) == (b.completion_ids, b.env_mask, b.rewards, b.messages)
         assert (a.turns, a.terminated, a.truncated, a.episode_return) == (b.turns, b.terminated, b.truncated, b.episode_return)
-    assert sum(a.turns for a in on_ray) >= len(specs)
+    assert sum(a.turns for a in on_ray) >= 2 * len(specs)
+    assert len({a.messages[-2]["content"] for a in on_ray}) > 1  # the plays really differ
 
 
 @needs_ray

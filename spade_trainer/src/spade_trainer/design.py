@@ -1,4 +1,4 @@
-"""What the self-play loop needs from the designer, and the adapter over ``spade_designer``.
+"""What the self-play loop needs from the designer.
 
 :class:`DesignStage` is the loop's view: design ``n`` candidates for a skill (validated,
 admitted into the store when they pass), write a privileged hint for an environment, and

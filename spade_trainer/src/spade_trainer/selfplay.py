@@ -259,8 +259,11 @@ class SelfPlayRun:
         return [self.skills[(start + j) % len(self.skills)] for j in range(k)]
 
     def _status(self, text: str) -> None:
+        line = f"iteration {self.iteration + 1}/{self.config.iterations}: {text}"
         if self._progress is not None and self._task is not None:
-            self._progress.update(self._task, description=f"iteration {self.iteration + 1}/{self.config.iterations}: {text}")
+            self._progress.update(self._task, description=line)
+        if not self.console.is_terminal:  # a log file gets every stage as a line instead of a live bar
+            self.console.log(line)
 
     def _agent_stats(self, skill: str) -> dict[str, float] | None:
         metas = [m for m in self.store.find(domain=self.config.domain, skill=skill, status=EnvStatus.admitted)

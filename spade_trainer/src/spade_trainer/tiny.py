@@ -1,6 +1,6 @@
 """A tiny causal LM and tokenizer built in-process (no download), for tests and smoke runs.
 
-The tokenizer is a byte-level BPE trained in milliseconds on a small text, with ChatML
+The tokenizer is a byte-level BPE trained in well under a second on standard-library text, with ChatML
 special tokens and a ChatML chat template; the model is a 2-layer Llama with hidden size
 64. Together they exercise every code path of generation and GRPO training on a CPU.
 """
@@ -25,7 +25,21 @@ _TRAINING_TEXT = (
 )
 
 
-def build_tiny_tokenizer() -> Any:
+def _training_texts() -> list[str]:
+    """English prose and Python code from the standard library (always present, deterministic
+    for a given Python), so prompts of several thousand characters stay a few thousand tokens."""
+    import inspect
+    import json.decoder
+    import random as random_module
+    import textwrap
+
+    texts = [_TRAINING_TEXT] * 4
+    for module in (random_module, textwrap, json.decoder):
+        texts.append(inspect.getsource(module))
+    return texts
+
+
+def build_tiny_tokenizer(vocab_size: int = 2048) -> Any:
     """A fast tokenizer with ChatML tokens, ``pad``/``eos`` set and left padding."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
@@ -35,9 +49,9 @@ def build_tiny_tokenizer() -> Any:
     tok.decoder = decoders.ByteLevel()
     specials = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
     trainer = trainers.BpeTrainer(
-        vocab_size=512, special_tokens=specials, initial_alphabet=pre_tokenizers.ByteLevel.alphabet()
+        vocab_size=vocab_size, special_tokens=specials, initial_alphabet=pre_tokenizers.ByteLevel.alphabet()
     )
-    tok.train_from_iterator([_TRAINING_TEXT] * 4, trainer=trainer)
+    tok.train_from_iterator(_training_texts(), trainer=trainer)
     fast = PreTrainedTokenizerFast(
         tokenizer_object=tok,
         bos_token="<|im_start|>",
@@ -62,7 +76,7 @@ def build_tiny_model(tokenizer: Any, *, seed: int = 0) -> Any:
         num_hidden_layers=2,
         num_attention_heads=4,
         num_key_value_heads=2,
-        max_position_embeddings=4096,
+        max_position_embeddings=32768,
         bos_token_id=tokenizer.bos_token_id,
         eos_token_id=tokenizer.eos_token_id,
         pad_token_id=tokenizer.pad_token_id,

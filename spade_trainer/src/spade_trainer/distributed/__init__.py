@@ -28,7 +28,8 @@ def build_env_backend(
     The keyword arguments are the run's ``[selfplay.sandbox]`` settings; every sandbox
     actor applies the same limits as the local pool would.
     """
-    from spade_sandbox import SandboxLimits, SandboxPool
+    from spade_sandbox.limits import SandboxLimits
+    from spade_sandbox.pool import SandboxPool
 
     rollout = rollout or RolloutExecutorSettings()
     limits = SandboxLimits(call_timeout_s=step_timeout_s, memory_mb=memory_mb)

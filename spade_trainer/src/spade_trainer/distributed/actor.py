@@ -32,7 +32,8 @@ class SandboxActor:
     """
 
     def __init__(self, limits: dict[str, Any], backend: str = "native", allow_insecure: bool = False) -> None:
-        from spade_sandbox import SandboxLimits, SandboxPool
+        from spade_sandbox.limits import SandboxLimits
+        from spade_sandbox.pool import SandboxPool
 
         self._pool = SandboxPool(SandboxLimits(**limits), backend=backend, allow_insecure=allow_insecure)
         self._sources: dict[str, str] = {}
