@@ -103,6 +103,15 @@ class Run:
                 self.solution_errors[seed] = rej
         return self.solutions[seed]
 
+    def solution_actions(self) -> set[str]:
+        """Every action of every replayable solution on the configured seeds."""
+        out: set[str] = set()
+        for seed in self.config.seeds:
+            sol = self.solution(seed)
+            if isinstance(sol, list):
+                out.update(sol)
+        return out
+
     def solution_error(self, seed: int) -> Rejection | None:
         self.solution(seed)
         return self.solution_errors.get(seed)

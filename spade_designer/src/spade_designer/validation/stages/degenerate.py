@@ -37,7 +37,7 @@ def check(run: Run) -> str:
     env = run.env()
     full = run.full_reward_threshold()
     lo, hi = run.candidate.reward_range
-    probes = first_actions(run, seed)
+    probes = first_actions(run, seed) + [m for m in MAGIC if m not in run.solution_actions()]
     sol = run.solution(seed)
     steps = min(run.candidate.max_turns, _REPEAT_STEPS)
     # Every probe is played as a repeated-action episode (one batched message); its first
@@ -84,18 +84,16 @@ def check(run: Run) -> str:
     # A hack wins whatever the hidden state: confirmed on every seed, so a legitimate
     # move that happens to win one puzzle is not mistaken for one.
     for m in MAGIC:
-        if all(_repeat(env, sd, m, 1)[0] >= full for sd in run.config.seeds):
+        if m not in episodes or episodes[m][0].reward < full:
+            continue
+        if all(_repeat(env, sd, m, 1)[0] >= full for sd in run.config.seeds if sd != seed):
             raise Rejection(
                 Reason.reward_hacking,
                 f"claiming success with {m!r} earns full reward on every seed",
                 actions=[m],
                 seed=seed,
             )
-    solution_actions: set[str] = set()
-    for sd in run.config.seeds:
-        s_sd = run.solution(sd)
-        if isinstance(s_sd, list):
-            solution_actions.update(s_sd)
+    solution_actions = run.solution_actions()
     not_garbage = set(garbage(run))
     for a in probes:
         if a in solution_actions or a in not_garbage:
