@@ -210,3 +210,18 @@ def test_store_refusal_rejects_at_admission_and_loses_nothing_else(tmp_path, val
     assert cand.valid and cand.hint.accepted  # the work is in the result
     assert store.get(cand.attempts[0].stored_id).status == EnvStatus.retired  # the rejected attempt was kept
     store.close()
+
+
+def test_a_reply_cut_off_at_the_token_limit_is_reported_as_such(store, validator):
+    from spade_designer.llm import Completion
+
+    class Truncating(ReplayBackend):
+        def chat(self, conversations, **kw):
+            out = super().chat(conversations, **kw)
+            return [Completion(c.text, c.prompt_tokens, 256, "length") for c in out]
+
+    backend = Truncating(rules=[(".", "```python\nclass HalfEnv:\n    def reset(self, seed=None):\n        return (")])
+    result = make_designer(store, validator, backend, repair_attempts=1).design_round("games", SKILL, 1)
+    (cand,) = result.candidates
+    assert cand.rejected_stage == "extract" and "cut off at the 256-token limit" in cand.reasons[0]
+    assert "cut off" in cand.attempts[1].conversation[-1]["content"]  # the repair prompt says so

@@ -267,8 +267,13 @@ class Designer:
         try:
             ext = extract_env(completion.text)
         except ExtractionError as exc:
-            attempt.extraction_error = str(exc)
-            w.result.stages.append(StageOutcome(EXTRACT, False, str(exc), number))
+            message = str(exc)
+            if completion.finish_reason == "length":
+                # the usual cause with small budgets; the repair prompt must say so
+                message += (f" (the reply was cut off at the {completion.completion_tokens}-token limit: "
+                            "write a shorter, complete file)")
+            attempt.extraction_error = message
+            w.result.stages.append(StageOutcome(EXTRACT, False, message, number))
             w.history.append((attempt, None))
             return False
         attempt.source, attempt.class_name = ext.source, ext.class_name
