@@ -5,6 +5,7 @@ filesystem) and the seccomp filter (``open*`` fail with EPERM) stop every access
 from __future__ import annotations
 
 import pytest
+from attack_fixtures import *  # noqa: F403 (the suite's fixtures: decoys, pools, parent checks)
 from containment import assert_contained
 from hostile import POLICY, QUIET, Attack, static
 

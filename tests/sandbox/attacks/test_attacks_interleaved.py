@@ -7,6 +7,7 @@ import test_attacks_files as files
 import test_attacks_interpreter as interpreter
 import test_attacks_network as network
 import test_attacks_processes as processes
+from attack_fixtures import *  # noqa: F403 (the suite's fixtures: decoys, pools, parent checks)
 from containment import BYSTANDER
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st

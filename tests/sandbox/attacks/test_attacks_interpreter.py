@@ -12,6 +12,7 @@ which is the boundary the design relies on."""
 from __future__ import annotations
 
 import pytest
+from attack_fixtures import *  # noqa: F403 (the suite's fixtures: decoys, pools, parent checks)
 from containment import assert_contained
 from hostile import POLICY, QUIET, Attack, env_error, static
 

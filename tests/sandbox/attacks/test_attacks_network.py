@@ -6,6 +6,7 @@ the seccomp filter makes ``socket()`` fail with EPERM; the listeners must see no
 from __future__ import annotations
 
 import pytest
+from attack_fixtures import *  # noqa: F403 (the suite's fixtures: decoys, pools, parent checks)
 from containment import assert_contained
 from hostile import POLICY, Attack, static
 

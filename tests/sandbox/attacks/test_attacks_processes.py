@@ -7,6 +7,7 @@ workers' uid) must survive ``kill(-1, SIGKILL)``; this process must receive no s
 from __future__ import annotations
 
 import pytest
+from attack_fixtures import *  # noqa: F403 (the suite's fixtures: decoys, pools, parent checks)
 from containment import assert_contained
 from hostile import CRASH, KILLED, POLICY, QUIET, Attack, Outcome, static
 from spade_sandbox.errors import SandboxCrash

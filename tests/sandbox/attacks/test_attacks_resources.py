@@ -5,6 +5,7 @@ or a reply check; the error says which, and only the attacker's worker pays for 
 from __future__ import annotations
 
 import pytest
+from attack_fixtures import *  # noqa: F403 (the suite's fixtures: decoys, pools, parent checks)
 from containment import assert_contained
 from hostile import MEMORY, QUIET, TIMEOUT, Attack, Outcome, contract, env_error, static
 from spade_sandbox.errors import EnvCodeError, SandboxCrash

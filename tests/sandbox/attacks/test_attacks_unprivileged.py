@@ -24,6 +24,7 @@ import test_attacks_interpreter as interpreter
 import test_attacks_network as network
 import test_attacks_processes as processes
 import test_attacks_resources as resources
+from attack_fixtures import *  # noqa: F403 (the suite's fixtures: decoys, pools, parent checks)
 from containment import ATTACK_LIMITS, Decoys
 
 SUBSET = {

@@ -1,4 +1,8 @@
-"""Decoys and pools for the attack suite.
+"""Decoys and pools for the attack suite (imported by each attack module).
+
+This is not a ``conftest.py`` on purpose: ``tests/sandbox/conftest.py`` is imported as the
+module ``conftest`` by the sandbox tests (``from conftest import ...``), and a second
+``conftest.py`` here would take that module name from them.
 
 The decoys are what a successful attack would touch: a root-only file holding a secret, a
 canary path in a world-writable directory, TCP / unix / abstract-unix listeners on this
@@ -21,7 +25,6 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -29,9 +32,6 @@ from pathlib import Path
 
 import psutil
 import pytest
-
-sys.path.insert(0, str(Path(__file__).parent))
-
 from containment import ATTACK_LIMITS, ENV_SECRET_NAME, NOBODY, ZYGOTE_SESSIONS, Decoys
 
 from spade_sandbox import SandboxPool
@@ -68,7 +68,7 @@ def _start_sleeper() -> subprocess.Popen[bytes] | None:
     )
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def decoys() -> Iterator[Decoys]:
     secret = "spade-secret-" + secrets.token_hex(16)
     root = Path(tempfile.mkdtemp(prefix="spade-attacks-"))
@@ -167,3 +167,4 @@ def os_pool() -> Iterator[SandboxPool]:
         yield p
 
 
+__all__ = ["decoys", "guarded_pool", "os_pool", "parent_unchanged"]
