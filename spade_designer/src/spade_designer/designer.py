@@ -387,7 +387,8 @@ class Designer:
             parents = [p for p in meta.parent_ids if p != meta.id and _exists(self.store, p)]
             meta = meta.model_copy(update={"parent_ids": parents})
         try:
-            stored = self.store.add(attempt.source, meta)
+            # the decided status goes in with the record: one write instead of two
+            stored = self.store.add(attempt.source, meta.model_copy(update={"status": status}))
             # The same code may be stored already (content addressing): a fresh record
             # takes the decided status; an admitted one is never demoted by a reject.
             if stored.status == EnvStatus.candidate or (
