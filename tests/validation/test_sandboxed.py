@@ -26,7 +26,8 @@ def test_a_batch_mixes_good_and_broken_candidates_without_interference():
     names = [("good", "guess_number"), ("bad", "f_nan_reward"), ("good", "key_door"), ("bad", "l_reset_raises")]
     with Validator() as validator:
         reports = validator.validate_many([ValidationRequest(corpus_source(k, n)) for k, n in names])
-    assert [r.failed_stage for r in reports] == [None, "fuzz", None, "load"]
+    got = [r.failed_stage for r in reports]
+    assert got == [None, "fuzz", None, "load"], [r.reasons for r in reports]
 
 
 def test_fuzz_runs_only_static_load_and_fuzz():
