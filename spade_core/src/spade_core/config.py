@@ -8,7 +8,6 @@ own sections (``[designer]``, ``[selfplay]``...) and validate them with their ow
 
 from __future__ import annotations
 
-import os
 import tomllib
 from pathlib import Path
 from typing import Any, Literal
@@ -16,10 +15,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .errors import ConfigError
+from .paths import default_store_url, find_config_file, spade_home
 
-
-def spade_home() -> Path:
-    return Path(os.environ.get("SPADE_HOME") or Path.home() / ".spade").expanduser()
+__all__ = ["SandboxSettings", "SpadeConfig", "default_store_url", "find_config_file", "load_config", "spade_home"]
 
 
 class SandboxSettings(BaseModel):
@@ -51,7 +49,7 @@ class SpadeConfig(BaseModel):
     def resolved_store_url(self) -> str:
         if self.store_url:
             return self.store_url
-        return f"sqlite:///{self.home / 'store.db'}"
+        return default_store_url(self.home)
 
     def section(self, name: str) -> dict[str, Any]:
         return dict(self.sections.get(name, {}))
@@ -65,18 +63,6 @@ def _format_errors(exc: ValidationError, origin: str) -> str:
         got = f" (got {err['input']!r})" if err["type"] != "missing" and not isinstance(err["input"], dict) else ""
         lines.append(f"  spade.{loc}: {err['msg']}{got}")
     return "\n".join(lines)
-
-
-def find_config_file(path: str | Path | None = None) -> Path | None:
-    if path is not None:
-        p = Path(path).expanduser()
-        if not p.is_file():
-            raise ConfigError(f"config file {p} does not exist")
-        return p
-    for candidate in (Path.cwd() / "spade.toml", spade_home() / "spade.toml"):
-        if candidate.is_file():
-            return candidate
-    return None
 
 
 def load_config(path: str | Path | None = None, **overrides: Any) -> SpadeConfig:

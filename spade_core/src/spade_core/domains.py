@@ -13,7 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .metadata import NAME_RE, ActionFormat
+from .names import NAME_RE, ActionFormat
+
+__all__ = ["ActionFormat", "Domain", "EvalSuite", "SeedEnv"]
 
 
 @dataclass(frozen=True)

@@ -15,10 +15,12 @@ from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+# Defined in spade_core.names (pydantic-free, for the light import path); re-exported here.
+from .names import NAME_RE as NAME_RE
+from .names import ActionFormat as ActionFormat
+
 SCHEMA_VERSION: Final = 1
 
-#: Environment names become part of a Gymnasium id ``spade/<name>-v<N>``.
-NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_.]*$")
 
 
 def utcnow() -> datetime:
@@ -45,12 +47,6 @@ TRANSITIONS: dict[EnvStatus, frozenset[EnvStatus]] = {
     EnvStatus.admitted: frozenset({EnvStatus.retired}),
     EnvStatus.retired: frozenset({EnvStatus.admitted}),
 }
-
-
-class ActionFormat(StrEnum):
-    boxed = "boxed"
-    tool_call = "tool_call"
-    free_text = "free_text"
 
 
 class _Model(BaseModel):

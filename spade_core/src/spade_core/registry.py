@@ -168,6 +168,10 @@ def register_on_import() -> None:
 def _store_url(store: EnvStore | str | None, result: Registration) -> str | None:
     if store is None:
         try:
+            from .paths import default_store_url, find_config_file
+
+            if find_config_file() is None:  # the common case; no pydantic on the import path
+                return default_store_url()
             from .config import load_config
 
             return load_config().resolved_store_url

@@ -5,9 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from spade_core.domains import Domain, EvalSuite
+from spade_core.domains import ActionFormat, Domain, EvalSuite
 from spade_core.hookspecs import hookimpl
-from spade_core.metadata import ActionFormat
 
 from .catalog import SKILLS, seed_envs
 from .fuzz import actions
