@@ -16,7 +16,8 @@ Three environments (a trivial counter, the games seed ``code_breaker``, the tool
 * **bwrap** / **nsjail** — one jailed ``python -I`` server per episode (read-only ``/``, new
   PID/IPC/UTS/network namespaces) answering JSON lines over pipes;
 * **ours (native)** — :class:`spade_sandbox.SandboxPool` (zygote-forked worker with every
-  OS layer), and **ours (restricted)** — the in-process RestrictedPython backend.
+  OS layer); the same pool with its zygote inside bwrap / nsjail (the ``bwrap`` and
+  ``nsjail`` backends); and **ours (restricted)** — the in-process RestrictedPython backend.
 
 For each: the median step round trip, our overhead against it (ours ÷ this), the cold start (process
 start to the first ``reset`` answer; for the pool, a new code version on a running pool,
@@ -311,7 +312,7 @@ def pooled(scheme: str, s: Subject, n: int, **pool_options: Any) -> Measure:
     return Measure(scheme, s.name, step, cold, cold_note=f"first ever {first_ms:.0f} ms", memory_mb=memory)
 
 
-def run(progress: Progress, n_steps: int = 400, n_fresh: int = 8) -> list[Measure]:
+def run(progress: Progress, n_steps: int = 1000, n_fresh: int = 8) -> list[Measure]:
     bwrap, bwrap_why = _bwrap()
     nsjail, nsjail_why = _nsjail()
     plan: list[tuple[str, Callable[[Subject], Measure]]] = [
@@ -321,6 +322,8 @@ def run(progress: Progress, n_steps: int = 400, n_fresh: int = 8) -> list[Measur
         ("bwrap", lambda s: jailed("bwrap, python per episode", bwrap, bwrap_why, s, n_steps)),
         ("nsjail", lambda s: jailed("nsjail, python per episode", nsjail, nsjail_why, s, n_steps)),
         ("ours", lambda s: pooled("ours: SandboxPool native", s, n_steps)),
+        ("ours-bwrap", lambda s: pooled("ours: SandboxPool in bwrap", s, n_steps, backend="bwrap")),
+        ("ours-nsjail", lambda s: pooled("ours: SandboxPool in nsjail", s, n_steps, backend="nsjail")),
         ("restricted", lambda s: pooled("ours: restricted (not a boundary)", s, n_steps,
                                         backend="restricted", allow_insecure=True)),
     ]
@@ -339,7 +342,7 @@ def table(measures: list[Measure]) -> Table:
     t = Table(title="Sandbox comparison: same environments, per-step round trip (median) and cold start")
     for col in ("environment", "scheme", "step (µs)", "ours ÷ this", "cold start (ms)", "memory / instance (MB)", "note"):
         t.add_column(col, justify="right" if col not in ("environment", "scheme", "note") else "left")
-    ours = {m.env: m.step_us for m in measures if m.scheme.startswith("ours: SandboxPool") and m.step_us}
+    ours = {m.env: m.step_us for m in measures if m.scheme == "ours: SandboxPool native" and m.step_us}
     for m in measures:
         if m.unavailable:
             t.add_row(m.env, m.scheme, "-", "-", "-", "-", f"unavailable: {m.unavailable}")
