@@ -89,6 +89,9 @@ class ZygoteBackend:
             timings = info.get("timings_us", {})
             if isinstance(timings, dict):
                 link.timings_us = {str(k): int(v) for k, v in timings.items() if isinstance(v, int)}
+            if len(reply) > 2:  # the reply to constructing instance 0, asked for in the spec
+                link.first_reply = reply[2]
+                link.next_instance = 1
             missing = info.get("missing", {})
             if isinstance(missing, dict):
                 link.missing_layers = {str(k): str(v) for k, v in missing.items()}

@@ -185,6 +185,8 @@ class WorkerLink:
     next_instance: int = 0
     death: SandboxError | None = None
     killed_by_us: str | None = None
+    #: The worker's reply to constructing instance 0 while loading (not yet claimed by a spawn).
+    first_reply: Any = None
 
     #: Deadline of single calls, applied by the kernel (SO_RCVTIMEO) on the first read.
     call_timeout_s: float = 10.0

@@ -240,11 +240,18 @@ class SandboxPool:
         if not alive:  # died between lookup and use: the next lookup starts a fresh one
             link = self._worker_for(key, source)
         with link.lock:
-            iid = link.next_instance
-            link.next_instance += 1
-            reply = self._request(link, ["new", iid], f"{class_name}()")
-            if reply[0] != "ok":
-                raise self._reply_error(link, reply, f"{class_name}()")
+            first = getattr(link, "first_reply", None)
+            if first is not None:  # a new worker built instance 0 while loading
+                link.first_reply = None
+                iid = 0
+                if type(first) is not list or len(first) != 2 or first[0] != "ok":
+                    raise self._bad_reply(link, first, f"{class_name}()")
+            else:
+                iid = link.next_instance
+                link.next_instance += 1
+                reply = self._request(link, ["new", iid], f"{class_name}()")
+                if reply[0] != "ok":
+                    raise self._reply_error(link, reply, f"{class_name}()")
             link.instances.add(iid)
         return EnvHandle(link.id, iid, key[0], class_name)
 
@@ -270,6 +277,7 @@ class SandboxPool:
             "require_secure": not self.allow_insecure,
             "guarded": not self.skip_static,
             "max_output_chars": self.limits.max_output_chars,
+            "first_instance": 0,
         }
         link = self.backend.start_worker(worker_id, key, spec, self.limits)
         with self._lock:

@@ -185,7 +185,7 @@ class Zygote:
             worker = None
         if worker is None:
             worker = self.fork_worker(hardening)
-        load = {k: spec[k] for k in ("source", "class_name", "allowed_modules", "guarded", "max_output_chars") if k in spec}
+        load = {k: spec[k] for k in ("source", "class_name", "allowed_modules", "guarded", "max_output_chars", "first_instance") if k in spec}
         try:
             protocol.send(worker.sock, load)
         except OSError:
