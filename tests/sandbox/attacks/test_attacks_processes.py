@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import pytest
 from attack_fixtures import *  # noqa: F403 (the suite's fixtures: decoys, pools, parent checks)
-from containment import assert_contained
+from containment import BYSTANDER, assert_contained
 from hostile import CRASH, KILLED, POLICY, QUIET, Attack, Outcome, static
-from spade_sandbox.errors import SandboxCrash
+from spade_sandbox.errors import SandboxCrash, SandboxError
 
 LIBC = "import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)"
 
@@ -62,3 +62,54 @@ def test_normal_path_contains(guarded_pool, decoys, attack):
 @pytest.mark.parametrize("attack", ATTACKS, ids=lambda a: a.id)
 def test_os_layers_alone_contain(os_pool, decoys, attack):
     assert_contained(os_pool, attack, attack.os_only, decoys)
+
+
+# --- limits of other processes ----------------------------------------------------------------
+#
+# prlimit64 is on the seccomp allow-list (read-only use: getrlimit), Landlock does not cover
+# it, and every worker runs as the same uid: a worker can rewrite the limits of any other
+# worker on the host (other environments, other pools) and of anything else running as
+# nobody. The targets here are only processes this test started.
+
+PRLIMIT = (
+    "for pid in ({BYSTANDER_PID}, {SLEEPER_PID}):\n"
+    "    if pid:\n"
+    "        RESOURCE.prlimit(pid, RESOURCE.RLIMIT_AS, (1 << 20, 1 << 20))"
+)
+REACH_RESOURCE = {
+    "os-layers": "import resource as RESOURCE",
+    # string.Formatter walks dunders from a string neither filter looks at (see the
+    # interpreter attacks); from the real os module, sys.modules has resource.
+    "normal-path": "import string, random\nu = '_' * 2\n"
+    "g = string.Formatter().get_field('0.seed.' + u + 'globals' + u, [random.Random], {})[0]\n"
+    "RESOURCE = g['_os'].sys.modules['resource']",
+}
+
+
+def _limits(pid: int) -> str:
+    with open(f"/proc/{pid}/limits") as f:
+        return f.read()
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="HOLE: prlimit64 is allowed by the seccomp filter and all workers share uid 65534: "
+    "a worker can set RLIMIT_AS/CPU/NOFILE of every other worker (and nobody process) on the host",
+)
+@pytest.mark.parametrize("mode", ["os-layers", "normal-path"])
+def test_a_worker_cannot_change_the_limits_of_other_processes(guarded_pool, os_pool, decoys, mode):
+    pool = os_pool if mode == "os-layers" else guarded_pool
+    bystander = pool.spawn(BYSTANDER)
+    pool.reset(bystander)
+    target = pool.worker_of(bystander).pid
+    watched = [target] + ([decoys.sleeper.pid] if decoys.sleeper else [])
+    before = {pid: _limits(pid) for pid in watched}
+    attack = Attack("prlimit-others", REACH_RESOURCE[mode] + "\n" + PRLIMIT, QUIET, QUIET, "")
+    try:
+        h = pool.spawn(attack.source(**decoys.fields(), BYSTANDER_PID=target))
+        pool.step(h, "attack")
+    except SandboxError:
+        pass  # the attack was refused: what matters is whether the limits changed
+    after = {pid: _limits(pid) for pid in watched}
+    pool.close_env(bystander)
+    assert after == before, "another process's limits were changed"
