@@ -45,7 +45,7 @@ from spade_trainer.distributed.wire import (
     encode_step,
 )
 from spade_trainer.policy import Generation, Sampling
-from spade_trainer.rollout import EpisodeSpec, PlayableEnv, RolloutEngine, TokenBudget
+from spade_trainer.rollout import EpisodeSpec, PlayableEnv, RolloutEngine
 
 from spade_sandbox import SandboxLimits, SandboxPool
 from spade_sandbox import errors as sandbox_errors
@@ -105,7 +105,8 @@ def ray_pool() -> Iterator[RayEnvPool]:
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, _node_ip_address="127.0.0.1",
              namespace="spade-tests")
-    pool = RayEnvPool(RaySettings(num_workers=2, actor_grace_s=20), limits=_limits())
+    # half a CPU each: leaves room for the extra actor of the configuration test
+    pool = RayEnvPool(RaySettings(num_workers=2, cpus_per_worker=0.5, actor_grace_s=20), limits=_limits())
     try:
         yield pool
     finally:
@@ -258,7 +259,7 @@ def test_seed_env_steps_are_identical_on_ray_and_local(ray_pool: RayEnvPool, loc
 
 def _probing_reply(prompt: str) -> str:
     # a different action for each conversation state, so that episodes diverge
-    return "\\boxed{%d}" % (sum(prompt.encode()) % 7)
+    return f"\\boxed{{{sum(prompt.encode()) % 7}}}"
 
 
 @needs_ray
@@ -347,7 +348,8 @@ def test_a_dead_actor_fails_only_its_own_items_and_is_replaced(ray_pool: RayEnvP
 
 @needs_ray
 def test_build_env_backend_selects_ray_by_configuration(ray_pool: RayEnvPool) -> None:
-    pool = build_env_backend(RolloutExecutorSettings(executor="ray", ray=RaySettings(num_workers=1)), step_timeout_s=5)
+    pool = build_env_backend(RolloutExecutorSettings(executor="ray", ray=RaySettings(num_workers=1, cpus_per_worker=0.25)),
+                             step_timeout_s=5)
     try:
         assert isinstance(pool, RayEnvPool) and pool.num_workers == 1 and pool.limits.call_timeout_s == 5
     finally:
