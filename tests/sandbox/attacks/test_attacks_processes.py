@@ -113,3 +113,27 @@ def test_a_worker_cannot_change_the_limits_of_other_processes(guarded_pool, os_p
     after = {pid: _limits(pid) for pid in watched}
     pool.close_env(bystander)
     assert after == before, "another process's limits were changed"
+
+
+SIGIO_TO = (
+    "import os, fcntl\nfor fd in range(3, 16):\n    try:\n"
+    "        fcntl.fcntl(fd, fcntl.F_SETOWN, {TARGET})\n"
+    "        fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) | os.O_ASYNC)\n"
+    "    except OSError:\n        pass"
+)
+
+
+@pytest.mark.parametrize("target", ["sleeper", "bystander-worker"])
+def test_sigio_cannot_be_aimed_at_another_process(os_pool, decoys, target):
+    """``fcntl`` is allowed (the interpreter needs it), so a worker can make its own socket
+    signal-driven with SIGIO aimed at another pid (default action: terminate) — the next
+    request would deliver it. Landlock's signal scope keeps the signal inside the worker."""
+    bystander = os_pool.spawn(BYSTANDER)
+    os_pool.reset(bystander)
+    pid = decoys.sleeper.pid if target == "sleeper" and decoys.sleeper else os_pool.worker_of(bystander).pid
+    attack = Attack("sigio", SIGIO_TO.replace("{TARGET}", str(pid)), QUIET, QUIET, "")
+    h = os_pool.spawn(attack.source(**decoys.fields()))
+    os_pool.step(h, "arm")
+    os_pool.step(h, "fire")  # data on the socket: the kernel would now send SIGIO
+    assert os_pool.step(bystander, "still")[0] == "still 1"
+    assert decoys.untouched() == []
