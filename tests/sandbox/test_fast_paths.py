@@ -183,3 +183,31 @@ def test_memory_of_a_source_is_per_allow_list(pool: SandboxPool):
 @given(st.text(max_size=60))
 def test_checking_twice_gives_the_same_report(source: str):
     assert check_source(source) == check_source(source)
+
+
+def test_a_step_shadowed_on_the_instance_is_the_one_a_batch_calls():
+    class Shadowed:
+        def __init__(self) -> None:
+            self.step = lambda action: ("shadow " + action, 1.0, True, False, {})
+
+        def step(self, action: str) -> tuple:
+            return "class", 0.0, False, False, {}
+
+    table = Instances(Shadowed, max_output_chars=64)
+    table.live = {0: Shadowed(), 1: Shadowed()}
+    reply = table.step_columns([0, 1], ["a", "b"])
+    assert list(reply[1]) == ["shadow a", "shadow b"] and reply[6] == []
+
+
+def test_a_batch_goes_on_after_a_step_that_raises_and_keeps_the_order():
+    class Picky:
+        def step(self, action: str) -> tuple:
+            if action == "bad":
+                raise ValueError("no")
+            return action, 0.5, False, False, {}
+
+    table = Instances(Picky, max_output_chars=64)
+    table.live = {i: Picky() for i in range(5)}
+    reply = table.step_columns([0, 1, 2, 3, 4], ["a", "bad", "c", "bad", "e"])
+    assert list(reply[1]) == ["a", "", "c", "", "e"]
+    assert [e[0] for e in reply[6]] == [1, 3] and all("ValueError" in e[3] for e in reply[6])

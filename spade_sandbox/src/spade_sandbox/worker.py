@@ -27,7 +27,7 @@ import time
 import traceback
 import types
 from itertools import repeat
-from operator import itemgetter
+from operator import contains, itemgetter
 from typing import Any
 
 from . import protocol
@@ -263,6 +263,16 @@ class Instances:
         self.cls = cls
         self.limit = max_output_chars
         self.live: dict[int, Any] = {}
+        #: ``cls.step`` when it is a plain function found on the class itself or a base
+        #: (batches may then call it directly); ``None`` otherwise.
+        self.step_function: Any = None
+        for klass in cls.__mro__:
+            if "step" in klass.__dict__:
+                found = klass.__dict__["step"]
+                self.step_function = found if type(found) is types.FunctionType else None
+                break
+        if any("__getattribute__" in klass.__dict__ for klass in cls.__mro__[:-1]):
+            self.step_function = None  # attribute access is the class's own business
 
     def handle(self, msg: list[Any]) -> list[Any]:
         op = msg[0]
@@ -349,6 +359,10 @@ class Instances:
         out: list[Any] = []
         append = out.append
         bad: list[Any] = []
+        insts = self._plain_steppers(iids, actions)
+        if insts is not None:
+            self._step_all(insts, actions, out, bad)
+            iids = []  # all stepped
         for n, iid in enumerate(iids):
             inst = live.get(iid)
             if inst is None:
@@ -375,6 +389,38 @@ class Instances:
             ):
                 return [protocol.OK, obs, rewards, terms, truncs, infos, []]
         return self._columns(out, bad)
+
+    def _plain_steppers(self, iids: list[int], actions: list[str]) -> list[Any] | None:
+        """The instances, when every one is known and ``step`` is the class's own plain
+        function (not shadowed on the instance), so that :meth:`_step_all` may call it
+        directly; otherwise ``None`` (step one by one)."""
+        fn = self.step_function
+        if fn is None or len(actions) != len(iids):
+            return None
+        try:
+            insts = list(map(self.live.__getitem__, iids))
+            if any(map(contains, map(vars, insts), repeat("step"))):
+                return None
+        except (KeyError, TypeError):  # unknown instance; instances without a __dict__
+            return None
+        return insts
+
+    def _step_all(self, insts: list[Any], actions: list[str], out: list[Any], bad: list[Any]) -> None:
+        """Call the class's step function on every instance in order, appending each result
+        to ``out`` (``None`` and an entry in ``bad`` where it raised). The calls run inside
+        ``list.extend(map(...))``, with no interpreted loop around them: extend keeps what
+        it appended before an exception, so the batch resumes after the failing item."""
+        fn = self.step_function
+        start, n = 0, len(insts)
+        while start < n:
+            try:
+                out.extend(map(fn, insts[start:] if start else insts, actions[start:] if start else actions))
+                return
+            except BaseException as exc:
+                failed = len(out)
+                bad.append([failed, *classify(exc, "step()")])
+                out.append(None)
+                start = failed + 1
 
     def _columns(self, out: list[Any], errors: list[Any]) -> list[Any]:
         """Per-item conversion of step results (``None`` where ``errors`` already holds
