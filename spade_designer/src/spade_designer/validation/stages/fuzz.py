@@ -60,16 +60,20 @@ def episode(env: Instance, seed: int, actions: list[str], max_turns: int, outcom
         )
 
 
-def _confirmed(env: Instance, rej: Rejection, max_turns: int) -> bool:
-    """Replay a slow example once: only a reproducible slow call is a finding."""
+def _confirmed(env: Instance, rej: Rejection, max_turns: int, replays: int = 2) -> bool:
+    """Replay a slow example: only a call that is slow every time is a finding."""
     if rej.code is not Reason.slow_call or rej.seed is None:
         return True
-    try:
-        env.reset(rej.seed)
-        env._play_sequential(list(rej.actions or []))
-    except Rejection as again:
-        return again.code is Reason.slow_call
-    return False
+    for _ in range(replays):
+        try:
+            env.reset(rej.seed)
+            env._play_sequential(list(rej.actions or []))
+        except Rejection as again:
+            if again.code is not Reason.slow_call:
+                return False
+        else:
+            return False
+    return True
 
 
 def minimize(env: Instance, rej: Rejection, max_turns: int, budget_s: float) -> Rejection:
@@ -125,8 +129,9 @@ def fuzz_run(run: Run, *, examples: int | None = None) -> FuzzOutcome:
     try:
         sweep(run, decoder, outcome)
     except Rejection as rej:
-        outcome.failures.append(rej)
-        return outcome
+        if _confirmed(env, rej, max_turns):
+            outcome.failures.append(rej)
+            return outcome
 
     @settings(
         max_examples=examples or cfg.fuzz_examples,
@@ -205,6 +210,15 @@ def long_episode(run: Run) -> int:
 
 
 def check(run: Run, *, examples: int | None = None) -> str:
+    env = run.env()
+    env.enforce_time_bound = True
+    try:
+        return _check(run, examples=examples)
+    finally:
+        env.enforce_time_bound = False
+
+
+def _check(run: Run, *, examples: int | None = None) -> str:
     outcome = fuzz_run(run, examples=examples)
     run.fuzz_actions = list(outcome.sent)
     run.fuzz_steps = outcome.steps
