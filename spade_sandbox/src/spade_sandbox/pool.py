@@ -387,7 +387,7 @@ class SandboxPool:
 
     def _group_steps(
         self, items: Sequence[tuple[EnvHandle, Any]]
-    ) -> tuple[dict[int, list[int]], dict[int, WorkerLink]] | None:
+    ) -> tuple[dict[int, list[int]], dict[int, WorkerLink], list[str]] | None:
         """Validate a step batch with whole-column operations and group it by worker.
 
         ``None`` when anything is unusual (a malformed item, a non-str or too long action,
@@ -396,8 +396,11 @@ class SandboxPool:
         if self._closed or not items:
             return None
         try:
-            handles, actions = zip(*items, strict=True)
-        except (TypeError, ValueError):
+            if not set(map(type, items)) <= {tuple, list} or set(map(len, items)) != {2}:
+                return None
+            handles = list(map(_FIRST, items))
+            actions = list(map(_SECOND, items))
+        except (TypeError, KeyError, IndexError):
             return None
         if set(map(type, handles)) != {EnvHandle} or set(map(type, actions)) != {str}:
             return None
@@ -409,7 +412,7 @@ class SandboxPool:
             link = self._links.get(wids[0])
             if link is None or set(map(_CODE_HASH, handles)) != {link.key[0]}:
                 return None
-            return {wids[0]: list(range(len(wids)))}, {wids[0]: link}
+            return {wids[0]: list(range(len(wids)))}, {wids[0]: link}, actions
         else:
             groups = {}
             for i, wid in enumerate(wids):
@@ -420,7 +423,7 @@ class SandboxPool:
             if link is None or {handles[i].code_hash for i in idx} != {link.key[0]}:
                 return None
             links[wid] = link
-        return groups, links
+        return groups, links, actions
 
     def _exchange(
         self,
@@ -430,6 +433,7 @@ class SandboxPool:
         results: list[Any],
         groups: dict[int, list[int]],
         links: dict[int, WorkerLink],
+        columns: list[Any] | None = None,
     ) -> list[Any]:
         """Send one message per worker (``groups``: worker id -> item indexes), then read
         every reply and fill ``results`` in item order."""
@@ -444,7 +448,7 @@ class SandboxPool:
                     group = groups[wid]
                     if len(group) == len(items):  # one worker: the columns as they came
                         iids = list(map(_INSTANCE_ID, map(_FIRST, items)))
-                        actions = list(map(_SECOND, items))
+                        actions = [item[1] for item in items] if columns is None else columns
                     else:
                         iids = [items[i][0].instance_id for i in group]
                         actions = [items[i][1] for i in group]
