@@ -326,6 +326,7 @@ class SelfPlayRun:
         self._status(f"writing hints for {sum(1 for m in chosen if not m.hint)} environments")
         playable = [self._playable(m, seed * 17 + n) for n, m in enumerate(chosen)]
         record.timings["hint_s"] = time.perf_counter() - t1
+        record.data["hint_fallbacks_total"] = int(getattr(self.stage, "hint_fallbacks", 0))
 
         t2 = time.perf_counter()
         self._status(f"playing {len(playable)} environments x {2 * cfg.plays_per_condition} episodes")
