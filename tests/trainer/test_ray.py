@@ -34,6 +34,7 @@ from spade_trainer.distributed import (
     RayUnavailable,
     RolloutExecutorSettings,
     build_env_backend,
+    env_backend_for,
 )
 from spade_trainer.distributed.executor import import_ray
 from spade_trainer.distributed.wire import (
@@ -145,9 +146,10 @@ def test_the_local_path_never_imports_ray() -> None:
         import sys
         import spade_trainer, spade_trainer.rollout, spade_trainer.selfplay, spade_trainer.distributed
         from spade_core.plugins import get_plugins
-        from spade_trainer.distributed import RolloutExecutorSettings, build_env_backend
+        from spade_trainer.config import load_selfplay_config
+        from spade_trainer.distributed import env_backend_for
         seed = get_plugins().domain("games").seed_envs[0]
-        pool = build_env_backend(RolloutExecutorSettings(executor="local"), step_timeout_s=5)
+        pool = env_backend_for(load_selfplay_config(overrides=["rollout.executor=local", "sandbox.step_timeout_s=5"]))
         h = pool.spawn(seed.source(), class_name=seed.class_name)
         (obs, _), = pool.reset_many([(h, 0)])
         (res,) = pool.step_many([(h, "\\\\boxed{nothing}")])
@@ -167,6 +169,21 @@ def test_ray_executor_without_ray_says_how_to_install_it(monkeypatch: pytest.Mon
         import_ray()
     with pytest.raises(RayUnavailable):
         build_env_backend(RolloutExecutorSettings(executor="ray"))
+
+
+def test_the_executor_is_chosen_in_the_run_configuration() -> None:
+    from spade_trainer.config import SelfPlayConfig, load_selfplay_config
+    from spade_trainer.errors import ConfigError
+
+    assert SelfPlayConfig().rollout.executor == "local"
+    cfg = load_selfplay_config(overrides=["rollout.executor=ray", "rollout.ray.address=auto", "rollout.ray.num_workers=4"])
+    assert (cfg.rollout.executor, cfg.rollout.ray.address, cfg.rollout.ray.num_workers) == ("ray", "auto", 4)
+    # where environments run does not change results: a run may resume on another executor
+    assert cfg.fingerprint() == SelfPlayConfig().fingerprint()
+    with pytest.raises(ConfigError, match=r"rollout\.executor"):
+        load_selfplay_config(overrides=["rollout.executor=dask"])
+    with pytest.raises(ConfigError, match=r"rollout\.ray\.num_workers"):
+        load_selfplay_config(overrides=["rollout.ray.num_workers=0"])
 
 
 def test_executor_settings_are_validated() -> None:
@@ -347,9 +364,12 @@ def test_a_dead_actor_fails_only_its_own_items_and_is_replaced(ray_pool: RayEnvP
 
 
 @needs_ray
-def test_build_env_backend_selects_ray_by_configuration(ray_pool: RayEnvPool) -> None:
-    pool = build_env_backend(RolloutExecutorSettings(executor="ray", ray=RaySettings(num_workers=1, cpus_per_worker=0.25)),
-                             step_timeout_s=5)
+def test_the_run_configuration_selects_ray(ray_pool: RayEnvPool) -> None:
+    from spade_trainer.config import load_selfplay_config
+
+    cfg = load_selfplay_config(overrides=["rollout.executor=ray", "rollout.ray.num_workers=1",
+                                          "rollout.ray.cpus_per_worker=0.25", "sandbox.step_timeout_s=5"])
+    pool = env_backend_for(cfg)
     try:
         assert isinstance(pool, RayEnvPool) and pool.num_workers == 1 and pool.limits.call_timeout_s == 5
     finally:

@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from .distributed.settings import RolloutExecutorSettings
 from .errors import ConfigError
 from .rewards import DesignerRewardSpec, DesignerRewardVariant, Plateau
 
@@ -113,6 +114,8 @@ class SelfPlayConfig(_Section):
     reward: RewardSettings = Field(default_factory=RewardSettings)
     optim: OptimSettings = Field(default_factory=OptimSettings)
     sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
+    #: Where environments are stepped: the local sandbox pool, or sandbox actors on Ray.
+    rollout: RolloutExecutorSettings = Field(default_factory=RolloutExecutorSettings)
     logging: LoggingSettings = Field(default_factory=LoggingSettings)
     #: Raw ``[designer]``-style options handed to the designer (validated there).
     designer: dict[str, Any] = Field(default_factory=dict)
@@ -131,7 +134,8 @@ class SelfPlayConfig(_Section):
 
     def fingerprint(self) -> str:
         """What must not change between a checkpoint and its resumption (JSON)."""
-        keep = self.model_dump(mode="json", exclude={"iterations", "run_dir", "logging", "checkpoint_every"})
+        # Where environments run does not change results, so `rollout` may change on resume.
+        keep = self.model_dump(mode="json", exclude={"iterations", "run_dir", "logging", "checkpoint_every", "rollout"})
         return json.dumps(keep, sort_keys=True)
 
 
