@@ -42,7 +42,7 @@ ALLOWED_SYSCALLS: tuple[str, ...] = (
     "clock_getres", "gettimeofday", "time", "getrandom",
     # identity and limits (read-only)
     "getpid", "gettid", "getppid", "getuid", "geteuid", "getgid", "getegid", "getresuid",
-    "getresgid", "getrlimit", "prlimit64", "getrusage", "times", "uname", "getcwd",
+    "getresgid", "getrlimit", "getrusage", "times", "uname", "getcwd",
     "sysinfo",
     "exit", "exit_group",
 )
@@ -74,6 +74,10 @@ def build_filter() -> Any | None:
             f.add_rule(sc.ALLOW, name)
         except Exception:  # syscall unknown on this architecture
             continue
+    # prlimit64 can read or set the limits of *any* process of the same uid (every worker
+    # runs as the same unprivileged uid): allow it only on the calling process (pid 0),
+    # which is what getrlimit/setrlimit in the C library use.
+    f.add_rule(sc.ALLOW, "prlimit64", sc.Arg(0, sc.EQ, 0))
     for name in KILLED_SYSCALLS:
         try:
             f.add_rule(sc.KILL_PROCESS, name)

@@ -53,6 +53,9 @@ EXIT_CODES: dict[int, tuple[str, str]] = {
 
 ENV_FILENAME = "<env>"
 MAX_TRACEBACK_CHARS = 8000
+#: Longest exception message sent back; environment code chooses its messages, so an
+#: unbounded one would let it hand the caller megabytes through every error.
+MAX_MESSAGE_CHARS = 2000
 MAX_INFO_DEPTH = 16
 MAX_INFO_ITEMS = 10_000
 _INT64 = (-(2**63), 2**64 - 1)
@@ -99,6 +102,17 @@ def _is_denied_by_os(exc: BaseException) -> bool:
     return isinstance(exc, PermissionError) and exc.errno in (errno.EPERM, errno.EACCES)
 
 
+def brief(exc: BaseException) -> str:
+    """``str(exc)``, cut to :data:`MAX_MESSAGE_CHARS` (saying how much was cut)."""
+    try:
+        text = str(exc)
+    except Exception:  # a hostile __str__
+        text = f"<{type(exc).__name__} with an unprintable message>"
+    if len(text) > MAX_MESSAGE_CHARS:
+        text = f"{text[:MAX_MESSAGE_CHARS]}... ({len(text) - MAX_MESSAGE_CHARS} characters cut)"
+    return text
+
+
 def classify(exc: BaseException, what: str) -> list[Any]:
     """Turn an exception from environment code into an error reply; raise :class:`_Fatal`
     when the worker must not continue."""
@@ -111,11 +125,11 @@ def classify(exc: BaseException, what: str) -> list[Any]:
     tb = env_traceback(exc)
     if _is_denied_by_os(exc):
         raise _Fatal(
-            protocol.error_reply("policy", f"{what} attempted a forbidden operation: {exc}", tb), EXIT_POLICY
+            protocol.error_reply("policy", f"{what} attempted a forbidden operation: {brief(exc)}", tb), EXIT_POLICY
         )
     if isinstance(exc, ContractBroken):
-        return protocol.error_reply("contract", str(exc), None) + [exc.method]
-    return protocol.error_reply("env_code", f"{what} raised {type(exc).__name__}: {exc}", tb)
+        return protocol.error_reply("contract", brief(exc), None) + [exc.method]
+    return protocol.error_reply("env_code", f"{what} raised {type(exc).__name__}: {brief(exc)}", tb)
 
 
 # --- value conversion -------------------------------------------------------------------

@@ -91,11 +91,6 @@ def _limits(pid: int) -> str:
         return f.read()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="HOLE: prlimit64 is allowed by the seccomp filter and all workers share uid 65534: "
-    "a worker can set RLIMIT_AS/CPU/NOFILE of every other worker (and nobody process) on the host",
-)
 @pytest.mark.parametrize("mode", ["os-layers", "normal-path"])
 def test_a_worker_cannot_change_the_limits_of_other_processes(guarded_pool, os_pool, decoys, mode):
     pool = os_pool if mode == "os-layers" else guarded_pool

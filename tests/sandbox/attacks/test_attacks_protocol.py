@@ -9,7 +9,7 @@ import pytest
 from attack_fixtures import *  # noqa: F403 (the suite's fixtures: decoys, pools, parent checks)
 from containment import BYSTANDER, assert_contained
 from hostile import TIMEOUT, Attack, Outcome, contract, render, static
-from spade_sandbox.errors import SandboxCrash
+from spade_sandbox.errors import EnvCodeError, SandboxCrash
 
 ATTACKS = [
     Attack("str-subclass-lying-len",
@@ -19,8 +19,8 @@ ATTACKS = [
            contract("non-finite reward"), contract("non-finite reward"), "reply checks"),
     Attack("exception-whose-str-raises",
            "class Boom(Exception):\n    def __str__(self):\n        raise RuntimeError('no')\nraise Boom()",
-           Outcome(SandboxCrash, "broke the protocol"), Outcome(SandboxCrash, "broke the protocol"),
-           "worker exits rather than answer; only its instances are lost"),
+           Outcome(EnvCodeError, "unprintable message"), Outcome(EnvCodeError, "unprintable message"),
+           "the error reply names the exception without calling its __str__ again; the worker lives on"),
     Attack("info-key-whose-str-hangs",
            "class K:\n    def __str__(self):\n        while True:\n            pass\nreturn 'ok', 0.0, False, False, {K(): 1}",
            TIMEOUT, TIMEOUT, "wall-clock deadline during conversion"),

@@ -115,11 +115,6 @@ def test_os_layers_alone_contain(os_pool, decoys, attack):
     assert_contained(os_pool, attack, attack.os_only, decoys)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="HOLE: worker.classify puts str(exc) unbounded into the error reply (only the "
-    "traceback is cut to 8000 chars); a 5 MB message crosses the pipe and lands in the caller",
-)
 def test_error_messages_stay_bounded(guarded_pool):
     """An env that raises with a huge message gets an EnvCodeError whose text stays readable:
     the caller's memory and logs must not be at the mercy of the environment."""
