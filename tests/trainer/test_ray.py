@@ -147,9 +147,11 @@ def test_the_local_path_never_imports_ray() -> None:
         import spade_trainer, spade_trainer.rollout, spade_trainer.selfplay, spade_trainer.distributed
         from spade_core.plugins import get_plugins
         from spade_trainer.config import load_selfplay_config
-        from spade_trainer.distributed import env_backend_for
+        from spade_trainer.selfplay import SelfPlayRun
         seed = get_plugins().domain("games").seed_envs[0]
-        pool = env_backend_for(load_selfplay_config(overrides=["rollout.executor=local", "sandbox.step_timeout_s=5"]))
+        config = load_selfplay_config(overrides=["rollout.executor=local", "sandbox.step_timeout_s=5"])
+        pool = SelfPlayRun(config)._default_backend()  # what SelfPlayRun.setup() builds
+        assert type(pool).__name__ == "SandboxPool", pool
         h = pool.spawn(seed.source(), class_name=seed.class_name)
         (obs, _), = pool.reset_many([(h, 0)])
         (res,) = pool.step_many([(h, "\\\\boxed{nothing}")])
@@ -369,7 +371,11 @@ def test_the_run_configuration_selects_ray(ray_pool: RayEnvPool) -> None:
 
     cfg = load_selfplay_config(overrides=["rollout.executor=ray", "rollout.ray.num_workers=1",
                                           "rollout.ray.cpus_per_worker=0.25", "sandbox.step_timeout_s=5"])
-    pool = env_backend_for(cfg)
+    from spade_trainer.selfplay import SelfPlayRun
+
+    with env_backend_for(cfg.model_copy(update={"rollout": RolloutExecutorSettings()})) as local:
+        assert isinstance(local, SandboxPool)
+    pool = SelfPlayRun(cfg)._default_backend()  # what SelfPlayRun.setup() builds
     try:
         assert isinstance(pool, RayEnvPool) and pool.num_workers == 1 and pool.limits.call_timeout_s == 5
     finally:

@@ -167,14 +167,11 @@ class SelfPlayRun:
         return TransformersPolicy(trainer.model, tokenizer)
 
     def _default_backend(self) -> Any:
-        from spade_sandbox import SandboxLimits, SandboxPool
+        # config.rollout picks the local SandboxPool or sandbox actors on Ray (ray is
+        # imported only for the latter); config.sandbox gives the limits either way.
+        from .distributed import env_backend_for
 
-        sb = self.config.sandbox
-        return SandboxPool(
-            limits=SandboxLimits(call_timeout_s=sb.step_timeout_s, memory_mb=sb.memory_mb),
-            backend=sb.backend,
-            allow_insecure=sb.allow_insecure,
-        )
+        return env_backend_for(self.config)
 
     def _default_design_stage(self) -> DesignStage:
         from .designer_stage import build_designer_stage
@@ -196,7 +193,7 @@ class SelfPlayRun:
             if state.get("fingerprint") != cfg.fingerprint():
                 raise CheckpointError(
                     f"{checkpoint} was written with a different configuration; resume with the same "
-                    "settings (only iterations, run_dir, logging and checkpoint_every may change)"
+                    "settings (only iterations, run_dir, logging, checkpoint_every and rollout may change)"
                 )
             self.iteration = int(state["iteration"])
             _copy_sqlite(checkpoint / STORE_FILE, self.store_path)
