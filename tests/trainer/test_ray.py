@@ -385,3 +385,26 @@ def test_the_run_configuration_selects_ray(ray_pool: RayEnvPool) -> None:
     assert ray.is_initialized()
     with pytest.raises(SandboxRequestError, match="closed"):
         pool.spawn(HANG_ENV)
+
+
+def test_an_actor_takes_each_source_once_and_answers_in_plain_values() -> None:
+    from spade_core.metadata import code_hash
+    from spade_trainer.distributed.actor import UNKNOWN_CODE, SandboxActor
+
+    seed = _games().seed("code_breaker")
+    source, digest = seed.source(), code_hash(seed.source())
+    actor = SandboxActor(_limits().model_dump())
+    try:
+        assert actor.spawn(digest, None, [], seed.class_name) == [UNKNOWN_CODE]  # never sent: ask for it
+        ok, first = actor.spawn(digest, source, [], seed.class_name)
+        ok2, second = actor.spawn(digest, None, [], seed.class_name)  # later spawns name the hash only
+        assert ok == ok2 == "ok" and first != second
+        reset, _ = actor.reset_many([(first, 3), (second, 4)])
+        (step,) = actor.step_many([(second, "\\boxed{nothing}")])
+        assert reset[0] == "ok" and type(reset[1]) is str and type(reset[2]) is dict
+        assert step[0] == "ok" and len(step) == 6 and type(step[2]) is float
+        actor.close_env(first)
+        (gone,) = actor.step_many([(first, "x")])
+        assert gone[:2] == ["err", "SandboxRequestError"]
+    finally:
+        actor.shutdown()
