@@ -41,6 +41,15 @@ DEFAULT_ALLOWED_MODULES: frozenset[str] = frozenset(
     }
 )
 
+#: Public names a module wrapper leaves out because they walk attributes named by a
+#: *string* (built at run time, so neither the static layer nor the guarded ``getattr``
+#: sees a dunder): ``operator.attrgetter("seed.__globals__")`` or
+#: ``string.Formatter().get_field("0.seed.__globals__", ...)`` reach real module globals.
+WRAPPER_EXCLUDED: dict[str, frozenset[str]] = {
+    "operator": frozenset({"attrgetter", "methodcaller"}),
+    "string": frozenset({"Formatter"}),
+}
+
 #: Builtins that environment code may not call or name: they reach the interpreter's
 #: internals (eval/exec/compile, frames, namespaces) or the OS (open, input).
 FORBIDDEN_BUILTINS: frozenset[str] = frozenset(

@@ -18,7 +18,7 @@ import types
 from collections.abc import Iterable
 from typing import Any
 
-from .allowlist import FORBIDDEN_BUILTINS, attribute_allowed, module_allowed
+from .allowlist import FORBIDDEN_BUILTINS, WRAPPER_EXCLUDED, attribute_allowed, module_allowed
 
 _wrappers: dict[str, types.ModuleType] = {}
 _builtins: dict[frozenset[str], dict[str, Any]] = {}
@@ -52,8 +52,9 @@ def module_wrapper(name: str, allowed: frozenset[str]) -> types.ModuleType:
     wrapper = types.ModuleType(name, getattr(real, "__doc__", None))
     exported = getattr(real, "__all__", None)
     names = [n for n in (exported if isinstance(exported, (list, tuple)) else dir(real)) if isinstance(n, str)]
+    excluded = WRAPPER_EXCLUDED.get(name, frozenset())
     for attr in names:
-        if attr.startswith("_") or not hasattr(real, attr):
+        if attr.startswith("_") or attr in excluded or not hasattr(real, attr):
             continue
         value = getattr(real, attr)
         if isinstance(value, types.ModuleType):

@@ -25,6 +25,9 @@ def walk(reach: str) -> str:
     return reach + "\n" + PAYLOAD
 
 
+#: The guard's module wrappers do not carry operator.attrgetter / string.Formatter.
+WRAPPER_LEFT_OUT = env_error("has no attribute '(attrgetter|Formatter)'")
+
 ATTACKS = [
     # --- module attributes that are modules, or private names ------------------------
     Attack("dataclasses-sys", walk('import dataclasses\nOS = dataclasses.sys.modules["os"]'),
@@ -70,10 +73,10 @@ ATTACKS = [
     Attack("string-formatter-get-field",
            walk("import string, random\nu = '_' * 2\n"
                 "globs = string.Formatter().get_field('0.seed.' + u + 'globals' + u, [random.Random], {})[0]\nOS = globs['_os']"),
-           POLICY, POLICY, "BYPASSES static + guard (real objects); OS layers stop the payload"),
+           WRAPPER_LEFT_OUT, POLICY, "guard: the module wrapper leaves the string-driven attribute walker out; OS layers"),
     Attack("operator-attrgetter-dunder",
            walk("import operator, random\nOS = operator.attrgetter('seed.__globals__')(random.Random)['_os']"),
-           POLICY, POLICY, "BYPASSES static + guard (real objects); OS layers stop the payload"),
+           WRAPPER_LEFT_OUT, POLICY, "guard: the module wrapper leaves the string-driven attribute walker out; OS layers"),
     Attack("getattr-computed-dunder",
            walk("import random\nname = '_' * 2 + 'globals' + '_' * 2\nOS = getattr(random.Random.seed, name)['_os']"),
            static("dynamic-attribute"), POLICY, "static; guard getattr; OS layers"),
