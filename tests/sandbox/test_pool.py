@@ -101,6 +101,8 @@ def test_static_rejection_happens_before_any_worker(pool: SandboxPool):
         ("('x', float('nan'), False, False, {})", "non-finite"),
         ("('x', float('inf'), False, False, {})", "non-finite"),
         ("('x', 'high', False, False, {})", "reward of type str"),
+        ("('x', '0.5', False, False, {})", "reward of type str"),
+        ("('x', True, False, False, {})", "reward of type bool"),
         ("('x', 0.0, 'yes', False, {})", "terminated of type str"),
         ("('x', 0.0, False, False, [])", "info of type list"),
         ("('x' * 70000, 0.0, False, False, {})", "70000 characters"),

@@ -218,14 +218,18 @@ def wire_step(result: Any, limit: int) -> list[Any]:
     if type(obs) is not str or len(obs) > limit:
         obs = _obs(obs, "step", limit)
     if type(reward) is not float:
-        if isinstance(reward, bool) or not isinstance(reward, (int, float)):
-            try:
-                reward = float(reward)  # numeric objects such as Fraction or Decimal
-            except Exception:
-                raise ContractBroken(
-                    f"step() returned a reward of type {type(reward).__name__}, expected a number", "step"
-                ) from None
-        reward = float(reward)
+        # Same rule as spade_core.env.check_step_result: a number, not a bool or a string
+        # that float() would happen to parse.
+        if isinstance(reward, (bool, str, bytes)) or not hasattr(type(reward), "__float__"):
+            raise ContractBroken(
+                f"step() returned a reward of type {type(reward).__name__}, expected a number", "step"
+            )
+        try:
+            reward = float(reward)  # int, or numeric objects such as Fraction or Decimal
+        except Exception:
+            raise ContractBroken(
+                f"step() returned a reward of type {type(reward).__name__} that is not convertible to float", "step"
+            ) from None
     if not math.isfinite(reward):
         raise ContractBroken(f"step() returned a non-finite reward {reward!r}", "step")
     if terminated is not True and terminated is not False:
