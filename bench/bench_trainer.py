@@ -15,7 +15,6 @@ from typing import Any
 
 from rich.console import Console
 from rich.table import Table
-
 from spade_trainer.inprocess import TrustedEnvPool
 from spade_trainer.policy import InstantPolicy
 from spade_trainer.rollout import EpisodeSpec, PlayableEnv, RolloutEngine, TokenBudget

@@ -6,12 +6,11 @@ import json
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
-
 from spade_trainer.config import load_selfplay_config, parse_override, preset_names
 from spade_trainer.errors import ConfigError
 from spade_trainer.metrics import MetricsLog, read_metrics
 from spade_trainer.report import write_report
+from typer.testing import CliRunner
 
 
 def test_presets_ship_with_the_package() -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from spade_trainer.curriculum import STRATEGIES, SimulationConfig, plot, simulate
 
 CFG = SimulationConfig(steps=120)

@@ -10,7 +10,6 @@ import pytest
 import torch
 from hypothesis import given
 from hypothesis import strategies as st
-
 from spade_trainer.errors import TrainerError
 from spade_trainer.samples import PolicySample, Role, fit_to_capacity, with_advantages
 

@@ -9,7 +9,6 @@ import os
 from pathlib import Path
 
 import pytest
-
 from spade_trainer.config import load_selfplay_config
 from spade_trainer.report import write_report
 from spade_trainer.selfplay import SelfPlayRun, latest_checkpoint

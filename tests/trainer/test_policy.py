@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 import torch
-
 from spade_trainer.chat_backend import PolicyChatBackend
 from spade_trainer.errors import RolloutError
 from spade_trainer.policy import Generation, InstantPolicy, Sampling, TransformersPolicy, VLLMPolicy

@@ -7,7 +7,6 @@ import math
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-
 from spade_trainer.errors import RewardError
 from spade_trainer.rewards import (
     HUNG_STEP_PENALTY,

@@ -6,7 +6,6 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import pytest
-
 from spade_core.metadata import ActionFormat
 from spade_trainer.actions import extract_action
 from spade_trainer.chat import ChatFormat
@@ -96,7 +95,7 @@ class HangingPool(TrustedEnvPool):
 
     def step_many(self, items: Sequence[tuple[int, str]]) -> list[Any]:
         real = super().step_many(items)
-        return [TimeoutError("step exceeded 30 s") if self.seeds[h] == 1 else r for (h, _), r in zip(items, real)]
+        return [TimeoutError("step exceeded 30 s") if self.seeds[h] == 1 else r for (h, _), r in zip(items, real, strict=True)]
 
 
 def test_a_hung_step_costs_the_penalty_and_does_not_stall_the_others(tiny_tokenizer: Any) -> None:

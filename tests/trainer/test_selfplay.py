@@ -15,7 +15,6 @@ from typing import Any
 import gymnasium as gym
 import pytest
 import torch
-
 from spade_core.metadata import EnvMetadata, EnvStatus
 from spade_trainer.config import load_selfplay_config
 from spade_trainer.design import DesignedCandidate

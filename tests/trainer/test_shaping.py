@@ -5,7 +5,6 @@ from __future__ import annotations
 import math
 
 import pytest
-
 from spade_core.errors import PluginError
 from spade_core.hookspecs import hookimpl
 from spade_core.plugins import SpadePlugins

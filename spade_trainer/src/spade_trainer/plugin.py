@@ -6,7 +6,6 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-
 from spade_core.hookspecs import hookimpl
 
 

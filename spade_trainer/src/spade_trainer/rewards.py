@@ -19,7 +19,7 @@ import math
 from collections import defaultdict
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 
 from .errors import RewardError
 
@@ -108,7 +108,7 @@ def learning_potential(win_rate: float) -> float:
     return 4.0 * p * (1.0 - p)
 
 
-class DesignerRewardVariant(str, Enum):
+class DesignerRewardVariant(StrEnum):
     """How a designed environment's measured regret and win rate become a reward."""
 
     regret = "regret"

@@ -118,7 +118,7 @@ def is_hang(error: BaseException) -> bool:
     try:
         from spade_sandbox.errors import SandboxTimeout  # type: ignore[import-not-found,unused-ignore]
     except ImportError:  # pragma: no cover - sandbox not installed
-        SandboxTimeout = ()  # noqa: N806
+        SandboxTimeout = ()
     return isinstance(error, SandboxTimeout) or getattr(error, "kind", None) == "timeout"
 
 
@@ -203,8 +203,8 @@ class RolloutEngine:
                 if h is not None:
                     try:
                         self.backend.close_env(h)
-                    except Exception:  # noqa: S110 - a worker that already died needs no closing
-                        pass
+                    except Exception:
+                        pass  # a worker that already died needs no closing
         stats.total_s = time.perf_counter() - t_start
         self.last_stats = stats
         return episodes

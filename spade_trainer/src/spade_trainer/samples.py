@@ -12,13 +12,13 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from enum import Enum
+from enum import StrEnum
 
 from .errors import TrainerError
 from .rewards import centre_by_group, normalise_by_group
 
 
-class Role(str, Enum):
+class Role(StrEnum):
     designer = "designer"
     agent = "agent"
 

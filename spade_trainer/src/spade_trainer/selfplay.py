@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import random
-import shutil
 import sqlite3
 import time
 from collections import Counter, defaultdict
@@ -27,11 +26,10 @@ from typing import Any
 
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-from transformers import TrainerCallback
-
 from spade_core.errors import EnvNotFound
 from spade_core.metadata import EnvMetadata, EnvStatus
 from spade_core.shaping import AgentRewardContext, DesignerRewardContext
+from transformers import TrainerCallback
 
 from .config import SelfPlayConfig
 from .design import DesignedCandidate, DesignStage
