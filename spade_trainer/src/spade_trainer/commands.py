@@ -27,8 +27,11 @@ def register(cli: typer.Typer) -> None:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
         from rich.console import Console
+        from spade_designer.llm.transformers_backend import use_flush_denormal_for_process
 
         from .config import load_selfplay_config
+
+        use_flush_denormal_for_process()  # this process is ours: CPU training/generation at full speed
         from .selfplay import SelfPlayRun
 
         overrides = list(set_ or [])

@@ -62,12 +62,22 @@ class Database:
 
         ``work`` must be safe to run again (it re-reads what it depends on).
         """
+        return self._retrying(action, work, write=True, retry_conflicts=retry_conflicts)
+
+    def read(self, action: str, work: Callable[[Connection], T]) -> T:
+        """Run ``work`` in one read transaction, retried on lock timeouts: a connection's
+        first ``PRAGMA journal_mode = WAL`` can meet "database is locked" without waiting
+        on the busy timeout when several processes open a fresh store at once."""
+        return self._retrying(action, work, write=False, retry_conflicts=True)
+
+    def _retrying(self, action: str, work: Callable[[Connection], T], *, write: bool, retry_conflicts: bool) -> T:
         delay = 0.01
         for attempt in range(WRITE_RETRIES + 1):
             try:
                 with translate_errors(self.where, action, reraise=_retryable):
                     with self.engine.connect() as conn:
-                        conn.execution_options(**{_WRITE_OPTION: True})
+                        if write:
+                            conn.execution_options(**{_WRITE_OPTION: True})
                         with conn.begin():
                             return work(conn)
             except exc.DBAPIError as err:

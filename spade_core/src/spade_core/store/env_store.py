@@ -122,8 +122,7 @@ class EnvStore:
             return migrations.current_version(conn, where=self.where)
 
     def _prepare(self, create: bool) -> None:
-        with self._db.reading("opening the store") as conn:
-            version = migrations.current_version(conn, where=self.where)
+        version = self._db.read("opening the store", lambda conn: migrations.current_version(conn, where=self.where))
         migrations.check_supported(version, where=self.where)
         if version == STORE_SCHEMA_VERSION:
             return

@@ -96,15 +96,42 @@ def load_model(
         hf_logging.set_verbosity(verbosity)
         if bars:
             hf_logging.enable_progress_bar()
-    if device == "cpu":
-        import torch
-
-        # De-quantised GGUF weights drive activations into subnormal floats, which x86
-        # CPUs handle in microcode: measured 8x slower forward passes without this.
-        torch.set_flush_denormal(True)
     model.to(device)
     model.eval()
     return model, tokenizer
+
+
+# De-quantised GGUF weights drive activations into subnormal floats, which x86 CPUs handle
+# in microcode: forward passes measured 8x slower without flush-to-zero. Flush-to-zero is a
+# per-thread floating-point mode, so the library only holds it around its own generation
+# (anything else running in the process, Hypothesis among them, must see IEEE floats);
+# command-line entry points that own their process turn it on for good.
+_process_flush_denormal = False
+
+
+def use_flush_denormal_for_process() -> None:
+    """Turn flush-to-zero on for the rest of this process (CLI entry points: training and
+    generation on CPU then run at full speed everywhere, not only inside ``chat``)."""
+    global _process_flush_denormal
+    import torch
+
+    _process_flush_denormal = bool(torch.set_flush_denormal(True))
+
+
+@contextlib.contextmanager
+def flush_denormal() -> Any:
+    """Flush-to-zero for the duration of the block, unless the process already holds it."""
+    import torch
+
+    if _process_flush_denormal:
+        yield
+        return
+    enabled = torch.set_flush_denormal(True)
+    try:
+        yield
+    finally:
+        if enabled:
+            torch.set_flush_denormal(False)
 
 
 @functools.lru_cache(maxsize=1)
@@ -287,7 +314,7 @@ class TransformersBackend:
         if temperature > 0:
             sampling = {"do_sample": True, "temperature": temperature, "top_p": top_p, "top_k": 0}
         rng = torch.random.fork_rng(devices=[device] if device.type == "cuda" else [])
-        with rng, torch.no_grad():
+        with rng, torch.no_grad(), flush_denormal():
             if seed is not None:
                 torch.manual_seed(seed)
             kwargs: dict[str, Any] = {}

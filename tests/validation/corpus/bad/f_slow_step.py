@@ -7,7 +7,7 @@ import re
 class SlowStepEnv:
     def __init__(self):
         self.turn = 0
-        self.table = list(range(500))
+        self.table = list(range(1000))
 
     def reset(self, seed=None):
         self.secret = random.Random(seed).randint(1, 50)
