@@ -7,7 +7,6 @@ migration in the store.
 
 from __future__ import annotations
 
-import hashlib
 import re
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -18,19 +17,13 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 # Defined in spade_core.names (pydantic-free, for the light import path); re-exported here.
 from .names import NAME_RE as NAME_RE
 from .names import ActionFormat as ActionFormat
+from .names import code_hash as code_hash
 
 SCHEMA_VERSION: Final = 1
 
 
-
 def utcnow() -> datetime:
     return datetime.now(UTC)
-
-
-def code_hash(source: str) -> str:
-    """Content address of environment code: sha256 of the UTF-8 source, line endings normalised."""
-    normalised = source.replace("\r\n", "\n").replace("\r", "\n")
-    return hashlib.sha256(normalised.encode("utf-8")).hexdigest()
 
 
 class EnvStatus(StrEnum):

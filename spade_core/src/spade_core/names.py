@@ -1,9 +1,11 @@
-"""Names and formats shared by the light import path (plugins, registration) and the
-metadata models. Kept free of pydantic so that ``import spade_core`` and plugin loading
-stay cheap; :mod:`spade_core.metadata` re-exports both."""
+"""Names, formats and content addresses shared by the light import path (plugins,
+registration, the sandbox) and the metadata models. Kept free of pydantic so that
+``import spade_core`` and ``gymnasium.make`` stay cheap; :mod:`spade_core.metadata`
+re-exports them."""
 
 from __future__ import annotations
 
+import hashlib
 import re
 from enum import StrEnum
 
@@ -17,3 +19,9 @@ class ActionFormat(StrEnum):
     boxed = "boxed"
     tool_call = "tool_call"
     free_text = "free_text"
+
+
+def code_hash(source: str) -> str:
+    """Content address of environment code: sha256 of the UTF-8 source, line endings normalised."""
+    normalised = source.replace("\r\n", "\n").replace("\r", "\n")
+    return hashlib.sha256(normalised.encode("utf-8")).hexdigest()

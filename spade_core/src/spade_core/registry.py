@@ -53,13 +53,18 @@ class StoredEnvSpec(EnvSpec):
     """The spec of an admitted store environment, cheap enough to build 100,000 at import.
 
     An instance is created without ``EnvSpec.__init__`` and holds only its ``id`` and
-    ``name``; the store URL is an attribute of its class (one subclass per store, see
-    :func:`_spec_class`); ``version`` and ``kwargs`` are derived on first access (and
-    cached); every other field is the class-level default. It is a real ``EnvSpec``:
-    ``gymnasium.make``, ``pprint_registry``, ``to_json`` and ``dataclasses.replace`` see the
-    values a constructed spec would have, and pickling or copying gives a plain ``EnvSpec``
-    with those values.
+    ``name``, in slots (no per-instance dict is allocated until a derived field is cached:
+    a third of the cost of building one); the store URL is an attribute of its class (one
+    subclass per store, see :func:`_spec_class`); ``version`` and ``kwargs`` are derived on
+    first access (and cached in the instance dict); every other field is the class-level
+    default. It is a real ``EnvSpec``: ``gymnasium.make``, ``pprint_registry``, ``to_json``
+    and ``dataclasses.replace`` see the values a constructed spec would have, and pickling
+    or copying gives a plain ``EnvSpec`` with those values.
     """
+
+    # ``EnvSpec`` declares ``id`` and ``name`` without class-level defaults, so slots of the
+    # same names take their place; the base class still provides ``__dict__``.
+    __slots__ = ("id", "name")
 
     entry_point = STORED_ENTRY_POINT
     namespace = NAMESPACE
@@ -67,13 +72,11 @@ class StoredEnvSpec(EnvSpec):
     _store_url: str | None = None
 
     def __getattr__(self, attr: str) -> Any:
-        # Only called for attributes missing from the instance and the class.
-        values = self.__dict__
-        if attr in ("name", "version", "kwargs") and "id" in values:
-            env_id = values["id"][len(_PREFIX) :]
-            name, _, version = env_id.rpartition("-v")
-            values.setdefault("name", name)
-            values.setdefault("version", int(version))
+        # Only called for attributes missing from the slots, the instance dict and the class.
+        if attr in ("version", "kwargs"):
+            env_id = self.id[len(_PREFIX) :]
+            values = self.__dict__
+            values.setdefault("version", int(env_id.rpartition("-v")[2]))
             values.setdefault("kwargs", {"env_id": env_id, "store_url": type(self)._store_url})
             return values[attr]
         raise AttributeError(attr)
@@ -99,6 +102,10 @@ def _spec_class(store_url: str) -> type[StoredEnvSpec]:
     return cls
 
 
+_set_id = StoredEnvSpec.id.__set__  # type: ignore[attr-defined]  # slot descriptors
+_set_name = StoredEnvSpec.name.__set__  # type: ignore[attr-defined]
+
+
 def _stored_specs(gym_ids: list[str], store_url: str) -> list[StoredEnvSpec]:
     """Specs for ``spade/<id>`` ids: the hot path of registration.
 
@@ -107,11 +114,11 @@ def _stored_specs(gym_ids: list[str], store_url: str) -> list[StoredEnvSpec]:
     namespace and name of every registered spec (``find_highest_version``) on each call.
     """
     specs = list(map(object.__new__, repeat(_spec_class(store_url), len(gym_ids))))
-    deque(map(setattr, specs, repeat("id"), gym_ids), maxlen=0)
+    deque(map(_set_id, specs, gym_ids), maxlen=0)
     # "spade/<name>-v<N>" -> "<name>": names never contain "-v" followed by the version
     # (NAME_RE allows no "-"), so the last "-v" splits them.
     names = map(str.removeprefix, map(itemgetter(0), map(str.rpartition, gym_ids, repeat("-v"))), repeat(_PREFIX))
-    deque(map(setattr, specs, repeat("name"), names), maxlen=0)
+    deque(map(_set_name, specs, names), maxlen=0)
     return specs
 
 
@@ -168,13 +175,9 @@ def register_on_import() -> None:
 def _store_url(store: EnvStore | str | None, result: Registration) -> str | None:
     if store is None:
         try:
-            from .paths import default_store_url, find_config_file
+            from .quick_config import run_settings  # no pydantic on the import path
 
-            if find_config_file() is None:  # the common case; no pydantic on the import path
-                return default_store_url()
-            from .config import load_config
-
-            return load_config().resolved_store_url
+            return run_settings().store_url
         except Exception as exc:
             result.problem(f"spade_core: cannot determine the active store: {exc}")
             return None
@@ -223,22 +226,29 @@ def _register_stored(gym_ids: list[str], url: str, result: Registration) -> None
 
 
 def _register_stored_specs(gym_ids: list[str], url: str, result: Registration) -> None:
-    new_ids = set(gym_ids)
-    clashes = sorted(new_ids & _registered_seeds)
+    # Ids come from the store's unique id column, so no set is built on the first (the
+    # import's) registration: seeds shadowed by a store id are put back afterwards (a few
+    # dozen lookups), and only a re-registration compares the old and new id sets.
+    seed_specs = {gym_id: gym_registry[gym_id] for gym_id in _registered_seeds if gym_id in gym_registry}
+    removed = 0
+    if _registered_stored:
+        new_ids = set(gym_ids)
+        for gym_id in _registered_stored - new_ids:
+            if isinstance(gym_registry.get(gym_id), StoredEnvSpec):
+                del gym_registry[gym_id]
+                removed += 1
+        _registered_stored.clear()
+    gym_registry.update(zip(gym_ids, _stored_specs(gym_ids, url), strict=True))
+    _registered_stored.update(gym_ids)
+    clashes = sorted(gym_id for gym_id, spec in seed_specs.items() if gym_registry[gym_id] is not spec)
+    for gym_id in clashes:
+        gym_registry[gym_id] = seed_specs[gym_id]
+        _registered_stored.discard(gym_id)
     if clashes:
-        new_ids.difference_update(clashes)
-        gym_ids = [g for g in gym_ids if g in new_ids]
         shown = ", ".join(clashes[:5]) + (" ..." if len(clashes) > 5 else "")
         result.problem(f"spade_core: store environments shadowed by seed environments of the same id: {shown}")
-    stale = _registered_stored - new_ids
-    for gym_id in stale:
-        if isinstance(gym_registry.get(gym_id), StoredEnvSpec):
-            del gym_registry[gym_id]
-    gym_registry.update(zip(gym_ids, _stored_specs(gym_ids, url), strict=True))
-    _registered_stored.clear()
-    _registered_stored.update(new_ids)
-    result.stored = len(new_ids)
-    result.removed = len(stale)
+    result.stored = len(_registered_stored)
+    result.removed = removed
 
 
 # --- seed environments --------------------------------------------------------------------
@@ -300,15 +310,20 @@ def make_stored_env(
     """
     import json
 
-    from .config import load_config
     from .errors import UntrustedCodeError
 
-    config = config or load_config()
-    url = store_url or config.resolved_store_url
+    if config is None:
+        from .quick_config import run_settings  # pydantic only when the config needs it
+
+        settings = run_settings()
+        default_url, run = settings.store_url, settings.store_envs_run
+    else:
+        default_url, run = config.resolved_store_url, config.store_envs_run
+    url = store_url or default_url
     document, source = _read_stored(url, env_id)
     info = json.loads(document)
     max_turns = info.get("max_turns")
-    if config.store_envs_run == "in-process":
+    if run == "in-process":
         from .env import ReferenceEnvAdapter
         from .source import instantiate, load_trusted_class
 

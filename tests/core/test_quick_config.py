@@ -1,0 +1,136 @@
+"""The pydantic-free settings reader (spade_core.quick_config): for every configuration it
+gives exactly what the validated model gives, or the model's own error."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
+from spade_core.config import load_config
+from spade_core.errors import ConfigError
+from spade_core.quick_config import RunSettings, run_settings
+
+# Values TOML can hold, right and wrong, for the keys the fast reader checks itself and
+# for keys it must hand to the model.
+_text = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=12)
+_values = st.one_of(
+    _text,
+    st.sampled_from(["sandbox", "in-process", "", "relative/home", "~/h", "/abs/h", "sqlite:///s.db"]),
+    st.integers(-3, 3),
+    st.booleans(),
+    st.lists(_text, max_size=3),
+    st.lists(st.integers(), max_size=2),
+    st.dictionaries(st.sampled_from(["memory_mb", "backend", "bogus"]), st.integers(0, 600) | _text, max_size=2),
+)
+_tables = st.dictionaries(
+    st.sampled_from(["home", "store_url", "store_envs_run", "plugins", "sandbox", "unknown_key"]),
+    _values,
+    max_size=5,
+)
+# Mostly-right tables, so that the fast reader's own answers are exercised as often as its
+# hand-overs to the model.
+_plausible_tables = st.fixed_dictionaries(
+    {},
+    optional={
+        "home": st.sampled_from(["", "state", "~/h", "/abs/h"]) | _text,
+        "store_url": st.sampled_from(["", "sqlite:///s.db", "postgresql://u@h/db"]) | _text,
+        "store_envs_run": st.sampled_from(["sandbox", "in-process", "docker"]),
+        "plugins": st.lists(_text, max_size=2),
+    },
+)
+_tables = _plausible_tables | _tables
+_extra_top = st.dictionaries(st.sampled_from(["designer", "selfplay", "stray"]), _values, max_size=2)
+
+
+def _toml(table: dict[str, object], extra: dict[str, object]) -> str:
+    """Write a TOML document with a [spade] table (JSON strings are valid TOML basic strings
+    for the printable values drawn here; tomllib checks the result)."""
+
+    def value(v: object) -> str:
+        if isinstance(v, bool):
+            return "true" if v else "false"
+        if isinstance(v, str | int):
+            return json.dumps(v, ensure_ascii=False)
+        if isinstance(v, list):
+            return "[" + ", ".join(value(x) for x in v) + "]"
+        assert isinstance(v, dict)
+        return "{" + ", ".join(f"{json.dumps(k, ensure_ascii=False)} = {value(x)}" for k, x in v.items()) + "}"
+
+    lines = [f"{json.dumps(k, ensure_ascii=False)} = {value(v)}" for k, v in extra.items() if not isinstance(v, dict)]
+    lines.append("[spade]")
+    lines += [f"{k} = {value(v)}" for k, v in table.items()]
+    lines += [f"[{json.dumps(k, ensure_ascii=False)}]\n" + "\n".join(f"{json.dumps(a, ensure_ascii=False)} = {value(b)}" for a, b in v.items())
+              for k, v in extra.items() if isinstance(v, dict)]
+    return "\n".join(lines) + "\n"
+
+
+def _model_answer(path: Path | None) -> RunSettings | str:
+    try:
+        config = load_config(path)
+    except ConfigError as exc:
+        return f"ConfigError: {exc}"
+    return RunSettings(config.resolved_store_url, config.store_envs_run)
+
+
+def _fast_answer(path: Path | None) -> RunSettings | str:
+    try:
+        return run_settings(path)
+    except ConfigError as exc:
+        return f"ConfigError: {exc}"
+
+
+def test_without_a_config_file_the_store_is_in_spade_home_and_runs_in_the_sandbox(spade_home: Path) -> None:
+    assert run_settings() == RunSettings(f"sqlite:///{spade_home / 'store.db'}", "sandbox")
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(table=_tables, extra=_extra_top)
+def test_the_fast_reader_agrees_with_the_validated_model_on_every_config(
+    table: dict[str, object], extra: dict[str, object], spade_home: Path
+) -> None:
+    text = _toml(table, extra)
+    try:
+        tomllib.loads(text)
+    except tomllib.TOMLDecodeError:
+        return  # a value this writer cannot express; not a configuration
+    path = spade_home.parent / "spade.toml"
+    path.write_text(text, encoding="utf-8")
+    answer = _model_answer(None)
+    event("valid" if isinstance(answer, RunSettings) else "invalid")
+    assert _fast_answer(None) == answer
+    assert _fast_answer(path) == _model_answer(path)
+
+
+def test_a_relative_home_is_next_to_the_config_file(tmp_path: Path, spade_home: Path) -> None:
+    folder = tmp_path / "project"
+    folder.mkdir()
+    cfg = folder / "spade.toml"
+    cfg.write_text('[spade]\nhome = "state"\nstore_envs_run = "in-process"\n', encoding="utf-8")
+    assert run_settings(cfg) == RunSettings(f"sqlite:///{folder / 'state' / 'store.db'}", "in-process")
+
+
+def test_an_invalid_value_is_the_models_field_level_error(spade_home: Path) -> None:
+    (spade_home.parent / "spade.toml").write_text('[spade]\nstore_envs_run = "docker"\n', encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"spade\.store_envs_run: Input should be 'sandbox' or 'in-process'"):
+        run_settings()
+
+
+def test_a_simple_config_is_read_without_importing_pydantic(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "spade.toml").write_text('[spade]\nstore_envs_run = "in-process"\nplugins = ["games"]\n[designer]\nx = 1\n')
+    env = {**os.environ, "SPADE_HOME": str(home)}
+    out = subprocess.run(
+        [sys.executable, "-c", "import sys; from spade_core.quick_config import run_settings; "
+         "print(run_settings().store_envs_run, 'pydantic' in sys.modules)"],
+        capture_output=True, text=True, env=env, cwd=home, timeout=120,
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["in-process", "False"]
