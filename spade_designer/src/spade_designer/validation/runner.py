@@ -69,6 +69,9 @@ _FATAL = {
 #: static stage and every spawn (the sandbox parses the source again) take it.
 PARSE_LOCK = threading.Lock()
 
+#: How many call-by-call replays must all be slow before a ``slow_call`` is reported.
+SLOW_CALL_REPLAYS = 3
+
 #: Reasons after which the worker is gone (every later call on its handles fails).
 FATAL = frozenset(_FATAL.values())
 #: Method -> reason code when environment code itself raised.
@@ -273,10 +276,12 @@ class Instance:
         """``reset(seed)`` then ``actions`` in order, stopping at the end of the episode.
 
         When the runner batches (``step_many``), the whole list goes to the worker in one
-        message; what the environment does after its episode ended is ignored. Per-call
-        time bounds and fatal errors cannot be attributed within a batch: a batch slower
-        than one call's bound, or one that killed the worker, is replayed call by call,
-        which locates the call (or shows it came after the episode ended).
+        message; what the environment does after its episode ended is ignored. Every value
+        the batch returned is judged first, whatever the batch's timing: a value does not
+        depend on how busy the machine is. Per-call time bounds and fatal errors cannot be
+        attributed within a batch: a batch slower than one call's bound (when the time
+        bound is enforced), or one that killed the worker, is then replayed call by call
+        (:meth:`_replay`), which locates the call or shows it came after the episode ended.
         """
         self.reset(seed)
         many = getattr(self.runner, "step_many", None)
@@ -288,18 +293,20 @@ class Instance:
         except Exception as exc:
             self._fail(exc, "step")
         seconds = time.perf_counter() - t0
-        fatal = any(isinstance(out, BaseException) and classify_error(out, "step")[1] for out in results)
-        if fatal or seconds > self.bounds.call_time_bound_s:
-            # A batch shares one deadline and one fate: which call hung or was slow (and
-            # whether it was before the episode ended) only a call-by-call replay tells.
-            if fatal:
-                self.alive = False
-                self.handle = None
-            self.reset(seed)
-            return self._play_sequential(actions)
-        steps: list[Step] = []
         per_call = seconds / len(actions)
-        for action, out in zip(actions, results, strict=True):
+        fatal_at = next(
+            (i for i, out in enumerate(results) if isinstance(out, BaseException) and classify_error(out, "step")[1]),
+            None,
+        )
+        if fatal_at is not None:  # the worker is gone, whatever the values before say
+            self.alive = False
+            self.handle = None
+        steps: list[Step] = []
+        for i, (action, out) in enumerate(zip(actions, results, strict=True)):
+            if i == fatal_at:
+                # The batch shares one deadline and one fate: which call hung or killed
+                # the worker only a call-by-call replay tells.
+                return self._replay(seed, actions)
             self.trail.append(action)
             if isinstance(out, BaseException):
                 self._fail(out, "step")
@@ -307,7 +314,30 @@ class Instance:
             steps.append(step)
             if step.done:
                 break
+        if self.enforce_time_bound and seconds > self.bounds.call_time_bound_s:
+            self._replay(seed, actions[: len(steps)])
         return steps
+
+    def _replay(self, seed: int | None, actions: list[str]) -> list[Step]:
+        """Replay an episode call by call, with every call timed on its own.
+
+        A ``slow_call`` counts only when every one of :data:`SLOW_CALL_REPLAYS` replays
+        raises it (the machine may just have been busy); a replay that finishes within the
+        bounds wins, so a late answer never hides what else the replay checks. Any other
+        rejection is raised as soon as a replay meets it.
+        """
+        slow: Rejection | None = None
+        for _ in range(SLOW_CALL_REPLAYS):
+            self.reset(seed)
+            try:
+                return self._play_sequential(actions)
+            except Rejection as rej:
+                if rej.code is not Reason.slow_call:
+                    raise
+                slow = rej
+        assert slow is not None
+        slow.details["replays"] = SLOW_CALL_REPLAYS
+        raise slow
 
     def _play_sequential(self, actions: list[str]) -> list[Step]:
         steps = []

@@ -61,8 +61,12 @@ def episode(env: Instance, seed: int, actions: list[str], max_turns: int, outcom
 
 
 def _confirmed(env: Instance, rej: Rejection, max_turns: int, replays: int = 2) -> bool:
-    """Replay a slow example: only a call that is slow every time is a finding."""
-    if rej.code is not Reason.slow_call or rej.seed is None:
+    """Replay a slow example: only a call that is slow every time is a finding.
+
+    A rejection that :meth:`Instance.play` already confirmed by its own replays (``details
+    ["replays"]``) is not replayed again.
+    """
+    if rej.code is not Reason.slow_call or rej.seed is None or rej.details.get("replays"):
         return True
     for _ in range(replays):
         try:
