@@ -192,47 +192,111 @@ def in_process_step_us(n: int = 20_000) -> float:
     return statistics.median(per) * 1e6
 
 
-def raw_socketpair_rtt_us(cpu: int, n: int = 3000) -> tuple[float, float]:
-    """Floor of any process sandbox here: a 20-byte ping-pong between two Python processes
-    over a socketpair, with no framing, encoding or checks. (median wall us, CPU us per
-    round trip of both processes)."""
+def _socketpair_ends():
     a, b = socket.socketpair()
-    pid = os.fork()
-    if pid == 0:  # the echo child
-        a.close()
-        try:
-            while True:
-                data = b.recv(64)
-                if not data:
-                    break
-                b.send(data)
-        finally:
-            os._exit(0)
-    b.close()
-    _pin(pid, cpu)
-    for _ in range(100):
+
+    def ping() -> None:
         a.send(b"x" * 20)
         a.recv(64)
+
+    def echo() -> None:
+        while True:
+            data = b.recv(64)
+            if not data:
+                break
+            b.send(data)
+
+    return ping, echo, (a.close, b.close)
+
+
+def _pipe_ends():
+    to_child_r, to_child_w = os.pipe()
+    to_parent_r, to_parent_w = os.pipe()
+    buf = bytearray(64)
+    bufs = (buf,)
+
+    def ping() -> None:
+        os.write(to_child_w, b"x" * 20)
+        os.readv(to_parent_r, bufs)
+
+    def echo() -> None:
+        while True:
+            k = os.readv(to_child_r, bufs)
+            if not k:
+                break
+            os.write(to_parent_w, buf[:k])
+
+    return ping, echo, tuple(lambda fd=fd: os.close(fd) for fd in (to_child_r, to_child_w, to_parent_r, to_parent_w))
+
+
+def _eventfd_ends():
+    """Shared memory carries the bytes; two eventfds carry the wake-ups."""
+    import mmap
+
+    request, reply = os.eventfd(0), os.eventfd(0)
+    shared = mmap.mmap(-1, 4096)
+
+    def ping() -> None:
+        shared[:20] = b"x" * 20
+        os.eventfd_write(request, 1)
+        os.eventfd_read(reply)
+
+    def echo() -> None:
+        while True:
+            os.eventfd_read(request)
+            if shared[0] == 0:
+                break
+            shared[20:40] = shared[:20]
+            os.eventfd_write(reply, 1)
+
+    def stop() -> None:
+        shared[0] = 0
+        os.eventfd_write(request, 1)
+
+    return ping, echo, (stop, lambda: os.close(request), lambda: os.close(reply))
+
+
+#: Raw transports measured side by side: the floor of a process sandbox on each.
+TRANSPORTS = {"socketpair": _socketpair_ends, "pipe pair": _pipe_ends, "eventfd + shared memory": _eventfd_ends}
+
+
+def raw_rtt_us(transport: str, cpu: int, n: int = 3000) -> tuple[list[float], float]:
+    """Floor of any process sandbox here: a 20-byte ping-pong between two Python processes
+    over ``transport``, with no framing, encoding or checks. (every round trip's wall time
+    in us, median CPU us per round trip of both processes)."""
+    ping, echo, closers = TRANSPORTS[transport]()
+    pid = os.fork()
+    if pid == 0:  # the echo child
+        try:
+            echo()
+        finally:
+            os._exit(0)
+    _pin(pid, cpu)
+    for _ in range(100):
+        ping()
     times: list[float] = []
-    cpu: list[float] = []
+    cpus: list[float] = []
     for _ in range(n // CHUNK):
         c0 = _cpu([pid])
         for _ in range(CHUNK):
             t0 = time.perf_counter()
-            a.send(b"x" * 20)
-            a.recv(64)
+            ping()
             times.append(time.perf_counter() - t0)
-        cpu.append((_cpu([pid]) - c0) / CHUNK)
-    cpu_us = statistics.median(cpu) * 1e6
-    a.close()
+        cpus.append((_cpu([pid]) - c0) / CHUNK)
+    for close in closers:
+        close()
+    os.kill(pid, 9)
     os.waitpid(pid, 0)
-    return statistics.median(times) * 1e6, cpu_us
+    return [t * 1e6 for t in times], statistics.median(cpus) * 1e6
 
 
-def bench_round_trip(progress: Progress, n: int = 3000) -> list[Row]:
+def bench_round_trip(progress: Progress, n: int = 3000, rounds: int = 3) -> list[Row]:
+    """``pool.step`` of a trivial environment against the raw floor of each transport,
+    measured in interleaved rounds (transport floors, then the sandbox, ``rounds`` times)
+    so that a burst of other load hits them alike; medians over all rounds."""
     rows = []
     ncpu = len(os.sched_getaffinity(0))
-    task = progress.add_task("step round trip", total=2 * n)
+    task = progress.add_task("step round trip", total=2 * rounds * (n + len(TRANSPORTS) * n))
     original = os.sched_getaffinity(0)
     with SandboxPool() as pool:
         h = pool.spawn(TRIVIAL)
@@ -240,27 +304,39 @@ def bench_round_trip(progress: Progress, n: int = 3000) -> list[Row]:
         worker = pool.worker_of(h).pid
         for label, cpu in (("same core", 0), ("cross core", 1)):
             if cpu >= ncpu or not (_pin(0, 0) and _pin(worker, cpu)):
-                progress.advance(task, n)
+                progress.advance(task, rounds * (n + len(TRANSPORTS) * n))
                 continue
-            floor, floor_cpu = raw_socketpair_rtt_us(cpu)
+            floors: dict[str, tuple[list[float], list[float]]] = {t: ([], []) for t in TRANSPORTS}
             times: list[float] = []
             cpus: list[float] = []
-            for _ in range(200):
-                pool.step(h, "a")
-            for _ in range(n // CHUNK):
-                c0 = _cpu([worker])
-                for _ in range(CHUNK):
-                    t0 = time.perf_counter()
+            for _ in range(rounds):
+                for transport in TRANSPORTS:
+                    walls, cpu_per = raw_rtt_us(transport, cpu, n)
+                    floors[transport][0].extend(walls)
+                    floors[transport][1].append(cpu_per)
+                    progress.advance(task, n)
+                for _ in range(200):
                     pool.step(h, "a")
-                    times.append(time.perf_counter() - t0)
-                cpus.append((_cpu([worker]) - c0) / CHUNK)
+                for _ in range(n // CHUNK):
+                    c0 = _cpu([worker])
+                    for _ in range(CHUNK):
+                        t0 = time.perf_counter()
+                        pool.step(h, "a")
+                        times.append(time.perf_counter() - t0)
+                    cpus.append((_cpu([worker]) - c0) / CHUNK)
+                progress.advance(task, n)
             cpu_us = statistics.median(cpus) * 1e6
-            progress.advance(task, n)
             med = statistics.median(times) * 1e6
             same = cpu == 0
+            pipe_wall = statistics.median(floors["pipe pair"][0])
+            pipe_cpu = statistics.median(floors["pipe pair"][1])
+            for transport, (walls, cpu_per) in floors.items():
+                rows.append(Row(f"raw {transport} RTT, {label} (floor)", "report", statistics.median(walls),
+                                _q(walls, 0.9), "us", pipe_wall, "raw pipe pair", None, statistics.median(cpu_per),
+                                pipe_cpu))
             rows.append(Row(f"step() round trip, {label}", "< 20 us" if same else "report", med,
-                            _q(times, 0.9) * 1e6, "us", floor, "raw socketpair RTT", med < 20 if same else None,
-                            cpu_us, floor_cpu, cpu_us < 20 if same else None))
+                            _q(times, 0.9) * 1e6, "us", pipe_wall, "raw pipe pair RTT", med < 20 if same else None,
+                            cpu_us, pipe_cpu, cpu_us < 20 if same else None))
     os.sched_setaffinity(0, original)
     return rows
 

@@ -38,6 +38,40 @@ def test_frames_round_trip_whatever_the_chunking(message, chunk: int):
         b.close()
 
 
+@settings(max_examples=100, deadline=None)
+@given(messages=st.lists(plain, min_size=1, max_size=4), chunk=st.integers(1, 64))
+def test_frames_cross_a_pipe_channel_whatever_the_chunking(messages, chunk: int):
+    pool_end, worker_end = protocol.pipe_channels()
+    try:
+        reader = protocol.FrameReader(worker_end, size=16)  # tiny buffer: frames must grow it
+        for message in messages:
+            data = protocol.encode(message)
+            writer = threading.Thread(
+                target=lambda data=data: [pool_end.sendall(data[i : i + chunk]) for i in range(0, len(data), chunk)]
+            )
+            writer.start()
+            payload = reader.read()
+            writer.join()
+            assert protocol.decode_untrusted(payload, max_str_len=1 << 20) == message
+    finally:
+        pool_end.close()
+        worker_end.close()
+
+
+def test_a_pipe_channel_that_is_not_read_times_out_instead_of_blocking():
+    import os
+
+    pool_end, worker_end = protocol.pipe_channels()
+    try:
+        os.set_blocking(pool_end.wfd, False)
+        with pytest.raises(TimeoutError):
+            pool_end.sendall(bytes(4 << 20), timeout=0.05)
+    finally:
+        pool_end.close()
+        worker_end.close()
+    assert pool_end.closed and worker_end.closed
+
+
 def test_untrusted_decoding_refuses_extension_types_and_big_strings():
     with pytest.raises(ValueError):
         protocol.decode_untrusted(msgpack.packb(msgpack.ExtType(5, b"x")), max_str_len=100)
@@ -54,17 +88,18 @@ def test_oversized_frame_is_refused_before_reading_it():
     b.close()
 
 
-# A worker is untrusted: with the static layer off, env code can write to its own socket.
+# A worker is untrusted: with the static layer off, env code can write to its own reply pipe.
 FIND_SOCKET = (
     "import os, stat\n"
-    "fd = next(f for f in range(64) if _is_sock(f))\n"
+    "fd = next(f for f in range(64) if _is_reply_pipe(f))\n"
 )
 HELPERS = '''
 import os, stat
 
-def _is_sock(f):
+def _is_reply_pipe(f):
+    # The worker answers on the write end of a pipe (an empty write succeeds only there).
     try:
-        return stat.S_ISSOCK(os.fstat(f).st_mode)
+        return stat.S_ISFIFO(os.fstat(f).st_mode) and os.write(f, b"") == 0
     except OSError:
         return False
 '''

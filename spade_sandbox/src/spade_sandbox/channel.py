@@ -11,7 +11,6 @@ import os
 import select
 import signal
 import socket
-import struct
 import subprocess
 import sys
 import threading
@@ -121,24 +120,26 @@ class ZygoteProcess:
     def alive(self) -> bool:
         return self.proc.poll() is None
 
-    def spawn(self, spec: dict[str, Any]) -> tuple[int, socket.socket, int, dict[str, Any]]:
-        """Fork a worker; returns (pid, socket to it, pidfd or -1, extras such as
-        ``{"cgroup": True}``)."""
+    def spawn(self, spec: dict[str, Any]) -> tuple[int, protocol.PipeChannel, int, dict[str, Any]]:
+        """Fork a worker; returns (pid, the pool's end of its pipe channel, pidfd or -1,
+        extras such as ``{"cgroup": True}``)."""
         with self.lock:
             protocol.send(self.sock, ["spawn", spec])
-            data, fds, _flags, _addr = socket.recv_fds(self.sock, 65536, 2)
+            data, fds, _flags, _addr = socket.recv_fds(self.sock, 65536, 3)
             if not data:
+                for fd in fds:
+                    os.close(fd)
                 raise SandboxUnavailable("the sandbox zygote died")
             (size,) = protocol.HEADER.unpack_from(data)
             reply = protocol.decode_trusted(data[protocol.HEADER.size : protocol.HEADER.size + size])
-        if reply[0] != protocol.OK:
+        if reply[0] != protocol.OK or len(fds) < 2:
             for fd in fds:
                 os.close(fd)
-            raise SandboxUnavailable(reply[2])
-        sock = socket.socket(fileno=fds[0])
-        pidfd = fds[1] if len(fds) > 1 else -1
+            raise SandboxUnavailable(reply[2] if reply[0] != protocol.OK else "the zygote sent no worker channel")
+        channel = protocol.PipeChannel(fds[0], fds[1])
+        pidfd = fds[2] if len(fds) > 2 else -1
         extras = reply[2] if len(reply) > 2 and isinstance(reply[2], dict) else {}
-        return int(reply[1]), sock, pidfd, extras
+        return int(reply[1]), channel, pidfd, extras
 
     def wait_status(self, pid: int) -> tuple[int | None, bool]:
         """(raw wait status or None if unknown, killed by the cgroup OOM killer)."""
@@ -168,12 +169,12 @@ class ZygoteProcess:
 
 @dataclass(eq=False)
 class WorkerLink:
-    """One worker: its socket, pidfd and the instances it holds."""
+    """One worker: its pipe channel, pidfd and the instances it holds."""
 
     id: int
     key: tuple[str, str, tuple[str, ...]]
     pid: int
-    sock: socket.socket
+    sock: protocol.PipeChannel
     pidfd: int
     zygote: ZygoteProcess
     max_frame_bytes: int
@@ -188,7 +189,7 @@ class WorkerLink:
     #: The worker's reply to constructing instance 0 while loading (not yet claimed by a spawn).
     first_reply: Any = None
 
-    #: Deadline of single calls, applied by the kernel (SO_RCVTIMEO) on the first read.
+    #: Deadline of single calls.
     call_timeout_s: float = 10.0
 
     def __post_init__(self) -> None:
@@ -198,17 +199,24 @@ class WorkerLink:
             # Under an outer jail with its own PID namespace the zygote reports the pid it
             # sees; the pidfd's fdinfo gives the pid in ours (what tools and tests need).
             self.pid = _pid_of_pidfd(self.pidfd) or self.pid
+        # The pool never blocks on a worker: writes that do not fit wait in poll (with the
+        # call's deadline), reads wait in poll first.
+        os.set_blocking(self.sock.wfd, False)
         self._poll = select.poll()
-        self._poll.register(self.sock.fileno(), select.POLLIN | select.POLLHUP | select.POLLERR)
+        self._poll.register(self.sock.rfd, select.POLLIN | select.POLLHUP | select.POLLERR)
+        self._wait = self._poll.poll
+        self._rfd = self.sock.rfd
+        self._wfd = self.sock.wfd
         self._buf = bytearray(65536)
         #: A view kept for the life of the link: slicing it costs less than a new view per call.
         self._view = memoryview(self._buf)
+        self._bufs = (self._buf,)
         self._pack = protocol.new_packer().pack
-        # Single calls wait in one blocking recv with a kernel timeout instead of
-        # poll + recv: syscalls dominate a round trip, so this saves a fifth of it.
-        secs = int(self.call_timeout_s)
-        usecs = int((self.call_timeout_s - secs) * 1e6)
-        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, struct.pack("ll", secs, usecs))
+        #: One decoder for the life of the link (building one per reply costs more than the
+        #: decoding); a frame it cannot decode exactly kills the worker, so its state never
+        #: carries over.
+        self._unpacker = protocol.untrusted_unpacker(self.max_frame_bytes)
+        self._call_timeout_ms = max(1, int(self.call_timeout_s * 1000))
 
     @property
     def alive(self) -> bool:
@@ -218,66 +226,63 @@ class WorkerLink:
     def send(self, message: Any, what: str, timeout: float) -> None:
         data = protocol.encode(message)
         try:
-            if len(data) <= 65536:
-                self.sock.sendall(data)
-            else:  # a worker that stops reading must not block the pool forever
-                self.sock.settimeout(timeout)
-                try:
-                    self.sock.sendall(data)
-                finally:
-                    self.sock.settimeout(None)
+            self.sock.sendall(data, timeout)
         except TimeoutError:
             self.fail(what, "stopped reading requests", SandboxTimeout)
         except OSError:
             self.fail(what, None, None)
 
-    def receive(self, what: str, deadline: float, timeout: float, *, kernel_timeout: bool = False) -> Any:
-        """Wait for one reply frame until ``deadline`` (``time.monotonic``) and decode it.
+    def receive(self, what: str, deadline: float, timeout: float) -> Any:
+        """Wait for one reply frame until ``deadline`` (``time.monotonic``) and decode it."""
+        return self._finish(what, deadline, timeout, 0)
 
-        ``kernel_timeout``: the deadline is this link's ``call_timeout_s`` from now, so the
-        first read may block in ``recv`` under SO_RCVTIMEO (no poll)."""
-        have = self._first_read(what, timeout) if kernel_timeout else 0
-        return self._finish(what, deadline, timeout, have)
+    def _decode(self, view: memoryview, what: str) -> Any:
+        """Decode exactly one msgpack object filling ``view`` (one frame's payload)."""
+        unpacker = self._unpacker
+        try:
+            start = unpacker.tell()
+            unpacker.feed(view)
+            value = unpacker.unpack()
+            exact = unpacker.tell() - start == len(view)
+        except Exception as exc:
+            self.fail(what, f"sent an undecodable reply ({type(exc).__name__})", SandboxCrash)
+        if not exact:
+            self.fail(what, "sent an undecodable reply (bytes after the value)", SandboxCrash)
+        return value
 
     def call(self, message: Any, what: str) -> Any:
         """One request with this link's ``call_timeout_s`` and its decoded reply.
 
-        The hot path of single calls: one ``sendall`` and, when the whole reply arrives in
-        one read (the usual case for small replies), one blocking ``recv_into`` under the
-        kernel's receive timeout into the link's reusable buffer and a decode straight
-        from it. Longer replies continue in :meth:`receive`'s general loop."""
+        The hot path of single calls: one ``write``, one ``poll`` (the deadline) and, when
+        the whole reply arrives in one read (the usual case for small replies), one
+        ``readv`` into the link's reusable buffer and a decode straight from it with the
+        link's reusable decoder. Longer replies continue in :meth:`_finish`'s loop."""
         if self.death is not None:
             raise self.lost_error()
         payload = self._pack(message)
-        if len(payload) > 65532:
+        data = protocol.HEADER.pack(len(payload)) + payload
+        try:
+            # An empty pipe takes a small frame whole; anything else goes through sendall.
+            if len(data) > 4096 or os.write(self._wfd, data) != len(data):
+                self.send(message, what, self.call_timeout_s)
+        except BlockingIOError:
             self.send(message, what, self.call_timeout_s)
-        else:
-            try:
-                self.sock.sendall(protocol.HEADER.pack(len(payload)) + payload)
-            except OSError:
-                self.fail(what, None, None)
-        have = self._first_read(what, self.call_timeout_s)
+        except OSError:
+            self.fail(what, None, None)
+        if not self._wait(self._call_timeout_ms):
+            self.fail(what, f"did not answer within {self.call_timeout_s:g} s", SandboxTimeout)
+        try:
+            have = os.readv(self._rfd, self._bufs)
+        except OSError:
+            have = 0
+        if have == 0:
+            self.fail(what, None, None)
         if have > 4:
             size = protocol.HEADER.unpack_from(self._buf)[0]
             if have == size + 4:
-                try:
-                    return protocol.decode_untrusted(self._view[4:have], max_str_len=self.max_frame_bytes)
-                except Exception as exc:
-                    self.fail(what, f"sent an undecodable reply ({type(exc).__name__})", SandboxCrash)
+                return self._decode(self._view[4:have], what)
         timeout = self.call_timeout_s
         return self._finish(what, time.monotonic() + timeout, timeout, have)
-
-    def _first_read(self, what: str, timeout: float) -> int:
-        """Blocking read into the reusable buffer under SO_RCVTIMEO; bytes read (> 0)."""
-        try:
-            k = self.sock.recv_into(self._buf)
-        except BlockingIOError:  # SO_RCVTIMEO expired
-            self.fail(what, f"did not answer within {timeout:g} s", SandboxTimeout)
-        except OSError:
-            k = 0
-        if k == 0:
-            self.fail(what, None, None)
-        return k
 
     def _finish(self, what: str, deadline: float, timeout: float, have: int) -> Any:
         """Read the rest of a frame of which ``have`` bytes are in the buffer, and decode it."""
@@ -300,12 +305,12 @@ class WorkerLink:
                 if have >= need:
                     break
                 remaining = deadline - time.monotonic()
-                if remaining <= 0 or not self._poll.poll(max(1, int(remaining * 1000) + 1)):
+                if remaining <= 0 or not self._wait(max(1, int(remaining * 1000) + 1)):
                     if time.monotonic() >= deadline:
                         self.fail(what, f"did not answer within {timeout:g} s", SandboxTimeout)
                     continue
                 try:
-                    k = self.sock.recv_into(view[have:])
+                    k = os.readv(self._rfd, (view[have:],))
                 except OSError:
                     k = 0
                 if k == 0:
@@ -313,10 +318,7 @@ class WorkerLink:
                 have += k
             if have > need:
                 self.fail(what, "sent more than one reply", SandboxCrash)
-            try:
-                return protocol.decode_untrusted(view[protocol.HEADER.size : need], max_str_len=self.max_frame_bytes)
-            except Exception as exc:
-                self.fail(what, f"sent an undecodable reply ({type(exc).__name__})", SandboxCrash)
+            return self._decode(view[protocol.HEADER.size : need], what)
         finally:
             view.release()
 
@@ -366,9 +368,9 @@ class WorkerLink:
 
     def close_fds(self) -> None:
         self._view.release()
-        if self.sock.fileno() >= 0:
+        if not self.sock.closed:
             try:
-                self._poll.unregister(self.sock.fileno())
+                self._poll.unregister(self.sock.rfd)
             except (KeyError, ValueError):
                 pass
             self.sock.close()

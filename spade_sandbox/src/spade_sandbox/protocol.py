@@ -1,7 +1,10 @@
 """Wire protocol between the pool, the zygote and workers.
 
 A frame is a 4-byte big-endian length followed by that many bytes of msgpack. Nothing is
-ever pickled. Requests are arrays ``[op, *args]``; replies are ``["ok", value]`` or
+ever pickled. The pool and the zygote talk over a socketpair (descriptors travel on it);
+the pool and each worker talk over a :class:`PipeChannel`, two pipes, because a pipe round
+trip costs about half of a unix-socket one on the kernels we measured (see
+``bench/bench_sandbox.py``, "raw transport" rows). Requests are arrays ``[op, *args]``; replies are ``["ok", value]`` or
 ``["err", kind, message, traceback]``. Batched requests reply ``["ok", [reply, ...]]``
 with one reply per item, so one failing instance does not fail the others.
 
@@ -10,6 +13,9 @@ This module is imported by workers: standard library and msgpack only.
 
 from __future__ import annotations
 
+import functools
+import os
+import select
 import socket
 import struct
 from typing import Any
@@ -30,6 +36,69 @@ class ChannelClosed(Exception):
 
 class FrameTooLarge(Exception):
     """The peer announced a frame larger than the receiver accepts."""
+
+
+class PipeChannel:
+    """One end of a duplex channel made of two pipes: ``rfd`` carries frames from the peer,
+    ``wfd`` frames to it. Offers the few socket methods the frame readers use
+    (``recv_into``, ``recv``, ``sendall``, ``fileno``, ``close``), so a worker serves
+    either. Owns both descriptors.
+
+    ``sendall`` on a non-blocking ``wfd`` waits for room with ``poll`` up to ``timeout``
+    (seconds, ``None``: forever) and raises :class:`TimeoutError` when the peer stopped
+    reading; on a blocking ``wfd`` it simply blocks (the worker's side: a stuck pool is
+    the pool's business, and the deadline kills the worker anyway)."""
+
+    __slots__ = ("rfd", "wfd")
+
+    def __init__(self, rfd: int, wfd: int) -> None:
+        self.rfd = rfd
+        self.wfd = wfd
+
+    def fileno(self) -> int:
+        return self.rfd
+
+    def recv_into(self, buf: bytearray | memoryview, nbytes: int = 0) -> int:
+        if nbytes:
+            buf = memoryview(buf)[:nbytes]
+        return os.readv(self.rfd, (buf,))
+
+    def recv(self, n: int) -> bytes:
+        return os.read(self.rfd, n)
+
+    def sendall(self, data: bytes | memoryview, timeout: float | None = None) -> None:
+        view = memoryview(data)
+        sent = 0
+        total = len(view)
+        while sent < total:
+            try:
+                sent += os.write(self.wfd, view[sent:])
+            except BlockingIOError:
+                waiter = select.poll()
+                waiter.register(self.wfd, select.POLLOUT)
+                if not waiter.poll(None if timeout is None else max(1, int(timeout * 1000))):
+                    raise TimeoutError("the peer stopped reading") from None
+
+    def close(self) -> None:
+        for name in ("rfd", "wfd"):
+            fd = getattr(self, name)
+            if fd >= 0:
+                setattr(self, name, -1)
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+
+    @property
+    def closed(self) -> bool:
+        return self.rfd < 0
+
+
+def pipe_channels() -> tuple[PipeChannel, PipeChannel]:
+    """Two connected channel ends (first: the pool's, second: the worker's)."""
+    to_worker_r, to_worker_w = os.pipe()
+    to_pool_r, to_pool_w = os.pipe()
+    return PipeChannel(to_pool_r, to_worker_w), PipeChannel(to_worker_r, to_pool_w)
 
 
 def new_packer() -> msgpack.Packer:
@@ -87,15 +156,20 @@ class FrameReader:
     """Reads frames into one reusable buffer (the worker's hot loop: no allocation per
     request). :meth:`read` returns a memoryview valid until the next call."""
 
-    def __init__(self, sock: socket.socket, size: int = 65536) -> None:
+    def __init__(self, sock: socket.socket | PipeChannel, size: int = 65536) -> None:
         self.sock = sock
         self.buf = bytearray(size)
         self.view = memoryview(self.buf)
+        # The first read of every frame, bound once (a pipe: readv straight into the buffer).
+        if isinstance(sock, PipeChannel):
+            self._first_read = functools.partial(os.readv, sock.rfd, (self.buf,))
+        else:
+            self._first_read = functools.partial(sock.recv_into, self.buf)
 
     def read(self, max_bytes: int = MAX_FRAME_BYTES) -> memoryview:
         buf = self.buf
         view = self.view
-        have = self.sock.recv_into(buf)
+        have = self._first_read()
         if have > HEADER.size and have == HEADER.size + HEADER.unpack_from(buf)[0] and have - HEADER.size <= max_bytes:
             return view[HEADER.size : have]  # the usual case: the whole frame in one read
         if have == 0:
@@ -126,6 +200,22 @@ class FrameReader:
 def decode_trusted(payload: bytes | memoryview) -> Any:
     """Decode a frame from the trusted side (the pool): used inside workers and the zygote."""
     return msgpack.unpackb(payload, raw=False, strict_map_key=False, use_list=True)
+
+
+def untrusted_unpacker(max_bytes: int) -> msgpack.Unpacker:
+    """A reusable decoder for frames from a worker, with the limits of
+    :func:`decode_untrusted` (building one per frame costs more than the decoding)."""
+    return msgpack.Unpacker(
+        raw=False,
+        use_list=True,
+        strict_map_key=True,
+        max_buffer_size=max_bytes,
+        max_str_len=max_bytes,
+        max_bin_len=max_bytes,
+        max_array_len=1_000_000,
+        max_map_len=100_000,
+        max_ext_len=0,
+    )
 
 
 def decode_untrusted(payload: bytes | memoryview, *, max_str_len: int) -> Any:

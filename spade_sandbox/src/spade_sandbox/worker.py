@@ -21,7 +21,6 @@ import math
 import os
 import resource
 import signal
-import socket
 import sys
 import time
 import traceback
@@ -32,7 +31,7 @@ from typing import Any
 
 from . import protocol
 from .allowlist import DEFAULT_ALLOWED_MODULES
-from .guard import make_builtins
+from .guard import guard_format_access, make_builtins
 from .hardening import LayerOptions, apply_layers, secure_enough
 
 EXIT_MEMORY = 81
@@ -526,7 +525,7 @@ def load_class(source: str, class_name: str, allowed: frozenset[str], guarded: b
     sys.modules["spade_env"] = module
     if report is not None:
         report.mark("builtins")
-    code = compile(source, ENV_FILENAME, "exec")
+    code = guard_format_access(source, ENV_FILENAME) if guarded else compile(source, ENV_FILENAME, "exec")
     if report is not None:
         report.mark("compile")
     exec(code, module.__dict__)  # noqa: S102 - untrusted code, inside the hardened worker
@@ -563,7 +562,7 @@ class CpuBudget:
             raise CpuLimitExceeded("CPU-time limit exceeded") from None
 
 
-def _send_or_exit(sock: socket.socket, reply: list[Any], code: int) -> None:
+def _send_or_exit(sock: protocol.PipeChannel, reply: list[Any], code: int) -> None:
     try:
         protocol.send(sock, reply)
     except (OSError, ValueError, TypeError):
@@ -572,7 +571,7 @@ def _send_or_exit(sock: socket.socket, reply: list[Any], code: int) -> None:
         os._exit(code)
 
 
-def run(sock: socket.socket, hardening: dict[str, Any], seccomp_program: bytes | None, zygote_pid: int) -> None:
+def run(sock: protocol.PipeChannel, hardening: dict[str, Any], seccomp_program: bytes | None, zygote_pid: int) -> None:
     """Body of a freshly forked worker; never returns.
 
     The worker hardens itself first (``hardening``: layer options and the refusal
@@ -639,7 +638,7 @@ def run(sock: socket.socket, hardening: dict[str, Any], seccomp_program: bytes |
     serve(sock, instances, budget)
 
 
-def serve(sock: socket.socket, instances: Instances, budget: CpuBudget) -> None:
+def serve(sock: protocol.PipeChannel, instances: Instances, budget: CpuBudget) -> None:
     """Answer requests until the channel closes; never returns. The loop's callables are
     bound once: at a few microseconds per request, attribute lookups are a visible share."""
     read = protocol.FrameReader(sock).read
@@ -648,6 +647,8 @@ def serve(sock: socket.socket, instances: Instances, budget: CpuBudget) -> None:
     pack = protocol.new_packer().pack
     header = protocol.HEADER.pack
     sendall = sock.sendall
+    write = os.write
+    wfd = sock.wfd
     while True:
         try:
             msg = decode(read())
@@ -665,7 +666,11 @@ def serve(sock: socket.socket, instances: Instances, budget: CpuBudget) -> None:
             os._exit(EXIT_PROTOCOL)
         try:
             payload = pack(reply)
-            sendall(header(len(payload)) + payload)
+            data = header(len(payload)) + payload
+            # A blocking pipe takes the whole frame unless a signal cuts the write short.
+            sent = write(wfd, data)
+            if sent != len(data):
+                sendall(memoryview(data)[sent:])
         except MemoryError:
             os._exit(EXIT_MEMORY)
         except BaseException:

@@ -9,8 +9,8 @@ seccomp filter once, freezes the heap (so forked workers share it copy-on-write)
 serves requests on the control socket:
 
 * ``["spawn", spec]`` — fork a worker for ``spec`` (source, class name, allowed modules,
-  layer options); reply ``["ok", pid]`` with two descriptors attached: the pool's end of
-  the worker's socketpair and a pidfd of the worker;
+  layer options); reply ``["ok", pid]`` with descriptors attached: the pool's end of the
+  worker's pipe channel (read end, write end) and a pidfd of the worker;
 * ``["status", pid]`` — wait for a worker that has ended; reply ``[raw wait status,
   oom_killed]`` (``oom_killed``: its cgroup's OOM killer acted);
 * ``["import", [names]]`` — pre-import extra (trusted, allow-listed) modules;
@@ -48,7 +48,9 @@ def _hardening_key(hardening: dict[str, Any]) -> bytes:
 class Spare:
     """A forked worker (hardening itself, or already waiting) not yet handed to the pool."""
 
-    def __init__(self, pid: int, sock: socket.socket, pidfd: int, key: bytes, modules: frozenset[str]) -> None:
+    def __init__(
+        self, pid: int, sock: protocol.PipeChannel, pidfd: int, key: bytes, modules: frozenset[str]
+    ) -> None:
         self.pid = pid
         self.sock = sock
         self.pidfd = pidfd
@@ -139,16 +141,17 @@ class Zygote:
 
     def fork_worker(self, hardening: dict[str, Any]) -> Spare:
         """Fork a worker that hardens itself and then waits for its load request."""
-        parent_end, child_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        parent_end, child_end = protocol.pipe_channels()
         me = os.getpid()
         pid = os.fork()
         if pid == 0:  # the worker
             try:
                 self.control.close()
                 parent_end.close()
-                keep = child_end.fileno()
-                os.closerange(3, keep)
-                os.closerange(keep + 1, 65536)
+                low, high = sorted((child_end.rfd, child_end.wfd))
+                os.closerange(3, low)
+                os.closerange(low + 1, high)
+                os.closerange(high + 1, 65536)
                 from .worker import run
 
                 run(child_end, hardening, self.seccomp_program, me)
@@ -191,7 +194,7 @@ class Zygote:
         except OSError:
             pass  # the worker already died; the pool reads why from its socket
         try:
-            fds = [worker.sock.fileno()] + ([worker.pidfd] if worker.pidfd >= 0 else [])
+            fds = [worker.sock.rfd, worker.sock.wfd] + ([worker.pidfd] if worker.pidfd >= 0 else [])
             reply = [protocol.OK, worker.pid, {"cgroup": worker.cgroup}]
             socket.send_fds(self.control, [protocol.encode(reply)], fds)
         finally:
