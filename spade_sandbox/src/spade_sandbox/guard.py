@@ -4,6 +4,11 @@ Environment code runs with a ``__builtins__`` that lacks eval/exec/open/... and 
 ``__import__`` hands out *wrappers* of pre-imported allow-listed modules. A wrapper exposes
 only a module's public, non-module attributes, closing escapes such as ``dataclasses.sys``,
 ``json.codecs`` or ``typing.sys``. ``getattr``/``hasattr`` refuse dunder and frame names.
+``str.format``/``str.format_map`` are reached only through :func:`checked_format` and
+:func:`checked_format_map`, which refuse format fields that walk to dunder or frame
+attributes (``"{0.__class__}"`` built at run time, which the static layer cannot see):
+:func:`guard_format_access` rewrites every ``.format``/``.format_map`` attribute read of
+the environment's source into a call that hands out the checked versions.
 Like the static layer, this is a filter; the OS layers are the boundary.
 
 Imported by the zygote and workers: standard library only.
@@ -11,6 +16,8 @@ Imported by the zygote and workers: standard library only.
 
 from __future__ import annotations
 
+import _string
+import ast
 import builtins
 import importlib
 import sys
@@ -19,6 +26,101 @@ from collections.abc import Iterable
 from typing import Any
 
 from .allowlist import FORBIDDEN_BUILTINS, WRAPPER_EXCLUDED, attribute_allowed, module_allowed
+
+#: The builtin through which rewritten ``.format``/``.format_map`` reads go.
+FORMAT_ATTRIBUTE_GUARD = "__spade_format_attribute__"
+_FORMAT_METHODS = frozenset({"format", "format_map"})
+_STR_FORMAT = str.format
+_STR_FORMAT_MAP = str.format_map
+_BUILTIN_METHOD = type("".format)
+
+
+def check_format_string(fmt: str, depth: int = 0) -> None:
+    """Raise :class:`AttributeError` if a replacement field of ``fmt`` (or of a nested
+    field inside a format spec) reads an attribute that untrusted code may not read.
+    Malformed strings pass: ``str.format`` itself reports them."""
+    try:
+        fields = list(_string.formatter_parser(fmt))
+    except ValueError:
+        return
+    for _literal, field, spec, _conversion in fields:
+        if field:
+            try:
+                _first, rest = _string.formatter_field_name_split(field)
+                parts = list(rest)
+            except ValueError:
+                parts = []
+            for is_attribute, key in parts:
+                if is_attribute and not attribute_allowed(str(key)):
+                    raise AttributeError(f"format field {field!r} reaches attribute {key!r}, which is not accessible in the sandbox")
+        if spec and "{" in spec and depth < 2:
+            check_format_string(spec, depth + 1)
+
+
+def checked_format(fmt: str, /, *args: Any, **kwargs: Any) -> str:
+    """``str.format`` after :func:`check_format_string`."""
+    if isinstance(fmt, str):
+        check_format_string(fmt)
+    return _STR_FORMAT(fmt, *args, **kwargs)
+
+
+def checked_format_map(fmt: str, mapping: Any, /) -> str:
+    """``str.format_map`` after :func:`check_format_string`."""
+    if isinstance(fmt, str):
+        check_format_string(fmt)
+    return _STR_FORMAT_MAP(fmt, mapping)
+
+
+def _bound(method: Any, fmt: str) -> Any:
+    def bound(*args: Any, **kwargs: Any) -> str:
+        return method(fmt, *args, **kwargs)
+
+    bound.__name__ = method.__name__.replace("checked_", "")
+    return bound
+
+
+def checked_attribute(value: Any) -> Any:
+    """``value`` itself, unless it is ``str.format``/``str.format_map`` (unbound, or bound
+    to a string): then the checked equivalent."""
+    if value is _STR_FORMAT:
+        return checked_format
+    if value is _STR_FORMAT_MAP:
+        return checked_format_map
+    if type(value) is _BUILTIN_METHOD and value.__name__ in _FORMAT_METHODS:
+        owner = value.__self__
+        if isinstance(owner, str):
+            method = checked_format if value.__name__ == "format" else checked_format_map
+            if getattr(type(owner), value.__name__, None) in (_STR_FORMAT, _STR_FORMAT_MAP):
+                return _bound(method, owner)
+    return value
+
+
+def format_attribute(obj: Any, name: str) -> Any:
+    """What ``obj.format`` / ``obj.format_map`` evaluates to in environment code."""
+    return checked_attribute(getattr(obj, name))
+
+
+class _FormatAccess(ast.NodeTransformer):
+    def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
+        self.generic_visit(node)
+        if node.attr in _FORMAT_METHODS and isinstance(node.ctx, ast.Load):
+            call = ast.Call(
+                func=ast.Name(id=FORMAT_ATTRIBUTE_GUARD, ctx=ast.Load()),
+                args=[node.value, ast.Constant(node.attr)],
+                keywords=[],
+            )
+            return ast.copy_location(call, node)
+        return node
+
+
+def guard_format_access(source: str, filename: str) -> Any:
+    """Code for ``source`` in which every read of an attribute named ``format`` or
+    ``format_map`` goes through :func:`format_attribute` (source that never mentions them
+    compiles unchanged, so the common case costs no extra parse)."""
+    if "format" not in source:
+        return compile(source, filename, "exec")
+    tree = _FormatAccess().visit(ast.parse(source, filename))
+    return compile(ast.fix_missing_locations(tree), filename, "exec")
 
 _wrappers: dict[str, types.ModuleType] = {}
 _builtins: dict[frozenset[str], dict[str, Any]] = {}
@@ -114,7 +216,7 @@ def make_builtins(allowed: frozenset[str]) -> dict[str, Any]:
     def guarded_getattr(obj: Any, name: str, *default: Any) -> Any:
         if not isinstance(name, str) or not attribute_allowed(name):
             raise AttributeError(f"attribute {name!r} is not accessible in the sandbox")
-        return getattr(obj, name, *default)
+        return checked_attribute(getattr(obj, name, *default))
 
     def guarded_hasattr(obj: Any, name: str) -> bool:
         if not isinstance(name, str) or not attribute_allowed(name):
@@ -130,5 +232,6 @@ def make_builtins(allowed: frozenset[str]) -> dict[str, Any]:
     safe["getattr"] = guarded_getattr
     safe["hasattr"] = guarded_hasattr
     safe["print"] = captured_print
+    safe[FORMAT_ATTRIBUTE_GUARD] = format_attribute
     _builtins[allowed] = safe
     return safe

@@ -27,6 +27,8 @@ def walk(reach: str) -> str:
 
 #: The guard's module wrappers do not carry operator.attrgetter / string.Formatter.
 WRAPPER_LEFT_OUT = env_error("has no attribute '(attrgetter|Formatter)'")
+#: The guard's checked str.format refuses fields reaching dunder or frame attributes.
+FORMAT_FIELD = env_error("AttributeError: format field .* is not accessible in the sandbox")
 
 ATTACKS = [
     # --- module attributes that are modules, or private names ------------------------
@@ -69,7 +71,31 @@ ATTACKS = [
     Attack("str-format-walk-built-at-runtime",
            "u = '_' * 2\nspec = '{0.seed.' + u + 'globals' + u + '[_os].environ}'\nimport random\n"
            "return spec.format(random.Random), 0.0, False, False, {}",
-           QUIET, QUIET, "BYPASSES static + guard (read-only repr); empty worker environment"),
+           FORMAT_FIELD, QUIET, "guard: .format is the checked str.format; OS mode: read-only repr, empty environment"),
+    Attack("str-format-map-walk-built-at-runtime",
+           "u = '_' * 2\nspec = '{r.seed.' + u + 'globals' + u + '}'\nimport random\n"
+           "return spec.format_map({'r': random.Random}), 0.0, False, False, {}",
+           FORMAT_FIELD, QUIET, "guard: checked str.format_map"),
+    Attack("str-format-unbound-method",
+           "u = '_' * 2\nimport random\n"
+           "return str.format('{0.seed.' + u + 'globals' + u + '}', random.Random), 0.0, False, False, {}",
+           FORMAT_FIELD, QUIET, "guard: str.format read as an attribute of str is the checked one"),
+    Attack("str-format-through-getattr",
+           "u = '_' * 2\nimport random\nfmt = getattr('{0.seed.' + u + 'globals' + u + '}', 'for' + 'mat')\n"
+           "return fmt(random.Random), 0.0, False, False, {}",
+           static("dynamic-attribute"), QUIET, "static (computed getattr); guard: getattr hands out the checked method"),
+    Attack("str-format-nested-in-spec",
+           "u = '_' * 2\nimport random\nspec = '{0:{1.seed.' + u + 'globals' + u + '}}'\n"
+           "return spec.format(1, random.Random), 0.0, False, False, {}",
+           FORMAT_FIELD, QUIET, "guard: fields nested in a format spec are checked too"),
+    Attack("str-subclass-format-via-super",
+           "u = '_' * 2\nimport random\nclass S(str):\n    def run(self, x):\n        return super().format(x)\n"
+           "return S('{0.seed.' + u + 'globals' + u + '}').run(random.Random), 0.0, False, False, {}",
+           FORMAT_FIELD, QUIET, "guard: a bound str.format of a str subclass is checked"),
+    Attack("str-format-map-of-a-stored-method",
+           "u = '_' * 2\nimport random\nf = str.format\n"
+           "return list(map(f, ['{0.seed.' + u + 'globals' + u + '}'], [random.Random]))[0], 0.0, False, False, {}",
+           FORMAT_FIELD, QUIET, "guard: the stored method is the checked one"),
     Attack("string-formatter-get-field",
            walk("import string, random\nu = '_' * 2\n"
                 "globs = string.Formatter().get_field('0.seed.' + u + 'globals' + u, [random.Random], {})[0]\nOS = globs['_os']"),
