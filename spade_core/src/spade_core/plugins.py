@@ -67,15 +67,20 @@ class SpadePlugins:
     def __init__(self, only: Iterable[str] | None = None, *, load_entry_points: bool = True) -> None:
         self.pm = pluggy.PluginManager(ENTRY_POINT_GROUP)
         self.pm.add_hookspecs(hookspecs)
-        self.infos: list[PluginInfo] = []
+        self._infos: list[PluginInfo] = []
+        # Distribution names and versions come from each distribution's METADATA file
+        # (an e-mail header parse each): read when ``infos`` is first asked for, not at
+        # ``import spade_core``. Maps plugin name -> its distribution (None: spade-core).
+        self._undescribed: dict[str, Any] = {}
         for modname in DEFAULT_PLUGINS:
             mod = importlib.import_module(modname)
             self.pm.register(mod, name=modname)
-            self.infos.append(PluginInfo(modname, modname, "spade-core", _core_version(), True))
+            self._infos.append(PluginInfo(modname, modname, "spade-core", None, True))
+            self._undescribed[modname] = None
         if load_entry_points:
             self._load_entry_points(selected_plugins(only))
         self.pm.check_pending()
-        for info in self.infos:
+        for info in self._infos:
             self._fill_hooks(info)
         self._lock = threading.Lock()
         self._domains: dict[str, Domain] | None = None
@@ -106,16 +111,23 @@ class SpadePlugins:
             except Exception as exc:
                 raise PluginError(f"plugin {ep.name!r} ({ep.value}) failed to import: {exc}") from exc
             self.pm.register(plugin, name=ep.name)
+            self._infos.append(PluginInfo(ep.name, ep.value, None, None, False))
             dist = getattr(ep, "dist", None)
-            self.infos.append(
-                PluginInfo(
-                    ep.name,
-                    ep.value,
-                    dist.metadata["Name"] if dist is not None else None,
-                    dist.version if dist is not None else None,
-                    False,
-                )
-            )
+            if dist is not None:
+                self._undescribed[ep.name] = dist
+
+    @property
+    def infos(self) -> list[PluginInfo]:
+        """What ``spade plugins`` shows: every loaded plugin, in load order."""
+        with self._lock:
+            for info in self._infos:
+                if info.name in self._undescribed:
+                    dist = self._undescribed.pop(info.name)
+                    if dist is None:
+                        info.version = _core_version()
+                    else:
+                        info.distribution, info.version = dist.metadata["Name"], dist.version
+            return self._infos
 
     def register(self, plugin: object, name: str | None = None) -> None:
         """Register a plugin object directly (tests, embedding applications)."""
@@ -125,7 +137,7 @@ class SpadePlugins:
         self.pm.check_pending()
         info = PluginInfo(registered, getattr(plugin, "__name__", type(plugin).__name__), None, None, False)
         self._fill_hooks(info)
-        self.infos.append(info)
+        self._infos.append(info)
         self._domains = None
         self._factories.clear()
 
@@ -154,7 +166,7 @@ class SpadePlugins:
                         owner[domain.name] = _plugin
 
                     impl.function(register=register)
-                for info in self.infos:
+                for info in self._infos:
                     info.domains = sorted(d for d, p in owner.items() if p == info.name)
                 self._domains = found
             return self._domains

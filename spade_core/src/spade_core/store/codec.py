@@ -39,6 +39,26 @@ def decode(document: str, *, env_id: str, where: str) -> EnvMetadata:
         raise StoreError(f"{where}: stored metadata of {env_id} is invalid: {err.error_count()} error(s): {err}") from None
 
 
+#: Columns of an ``envs`` row as :func:`row_values` and :func:`row_tuple` give them.
+ENV_COLUMNS = ("id", "name", "version", "domain", "skill", "status", "code_hash", "created_at", "updated_at", "document")
+
+
+def row_tuple(meta: EnvMetadata, document: str) -> tuple[Any, ...]:
+    """:func:`row_values` in :data:`ENV_COLUMNS` order (for driver-level inserts)."""
+    return (
+        meta.id,
+        meta.name,
+        meta.version,
+        meta.domain,
+        meta.skill,
+        meta.status.value,
+        meta.code_hash,
+        meta.created_at.isoformat(),
+        meta.updated_at.isoformat(),
+        document,
+    )
+
+
 def row_values(meta: EnvMetadata, document: str) -> dict[str, Any]:
     """Column values of the ``envs`` row of ``meta`` (without ``seq``)."""
     return {

@@ -35,7 +35,7 @@ from ..errors import EnvNotFound, InvalidTransition, StoreError
 from ..metadata import TRANSITIONS, EnvMetadata, EnvStatus, StatsSnapshot, ValidationReport, code_hash
 from . import codec, migrations
 from .database import Database, open_database
-from .layout import ADMITTED_IDS_SQL, STORE_SCHEMA_VERSION
+from .layout import ADMITTED_IDS_SQL, BLOBS_TABLE, ENVS_TABLE, PARENTS_TABLE, STORE_SCHEMA_VERSION
 from .schema import MAX_ID_LENGTH, blobs, envs, parents
 
 if TYPE_CHECKING:
@@ -72,6 +72,19 @@ _UPSERT_BLOB = {
     "sqlite": sqlite_insert(blobs).on_conflict_do_nothing(index_elements=["code_hash"]),
     "postgresql": postgresql_insert(blobs).on_conflict_do_nothing(index_elements=["code_hash"]),
 }
+#: The common case of :meth:`EnvStore.add` on SQLite, run on the driver connection inside
+#: the SQLAlchemy transaction: SQLAlchemy's per-statement work (compiling parameters,
+#: result objects, events) costs several times what SQLite spends on these inserts, and
+#: it was what kept one writer under 1,000 adds/s. Same statements as the Core ones above.
+_SQLITE_UPSERT_BLOB = (
+    f"INSERT INTO {BLOBS_TABLE} (code_hash, source, size, created_at) VALUES (?, ?, ?, ?) "
+    "ON CONFLICT (code_hash) DO NOTHING"
+)
+_SQLITE_CLAIM_ENV = (
+    f"INSERT INTO {ENVS_TABLE} ({', '.join(codec.ENV_COLUMNS)}) VALUES ({', '.join('?' * len(codec.ENV_COLUMNS))}) "
+    "ON CONFLICT DO NOTHING RETURNING seq"
+)
+_SQLITE_INSERT_PARENT = f"INSERT INTO {PARENTS_TABLE} (child_id, position, parent_id) VALUES (?, ?, ?)"
 #: Rows per transaction in :meth:`EnvStore.add_many`.
 DEFAULT_BATCH = 500
 
@@ -264,8 +277,21 @@ class EnvStore:
         """The rules of :meth:`add` inside a write transaction; ``document`` encodes ``meta``."""
         prepared = meta
         name = meta.name
-        _lock_names(conn, [name])
-        claim = _INSERT_ENV_IF_NEW.get(conn.dialect.name)
+        if conn.dialect.name == "sqlite":
+            # Same rules as the generic claim below, on the driver connection.
+            _check_parents(meta)
+            driver = conn.connection.driver_connection
+            assert driver is not None  # open inside a transaction
+            size = len(source.encode("utf-8"))
+            driver.execute(_SQLITE_UPSERT_BLOB, (meta.code_hash, source, size, _now().isoformat()))
+            if driver.execute(_SQLITE_CLAIM_ENV, codec.row_tuple(meta, document)).fetchall():
+                if meta.parent_ids:
+                    driver.executemany(_SQLITE_INSERT_PARENT, [(meta.id, i, p) for i, p in enumerate(meta.parent_ids)])
+                return meta
+            claim = None  # taken: the full rules below decide
+        else:
+            _lock_names(conn, [name])
+            claim = _INSERT_ENV_IF_NEW.get(conn.dialect.name)
         if claim is not None:
             # Common case first: the (name, version) is free. Claiming it in one statement
             # saves a lookup; a conflict falls through to the full rules below (and a refusal
