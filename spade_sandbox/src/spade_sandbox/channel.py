@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import select
+import shlex
 import signal
 import socket
 import subprocess
@@ -71,8 +72,30 @@ def _pid_of_pidfd(pidfd: int) -> int | None:
     return None
 
 
+#: The zygote's entry: extend the module path (argv[1]), then run spade_sandbox.zygote.
+_ZYGOTE_BOOT = (
+    "import sys; sys.path.extend(p for p in sys.argv.pop(1).split({sep!r}) if p not in sys.path); "
+    "from spade_sandbox.zygote import main; main()"
+)
+
+
+def zygote_path() -> list[str]:
+    """Where the zygote finds its modules: this interpreter's module path, less the script
+    directory or working directory at its head (which ``-I`` leaves out too)."""
+    entries = sys.path if sys.flags.safe_path else sys.path[1:]
+    return [p for p in entries if p and os.path.isabs(p) and os.path.isdir(p)]
+
+
+def zygote_command() -> list[str]:
+    """``python -I -S -c BOOT PATHS``: isolated mode and no ``site``. Processing ``site``
+    (its .pth files, sitecustomize) costs a zygote more than its own module imports; the
+    directories it would add are handed over explicitly instead."""
+    boot = _ZYGOTE_BOOT.format(sep=os.pathsep)
+    return [sys.executable, "-I", "-S", "-c", boot, os.pathsep.join(zygote_path())]
+
+
 class ZygoteProcess:
-    """The warm zygote, started as ``command_prefix + [python, -I, -m, spade_sandbox.zygote]``."""
+    """The warm zygote, started as ``command_prefix + zygote_command() + [FD]``."""
 
     def __init__(
         self, command_prefix: Sequence[str] = (), start_timeout_s: float = 30.0, spare: bool = True, cgroups: bool = True
@@ -83,7 +106,7 @@ class ZygoteProcess:
         fd = str(theirs.fileno())
         # An outer jail may need the descriptor's number (nsjail --pass_fd {fd}).
         prefix = [part.replace("{fd}", fd) for part in command_prefix]
-        cmd = [*prefix, sys.executable, "-I", "-m", "spade_sandbox.zygote", fd]
+        cmd = [*prefix, *zygote_command(), fd]
         if not spare:
             cmd.append("--no-spare")
         if not cgroups:
@@ -110,7 +133,7 @@ class ZygoteProcess:
         except (OSError, protocol.ChannelClosed) as exc:
             self.close()
             raise SandboxUnavailable(
-                f"the sandbox zygote failed to start ({exc}); run `{' '.join(cmd[:-1])} 3 3<&-` to see why"
+                f"the sandbox zygote failed to start ({exc}); run `{shlex.join(cmd[:-1])} 3 3<&-` to see why"
             ) from None
         self.sock.settimeout(None)
         self.pid = int(hello[1]["pid"]) if hello[0] == protocol.OK else self.proc.pid

@@ -61,11 +61,42 @@ KILLED_SYSCALLS: tuple[str, ...] = (
 )
 
 
+#: Sonames tried with ``dlopen`` before ``ctypes.util.find_library``.
+_SONAMES = {"c": ("libc.so.6",), "seccomp": ("libseccomp.so.2",)}
+
+
+def _import_pyseccomp() -> Any:
+    """``import pyseccomp``, without its slow part: at import it looks up libc and
+    libseccomp with ``ctypes.util.find_library``, which runs ``ldconfig -p`` (and possibly
+    a compiler) as subprocesses, most of a zygote's start-up. The usual sonames are tried
+    with ``dlopen`` first (which searches the same linker cache); the original lookup
+    remains the fallback."""
+    import ctypes.util
+
+    original = ctypes.util.find_library
+
+    def find_library(name: str) -> str | None:
+        for soname in _SONAMES.get(name, ()):
+            try:
+                ctypes.CDLL(soname)
+            except OSError:
+                continue
+            return soname
+        return original(name)
+
+    ctypes.util.find_library = find_library
+    try:
+        import pyseccomp
+    finally:
+        ctypes.util.find_library = original
+    return pyseccomp
+
+
 def build_filter() -> Any | None:
     """A ``pyseccomp.SyscallFilter`` implementing the policy, or ``None`` when libseccomp
     is not usable here."""
     try:
-        import pyseccomp as sc
+        sc = _import_pyseccomp()
     except Exception:  # libseccomp missing: the pool reports the layer as inactive
         return None
     f = sc.SyscallFilter(defaction=sc.ERRNO(errno.EPERM))

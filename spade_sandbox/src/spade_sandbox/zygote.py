@@ -1,6 +1,7 @@
 """The zygote: a warm process that forks one worker per environment code version.
 
-Started by the pool as ``python -I -m spade_sandbox.zygote FD [--no-spare]`` with an empty
+Started by the pool (:func:`spade_sandbox.channel.zygote_command`: ``python -I -S`` with
+the module path passed explicitly, then :func:`main` with ``FD [--no-spare]``) with an empty
 environment, where FD is its end of the control socket. Unless ``--no-spare`` is given it
 keeps one *spare* worker forked and hardened ahead of time, so a spawn only has to hand the
 spare its source (the spare is used only if it was forked with the same layer options and
@@ -134,9 +135,11 @@ class Zygote:
         failed = preimport(todo)
         self.imported.update(n for n in todo if n not in failed)
         # Newly imported objects join the frozen heap, so that workers' garbage
-        # collections never write to (and copy) their pages.
-        gc.collect()
-        gc.freeze()
+        # collections never write to (and copy) their pages. (During start-up the
+        # collector is off and main() collects and freezes once at the end.)
+        if gc.isenabled():
+            gc.collect()
+            gc.freeze()
         return failed
 
     def fork_worker(self, hardening: dict[str, Any]) -> Spare:
@@ -246,6 +249,9 @@ def protocol_exit() -> int:
 
 
 def main() -> None:
+    # Start-up allocates many objects and frees few: collecting during the imports is
+    # wasted work. One collection and a freeze at the end leave the heap as before.
+    gc.disable()
     control = socket.socket(fileno=int(sys.argv[1]))
     flags = sys.argv[2:]
     zygote = Zygote(control, keep_spare="--no-spare" not in flags, use_cgroups="--no-cgroups" not in flags)
@@ -261,9 +267,10 @@ def main() -> None:
     make_builtins(DEFAULT_ALLOWED_MODULES)
     gc.collect()
     gc.freeze()
+    gc.enable()
     protocol.send(control, [protocol.OK, {"pid": os.getpid(), "seccomp": zygote.seccomp_program is not None}])
     zygote.serve()
 
 
-if __name__ == "__main__":
+if __name__ == "__main__":  # python -I -m spade_sandbox.zygote FD, by hand
     main()
