@@ -212,3 +212,36 @@ def test_a_batch_goes_on_after_a_step_that_raises_and_keeps_the_order():
     reply = table.step_columns([0, 1, 2, 3, 4], ["a", "bad", "c", "bad", "e"])
     assert list(reply[1]) == ["a", "", "c", "", "e"]
     assert [e[0] for e in reply[6]] == [1, 3] and all("ValueError" in e[3] for e in reply[6])
+
+
+# --- a batch of the same handles, again ------------------------------------------------------
+
+REPEAT_ECHO = step_body("return action + '!', 0.0, False, False, {}", name="RepeatEchoEnv")
+
+
+def test_repeating_a_batch_notices_closed_instances_and_dead_workers(pool: SandboxPool):
+    import os
+    import signal
+
+    handles = [pool.spawn(REPEAT_ECHO) for _ in range(4)]
+    items = [(h, "x") for h in handles]
+    assert [r[0] for r in pool.step_many(items)] == ["x!"] * 4
+    pool.close_env(handles[1])
+    again = pool.step_many(items)  # the very same handle objects: the remembered grouping
+    assert isinstance(again[1], SandboxRequestError) and "closed" in str(again[1])
+    assert [again[i][0] for i in (0, 2, 3)] == ["x!"] * 3
+    os.kill(pool.worker_of(handles[0]).pid, signal.SIGKILL)
+    lost = pool.step_many(items)
+    assert all(isinstance(r, (SandboxCrash, SandboxRequestError)) for r in lost)
+    assert any(isinstance(r, SandboxCrash) for r in lost)
+    fresh = pool.spawn(REPEAT_ECHO)
+    assert pool.step_many([(fresh, "y")])[0][0] == "y!"
+
+
+def test_a_batch_of_equal_but_distinct_handles_is_the_same_batch(pool: SandboxPool):
+    import dataclasses
+
+    handles = [pool.spawn(REPEAT_ECHO + "\n# distinct\n") for _ in range(3)]
+    assert [r[0] for r in pool.step_many([(h, "a") for h in handles])] == ["a!"] * 3
+    copies = [dataclasses.replace(h) for h in handles]
+    assert [r[0] for r in pool.step_many([(h, "b") for h in copies])] == ["b!"] * 3

@@ -180,6 +180,9 @@ class SandboxPool:
         # The limits are frozen: read once here instead of through the model on every call.
         self._max_action_chars = self.limits.max_action_chars
         self._max_output_chars = self.limits.max_output_chars
+        #: The handles of the last step batch that took the fast path, with their grouping
+        #: (rollouts step the same handles again and again: checking them once is enough).
+        self._last_steps: tuple[list[EnvHandle], dict[int, list[int]], dict[int, WorkerLink], list[int] | None] | None = None
 
     # --- lifecycle ----------------------------------------------------------------------
     def __enter__(self) -> SandboxPool:
@@ -367,7 +370,8 @@ class SandboxPool:
         if op == "step_many":
             fast = self._group_steps(items)
             if fast is not None:
-                return self._exchange(op, items, what, [None] * len(items), *fast)
+                groups, links, actions, iids = fast
+                return self._exchange(op, items, what, [None] * len(items), groups, links, actions, iids)
         results: list[Any] = [None] * len(items)
         groups: dict[int, list[int]] = {}
         links: dict[int, WorkerLink] = {}
@@ -387,12 +391,16 @@ class SandboxPool:
 
     def _group_steps(
         self, items: Sequence[tuple[EnvHandle, Any]]
-    ) -> tuple[dict[int, list[int]], dict[int, WorkerLink], list[str]] | None:
-        """Validate a step batch with whole-column operations and group it by worker.
+    ) -> tuple[dict[int, list[int]], dict[int, WorkerLink], list[str], list[int] | None] | None:
+        """Validate a step batch with whole-column operations and group it by worker
+        (``groups``, ``links``, the actions, and the instance ids when one worker holds
+        the whole batch).
 
         ``None`` when anything is unusual (a malformed item, a non-str or too long action,
         a foreign handle, a closed pool): the caller then checks item by item, which gives
-        each bad item its specific error."""
+        each bad item its specific error. The same handles as the previous fast batch
+        (the usual rollout) reuse its grouping after one list comparison, as long as
+        their workers are still this pool's."""
         if self._closed or not items:
             return None
         try:
@@ -402,9 +410,16 @@ class SandboxPool:
             actions = list(map(_SECOND, items))
         except (TypeError, KeyError, IndexError):
             return None
-        if set(map(type, handles)) != {EnvHandle} or set(map(type, actions)) != {str}:
+        if set(map(type, actions)) != {str} or max(map(len, actions)) > self._max_action_chars:
             return None
-        if max(map(len, actions)) > self._max_action_chars:
+        last = self._last_steps
+        # List equality compares identical elements by identity: one C pass for the usual
+        # batch of the same handle objects.
+        if last is not None and _same_handles(handles, last[0]):
+            links_get = self._links.get
+            if all(links_get(wid) is link for wid, link in last[2].items()):
+                return last[1], last[2], actions, last[3]
+        if set(map(type, handles)) != {EnvHandle}:
             return None
         wids = list(map(_WORKER_ID, handles))
         groups: dict[int, list[int]]
@@ -412,7 +427,9 @@ class SandboxPool:
             link = self._links.get(wids[0])
             if link is None or set(map(_CODE_HASH, handles)) != {link.key[0]}:
                 return None
-            return {wids[0]: list(range(len(wids)))}, {wids[0]: link}, actions
+            found = ({wids[0]: list(range(len(wids)))}, {wids[0]: link}, actions, list(map(_INSTANCE_ID, handles)))
+            self._last_steps = (handles, found[0], found[1], found[3])
+            return found
         else:
             groups = {}
             for i, wid in enumerate(wids):
@@ -423,7 +440,8 @@ class SandboxPool:
             if link is None or {handles[i].code_hash for i in idx} != {link.key[0]}:
                 return None
             links[wid] = link
-        return groups, links, actions
+        self._last_steps = (handles, groups, links, None)
+        return groups, links, actions, None
 
     def _exchange(
         self,
@@ -434,9 +452,11 @@ class SandboxPool:
         groups: dict[int, list[int]],
         links: dict[int, WorkerLink],
         columns: list[Any] | None = None,
+        instance_ids: list[int] | None = None,
     ) -> list[Any]:
         """Send one message per worker (``groups``: worker id -> item indexes), then read
-        every reply and fill ``results`` in item order."""
+        every reply and fill ``results`` in item order. ``columns``: the actions, and
+        ``instance_ids``: the instance ids, of a batch that one worker holds whole."""
         order = sorted(links)
         for wid in order:
             links[wid].lock.acquire()
@@ -447,7 +467,7 @@ class SandboxPool:
                 if op == "step_many" and link.alive:
                     group = groups[wid]
                     if len(group) == len(items):  # one worker: the columns as they came
-                        iids = list(map(_INSTANCE_ID, map(_FIRST, items)))
+                        iids = list(map(_INSTANCE_ID, map(_FIRST, items))) if instance_ids is None else instance_ids
                         actions = [item[1] for item in items] if columns is None else columns
                     else:
                         iids = [items[i][0].instance_id for i in group]
@@ -533,7 +553,9 @@ class SandboxPool:
         columns_ok = (
             set(map(type, obs)) <= {str}
             and set(map(type, rewards)) <= {float}
-            and all(map(math.isfinite, rewards))
+            # A finite sum of floats means every one is finite (inf and nan propagate);
+            # a sum that overflows only sends the batch through the exact check.
+            and (math.isfinite(sum(rewards)) or all(map(math.isfinite, rewards)))
             and set(map(type, terms)) <= {bool}
             and set(map(type, truncs)) <= {bool}
             and set(map(type, infos)) <= {dict}
@@ -680,6 +702,14 @@ class SandboxPool:
                 self.close_env(handle)
             except SandboxError:
                 pass
+
+
+def _same_handles(handles: list[Any], previous: list[EnvHandle]) -> bool:
+    """``handles == previous``, False where an element's comparison fails."""
+    try:
+        return handles == previous
+    except Exception:  # an object whose == does not give a bool
+        return False
 
 
 def _check_seed(seed: Any) -> None:

@@ -398,7 +398,8 @@ class Instances:
                 set(map(type, obs)) == {str}
                 and max(map(len, obs)) <= limit
                 and set(map(type, rewards)) == {float}
-                and all(map(math.isfinite, rewards))
+                # A finite sum means every reward is finite (inf and nan propagate).
+                and (math.isfinite(sum(rewards)) or all(map(math.isfinite, rewards)))
                 and set(map(type, terms)) == {bool}
                 and set(map(type, truncs)) == {bool}
                 and set(map(type, infos)) == {dict}
