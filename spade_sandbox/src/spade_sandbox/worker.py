@@ -280,6 +280,10 @@ class Instances:
         self.cls = cls
         self.limit = max_output_chars
         self.live: dict[int, Any] = {}
+        #: Bumped whenever ``live`` gains or loses an instance (keys the batch memo below).
+        self.generation = 0
+        #: The last fast batch: (live table, generation, ids, instances, their ``__dict__``s).
+        self._last_batch: tuple[dict[int, Any], int, list[int], list[Any], list[Any]] | None = None
         #: ``cls.step`` when it is a plain function found on the class itself or a base
         #: (batches may then call it directly); ``None`` otherwise.
         self.step_function: Any = None
@@ -322,6 +326,7 @@ class Instances:
     def new(self, iid: int) -> list[Any]:
         try:
             self.live[iid] = self.cls()
+            self.generation += 1
         except BaseException as exc:
             return classify(exc, f"{self.cls.__name__}()")
         return [protocol.OK, None]
@@ -415,11 +420,19 @@ class Instances:
         fn = self.step_function
         if fn is None or len(actions) != len(iids):
             return None
-        try:
-            insts = list(map(self.live.__getitem__, iids))
-            if any(map(contains, map(vars, insts), repeat("step"))):
+        last = self._last_batch
+        if last is not None and last[0] is self.live and last[1] == self.generation and last[2] == iids:
+            # The same instances as the last batch (the usual rollout): only the shadowing
+            # check runs again, on their remembered attribute dicts.
+            insts, attrs = last[3], last[4]
+        else:
+            try:
+                insts = list(map(self.live.__getitem__, iids))
+                attrs = list(map(vars, insts))
+            except (KeyError, TypeError):  # unknown instance; instances without a __dict__
                 return None
-        except (KeyError, TypeError):  # unknown instance; instances without a __dict__
+            self._last_batch = (self.live, self.generation, iids, insts, attrs)
+        if any(map(contains, attrs, repeat("step"))):
             return None
         return insts
 
@@ -508,6 +521,7 @@ class Instances:
 
     def drop(self, iid: int) -> list[Any]:
         inst = self.live.pop(iid, None)
+        self.generation += 1
         if inst is not None:
             fn = getattr(inst, "close", None)
             if fn is not None:
