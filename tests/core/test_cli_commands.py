@@ -148,6 +148,59 @@ def test_show_an_unknown_id_is_one_red_line(spade_home: Path) -> None:
     assert run.stdout == ""
 
 
+# --- read-only commands never create a store -------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        pytest.param(("list",), id="list"),
+        pytest.param(("list", "--json"), id="list-json"),
+        pytest.param(("show", "hanoi_seed"), id="show-seed"),
+        pytest.param(("show", "Nope-v1"), id="show-missing"),
+        pytest.param(("play", "hanoi_seed", "--seed", "1"), id="play-seed"),
+    ],
+)
+def test_read_only_commands_on_a_fresh_home_create_no_store(
+    spade_home: Path, puzzle_plugins: SpadePlugins, args: tuple[str, ...]
+) -> None:
+    run = spade(*args, input=":quit\n", plugins=puzzle_plugins)
+    assert run.exit_code in (0, 2), run.output  # show Nope-v1 is a not-found error, not a crash
+    assert "Traceback" not in run.output
+    assert list(spade_home.iterdir()) == []
+
+
+def test_list_on_a_fresh_home_shows_the_seeds_and_an_empty_store(spade_home: Path, puzzle_plugins: SpadePlugins) -> None:
+    run = spade("list", "--json", plugins=puzzle_plugins)
+    assert run.exit_code == 0, run.output
+    assert [row["id"] for row in json.loads(run.stdout)] == ["hanoi_seed-v1"]
+
+
+def test_export_of_a_fresh_home_writes_an_empty_pool_and_creates_no_store(spade_home: Path, tmp_path: Path) -> None:
+    run = spade("export", str(tmp_path / "out.jsonl"))
+    assert run.exit_code == 0, run.output
+    assert (tmp_path / "out.jsonl").read_text() == ""
+    assert not (spade_home / "store.db").exists()
+
+
+def test_a_configured_store_that_does_not_exist_is_an_error_naming_the_file(spade_home: Path, tmp_path: Path) -> None:
+    missing = tmp_path / "team" / "envs.db"
+    (spade_home / "spade.toml").write_text(f'[spade]\nstore_url = "sqlite:///{missing}"\n')
+    run = spade("list")
+    assert run.exit_code == 2
+    assert run.stderr.strip().splitlines() == [
+        f"error: {missing}: store file does not exist (store_url = 'sqlite:///{missing}' in the configuration); "
+        "check the path, or create the store with `spade import`"
+    ]
+    assert not missing.exists() and not missing.parent.exists()
+
+
+def test_import_still_creates_the_default_store(spade_home: Path) -> None:
+    import_fixtures()
+    assert (spade_home / "store.db").exists()
+    assert "store" in spade("list").stdout
+
+
 # --- play ---------------------------------------------------------------------------------
 
 

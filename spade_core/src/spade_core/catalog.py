@@ -24,20 +24,37 @@ Kind = Literal["store", "seed"]
 
 
 @contextmanager
-def open_store(config: SpadeConfig) -> Iterator[Any]:
+def open_store(config: SpadeConfig, *, read_only: bool = False) -> Iterator[Any]:
     """The configured :class:`~spade_core.store.EnvStore`, closed on exit.
+
+    ``read_only`` is for commands that only look (``list``, ``show``, ``play``, ``export``):
+    they never create a store. A default store (``SPADE_HOME/store.db``, no ``store_url``)
+    that does not exist yet reads as an empty store, so a fresh ``SPADE_HOME`` stays empty;
+    a ``store_url`` the configuration names must exist, else a :class:`StoreError` names
+    the file. Writers (``import``, ``design``) create the store on first use.
 
     Any failure that is not already a SpadeError (a driver error escaping the store) is
     reported as a :class:`StoreError` naming the store, so the CLI never shows a traceback.
     """
     from .store import EnvStore
+    from .store.quick_read import sqlite_path
 
+    url = config.resolved_store_url
+    if read_only:
+        path = sqlite_path(url)
+        if path is not None and not path.exists():
+            if config.store_url:
+                raise StoreError(
+                    f"{path}: store file does not exist (store_url = {config.store_url!r} in the configuration); "
+                    "check the path, or create the store with `spade import`"
+                )
+            url = "sqlite://"  # an empty store, in memory: nothing is written to SPADE_HOME
     try:
-        store = EnvStore.open(config)
+        store = EnvStore(url, create=not read_only or url == "sqlite://")
     except SpadeError:
         raise
     except Exception as exc:
-        raise StoreError(f"cannot open the store {config.resolved_store_url}: {exc}") from exc
+        raise StoreError(f"cannot open the store {url}: {exc}") from exc
     try:
         yield store
     finally:

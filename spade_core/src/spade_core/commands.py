@@ -73,7 +73,7 @@ def list_envs(
 
     config = command_config(ctx)
     seeds = seed_entries(command_plugins(ctx), domain=domain, skill=skill, status=status)
-    with open_store(config) as store:
+    with open_store(config, read_only=True) as store:
         total = store.count(domain=domain, skill=skill, status=status)
         stored = [CatalogEntry("store", m) for m in store.find(domain=domain, skill=skill, status=status, limit=limit)]
     entries = seeds + stored
@@ -189,7 +189,7 @@ def show(
     from .catalog import open_store, resolve
 
     config = command_config(ctx)
-    with open_store(config) as store:
+    with open_store(config, read_only=True) as store:
         entry = resolve(env_id, command_plugins(ctx), store)
         m = entry.metadata
         ancestors = [a.id for a in store.lineage(m.id)] if entry.kind == "store" else []
@@ -241,7 +241,7 @@ def play(
     from .play import PlaySession, open_env, play_in_terminal
 
     config = command_config(ctx)
-    with open_store(config) as store:
+    with open_store(config, read_only=True) as store:
         entry = resolve(env_id, command_plugins(ctx), store)
         env = open_env(entry, config, in_process=in_process, store=store)
     console = _console()
@@ -354,7 +354,7 @@ def export(
 
     config = command_config(ctx)
     progress = Progress(SpinnerColumn(), TextColumn("exported {task.completed}"), console=Console(stderr=True), transient=True)
-    with open_store(config) as store, progress:
+    with open_store(config, read_only=True) as store, progress:
         task = progress.add_task("export", total=None)
         n = export_envs(
             iter_envs(store, domain=domain, skill=skill, status=status),
