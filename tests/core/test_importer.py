@@ -24,7 +24,7 @@ from spade_core.importer import (
 from spade_core.metadata import NAME_RE, EnvMetadata, EnvStatus, code_hash
 
 from .conftest import REFERENCE_ENVS
-from .test_metadata import env_metadata
+from .strategies import env_metadata
 
 HANOI = (REFERENCE_ENVS / "tower_of_hanoi.py").read_text(encoding="utf-8")
 

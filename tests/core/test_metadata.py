@@ -13,92 +13,14 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 from spade_core.metadata import (
     SCHEMA_VERSION,
-    ActionFormat,
-    DocumentRef,
     EnvMetadata,
-    EnvStatus,
-    Finding,
     StatsSnapshot,
     ValidationReport,
     code_hash,
     json_schema,
 )
 
-_names = st.from_regex(r"[A-Za-z][A-Za-z0-9_.]{0,30}", fullmatch=True)
-_short = st.text(min_size=1, max_size=20)
-_unit = st.floats(min_value=0.0, max_value=1.0, allow_nan=False)
-_times = st.datetimes(
-    min_value=datetime(2000, 1, 1), max_value=datetime(2100, 1, 1), timezones=st.just(UTC)
-)
-_json_leaf = st.none() | st.booleans() | st.integers(-1000, 1000) | st.text(max_size=8)
-_details = st.dictionaries(st.text(max_size=6), _json_leaf, max_size=3)
-
-_findings = st.builds(
-    Finding,
-    stage=_short,
-    ok=st.booleans(),
-    message=st.text(max_size=40),
-    actions=st.none() | st.lists(st.text(max_size=10), max_size=3),
-    seed=st.none() | st.integers(0, 2**31),
-    details=_details,
-)
-
-
-@st.composite
-def _reports(draw: st.DrawFn) -> ValidationReport:
-    passed = draw(st.booleans())
-    return ValidationReport(
-        passed=passed,
-        failed_stage=None if passed else draw(_short),
-        reasons=draw(st.lists(st.text(max_size=30), max_size=3)),
-        findings=draw(st.lists(_findings, max_size=3)),
-        timings=draw(st.dictionaries(_short, st.floats(0, 100, allow_nan=False), max_size=3)),
-        feasibility_proven=draw(st.booleans()),
-        duplicate_of=draw(st.none() | _names),
-        validated_at=draw(_times),
-    )
-
-
-_stats = st.builds(
-    StatsSnapshot,
-    policy_snapshot=_short,
-    samples=st.integers(0, 10_000),
-    win_rate=_unit,
-    regret=st.none() | st.floats(0, 1, allow_nan=False),
-    mean_return_hinted=st.none() | st.floats(-1, 1, allow_nan=False),
-    mean_return_unhinted=st.none() | st.floats(-1, 1, allow_nan=False),
-    measured_at=_times,
-)
-
-
-@st.composite
-def env_metadata(draw: st.DrawFn) -> EnvMetadata:
-    lo = draw(st.floats(-10, 10, allow_nan=False))
-    hi = lo + draw(st.floats(0.5, 10, allow_nan=False))
-    return EnvMetadata(
-        name=draw(_names),
-        version=draw(st.integers(1, 1000)),
-        domain=draw(st.text(min_size=1, max_size=64)),
-        skill=draw(st.text(min_size=1, max_size=120)),
-        description=draw(st.text(max_size=200)),
-        difficulty=draw(st.none() | _unit),
-        max_turns=draw(st.integers(1, 10_000)),
-        reward_range=(lo, hi),
-        action_format=draw(st.sampled_from(ActionFormat)),
-        class_name=draw(st.none() | _names),
-        document=draw(st.none() | st.builds(DocumentRef, corpus=_short, doc_id=_short, title=st.none() | _short)),
-        designer_model=draw(st.none() | _short),
-        parent_ids=draw(st.lists(_names, max_size=3)),
-        code_hash=draw(st.just("") | st.text(alphabet="0123456789abcdef", min_size=64, max_size=64)),
-        hint=draw(st.none() | st.text(max_size=100)),
-        nondeterministic=draw(st.booleans()),
-        validation=draw(st.none() | _reports()),
-        stats=draw(st.lists(_stats, max_size=3)),
-        status=draw(st.sampled_from(EnvStatus)),
-        tags=draw(st.lists(_short, max_size=3)),
-        created_at=draw(_times),
-        updated_at=draw(_times),
-    )
+from .strategies import env_metadata
 
 
 # No deadline: the machine is shared, and a slow example is not a wrong one.
