@@ -126,7 +126,7 @@ def test_a_simple_config_is_read_without_importing_pydantic(tmp_path: Path) -> N
     home = tmp_path / "home"
     home.mkdir()
     (home / "spade.toml").write_text('[spade]\nstore_envs_run = "in-process"\nplugins = ["games"]\n[designer]\nx = 1\n')
-    env = {**os.environ, "SPADE_HOME": str(home)}
+    env = {**os.environ, "SPADE_HOME": str(home), "SPADE_PLUGINS": ""}  # this module only, no plugin's imports
     out = subprocess.run(
         [sys.executable, "-c", "import sys; from spade_core.quick_config import run_settings; "
          "print(run_settings().store_envs_run, 'pydantic' in sys.modules)"],

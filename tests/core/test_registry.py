@@ -161,6 +161,29 @@ def test_the_import_path_reads_a_sqlite_store_without_sqlalchemy(tmp_path: Path)
     assert out.stdout.split() == ["True", "False"]
 
 
+@pytest.mark.parametrize("in_process", [True, False], ids=["in-process", "sandbox"])
+def test_import_and_make_of_a_stored_env_do_not_import_pydantic_or_sqlalchemy(tmp_path: Path, in_process: bool) -> None:
+    """Both cost more than the whole import budget (the sandbox case checks the import
+    only: spade_sandbox's own modules use pydantic); every installed plugin is loaded here,
+    so a plugin module importing ``spade_core.metadata`` (pydantic) at load time fails it:
+    such modules take ``ActionFormat``, ``NAME_RE`` and ``code_hash`` from ``spade_core.names``."""
+    home = home_with_store(tmp_path, in_process=in_process)
+    make = 'gym.make("spade/guess-v1").reset(seed=1)' if in_process else ""
+    out = run_python(
+        f"""
+        import sys
+        import gymnasium as gym
+        import spade_core
+        {make}
+        heavy = sorted(m for m in ("pydantic", "sqlalchemy") if m in sys.modules)
+        print("heavy:", heavy)
+        """,
+        home,
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "heavy: []", out.stdout
+
+
 @pytest.mark.parametrize(
     "damage",
     [
@@ -333,7 +356,7 @@ def test_registration_inserts_specs_without_gym_register(monkeypatch: pytest.Mon
 
     monkeypatch.setattr(gym.envs.registration, "register", refuse)
     monkeypatch.setattr(gym, "register", refuse)
-    registry._register_stored([f"spade/bulk{i}-v1" for i in range(20_000)], "sqlite:///x.db", registry.Registration())
+    registry._register_stored([f"spade/bulk{i}-v1" for i in range(20_000)], None, "sqlite:///x.db", registry.Registration())
     assert sum(k.startswith("spade/bulk") for k in gym.registry) == 20_000
 
 
@@ -397,7 +420,7 @@ def test_registration_leaves_the_garbage_collector_as_it_found_it(enabled: bool)
 
     (gc.enable if enabled else gc.disable)()
     try:
-        registry._register_stored([f"spade/gc{i}-v1" for i in range(100)], "sqlite:///x.db", registry.Registration())
+        registry._register_stored([f"spade/gc{i}-v1" for i in range(100)], None, "sqlite:///x.db", registry.Registration())
         assert gc.isenabled() == enabled
     finally:
         gc.enable()

@@ -31,12 +31,13 @@ import warnings
 from collections import deque
 from dataclasses import dataclass, field
 from itertools import repeat
-from operator import itemgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gymnasium.envs.registration import EnvSpec
 from gymnasium.envs.registration import registry as gym_registry
+
+from .store.id_snapshot import names_of
 
 if TYPE_CHECKING:
     from .config import SpadeConfig
@@ -106,8 +107,9 @@ _set_id = StoredEnvSpec.id.__set__  # type: ignore[attr-defined]  # slot descrip
 _set_name = StoredEnvSpec.name.__set__  # type: ignore[attr-defined]
 
 
-def _stored_specs(gym_ids: list[str], store_url: str) -> list[StoredEnvSpec]:
-    """Specs for ``spade/<id>`` ids: the hot path of registration.
+def _stored_specs(gym_ids: list[str], store_url: str, names: list[str] | None = None) -> list[StoredEnvSpec]:
+    """Specs for ``spade/<id>`` ids (and their names, derived when not given): the hot
+    path of registration.
 
     One object per id holding ``id`` and ``name``, created and filled by C-level iteration
     (no Python frame per id). ``name`` is set eagerly because ``gymnasium.make`` reads the
@@ -115,10 +117,7 @@ def _stored_specs(gym_ids: list[str], store_url: str) -> list[StoredEnvSpec]:
     """
     specs = list(map(object.__new__, repeat(_spec_class(store_url), len(gym_ids))))
     deque(map(_set_id, specs, gym_ids), maxlen=0)
-    # "spade/<name>-v<N>" -> "<name>": names never contain "-v" followed by the version
-    # (NAME_RE allows no "-"), so the last "-v" splits them.
-    names = map(str.removeprefix, map(itemgetter(0), map(str.rpartition, gym_ids, repeat("-v"))), repeat(_PREFIX))
-    deque(map(_set_name, specs, names), maxlen=0)
+    deque(map(_set_name, specs, names if names is not None else names_of(gym_ids, _PREFIX)), maxlen=0)
     return specs
 
 
@@ -155,9 +154,9 @@ def register(store: EnvStore | str | None = None, *, seeds: bool = True) -> Regi
     url = _store_url(store, result)
     if url is not None:
         result.store = url
-        gym_ids = _admitted_gym_ids(store, url, result)
-        if gym_ids is not None:
-            _register_stored(gym_ids, url, result)
+        found = _admitted_gym_ids(store, url, result)
+        if found is not None:
+            _register_stored(*found, url, result)
     return result
 
 
@@ -186,8 +185,11 @@ def _store_url(store: EnvStore | str | None, result: Registration) -> str | None
     return store.url
 
 
-def _admitted_gym_ids(store: EnvStore | str | None, url: str, result: Registration) -> list[str] | None:
-    """``spade/<id>`` of every admitted environment, or ``None`` after reporting a problem."""
+def _admitted_gym_ids(
+    store: EnvStore | str | None, url: str, result: Registration
+) -> tuple[list[str], list[str]] | None:
+    """``spade/<id>`` and name of every admitted environment, or ``None`` after reporting
+    a problem."""
     from .errors import StoreError
     from .store import quick_read
 
@@ -196,15 +198,17 @@ def _admitted_gym_ids(store: EnvStore | str | None, url: str, result: Registrati
             path = quick_read.sqlite_path(url)
             if path is not None:
                 if not path.exists():
-                    return []  # no store yet: nothing admitted, and do not create one
-                gym_ids = quick_read.admitted_prefixed_ids(path, _PREFIX)
-                if gym_ids is not None:
-                    return gym_ids
+                    return [], []  # no store yet: nothing admitted, and do not create one
+                found = quick_read.admitted_snapshot(path, _PREFIX)
+                if found is not None:
+                    return found
             from .store import EnvStore
 
             with EnvStore(url, create=False) as opened:  # other databases; stores to migrate
-                return [_PREFIX + env_id for env_id in opened.admitted_ids()]
-        return [_PREFIX + env_id for env_id in store.admitted_ids()]
+                gym_ids = [_PREFIX + env_id for env_id in opened.admitted_ids()]
+        else:
+            gym_ids = [_PREFIX + env_id for env_id in store.admitted_ids()]
+        return gym_ids, names_of(gym_ids, _PREFIX)
     except StoreError as exc:
         result.problem(f"spade_core: environments of the store were not registered: {exc}")
     except Exception as exc:
@@ -212,20 +216,20 @@ def _admitted_gym_ids(store: EnvStore | str | None, url: str, result: Registrati
     return None
 
 
-def _register_stored(gym_ids: list[str], url: str, result: Registration) -> None:
+def _register_stored(gym_ids: list[str], names: list[str] | None, url: str, result: Registration) -> None:
     # Creating 100,000 objects triggers the cyclic collector again and again, each pass
     # walking the whole heap: half the cost of registration. Nothing created here can form
     # a reference cycle, so collection waits until the end.
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        _register_stored_specs(gym_ids, url, result)
+        _register_stored_specs(gym_ids, names, url, result)
     finally:
         if was_enabled:
             gc.enable()
 
 
-def _register_stored_specs(gym_ids: list[str], url: str, result: Registration) -> None:
+def _register_stored_specs(gym_ids: list[str], names: list[str] | None, url: str, result: Registration) -> None:
     # Ids come from the store's unique id column, so no set is built on the first (the
     # import's) registration: seeds shadowed by a store id are put back afterwards (a few
     # dozen lookups), and only a re-registration compares the old and new id sets.
@@ -238,7 +242,7 @@ def _register_stored_specs(gym_ids: list[str], url: str, result: Registration) -
                 del gym_registry[gym_id]
                 removed += 1
         _registered_stored.clear()
-    gym_registry.update(zip(gym_ids, _stored_specs(gym_ids, url), strict=True))
+    gym_registry.update(zip(gym_ids, _stored_specs(gym_ids, url, names), strict=True))
     _registered_stored.update(gym_ids)
     clashes = sorted(gym_id for gym_id, spec in seed_specs.items() if gym_registry[gym_id] is not spec)
     for gym_id in clashes:

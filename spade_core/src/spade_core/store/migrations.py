@@ -10,6 +10,7 @@ from a newer SPADE is refused with a clear error instead of being misread.
 from __future__ import annotations
 
 import json
+import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -18,7 +19,7 @@ from sqlalchemy import Connection, insert, inspect, select, text
 
 from ..errors import StoreError
 from . import schema
-from .layout import OWN_TABLES, SCHEMA_TABLE, STORE_SCHEMA_VERSION
+from .layout import ADMITTED_SET_TABLE, ENVS_TABLE, OWN_TABLES, SCHEMA_TABLE, STORE_SCHEMA_VERSION
 
 
 @dataclass(frozen=True)
@@ -60,10 +61,33 @@ def _v3_covering_status_index(conn: Connection) -> None:
     _ddl(conn, "CREATE INDEX ix_envs_status_id ON envs (status, id)")
 
 
+def _v4_admitted_set_version(conn: Connection) -> None:
+    """A version of the set of admitted ids, so that ``import spade_core`` can reuse a
+    snapshot of 100,000 ids instead of reading them again (see
+    :mod:`spade_core.store.id_snapshot`). On SQLite, triggers give it a fresh random value
+    inside every transaction that admits, un-admits, renames or deletes an admitted row:
+    random rather than a counter, so that two copies of a store that diverged never share
+    a version. Other databases get the table but no triggers (the snapshot is only used
+    for SQLite files)."""
+    _ddl(conn, f"CREATE TABLE {ADMITTED_SET_TABLE} (one INTEGER PRIMARY KEY CHECK (one = 1), version VARCHAR(64) NOT NULL)")
+    conn.execute(text(f"INSERT INTO {ADMITTED_SET_TABLE} (one, version) VALUES (1, :v)"), {"v": secrets.token_hex(16)})
+    if conn.dialect.name != "sqlite":
+        return
+    bump = f"UPDATE {ADMITTED_SET_TABLE} SET version = lower(hex(randomblob(16)))"
+    _ddl(conn, f"CREATE TRIGGER tr_admitted_insert AFTER INSERT ON {ENVS_TABLE} "
+               f"WHEN NEW.status = 'admitted' BEGIN {bump}; END")
+    _ddl(conn, f"CREATE TRIGGER tr_admitted_update AFTER UPDATE OF status, id ON {ENVS_TABLE} "
+               "WHEN (OLD.status = 'admitted' OR NEW.status = 'admitted') "
+               f"AND (OLD.status IS NOT NEW.status OR OLD.id IS NOT NEW.id) BEGIN {bump}; END")
+    _ddl(conn, f"CREATE TRIGGER tr_admitted_delete AFTER DELETE ON {ENVS_TABLE} "
+               f"WHEN OLD.status = 'admitted' BEGIN {bump}; END")
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "code blobs and environment versions", _v1_base_tables),
     Migration(2, "lineage edge table", _v2_lineage_edges),
     Migration(3, "covering (status, id) index for registration", _v3_covering_status_index),
+    Migration(4, "version of the admitted set, for the registry's id snapshot", _v4_admitted_set_version),
 )
 assert len(MIGRATIONS) == STORE_SCHEMA_VERSION and all(m.version == i + 1 for i, m in enumerate(MIGRATIONS))
 

@@ -15,9 +15,11 @@ from pathlib import Path
 from urllib.parse import quote
 
 from ..errors import StoreError
+from . import id_snapshot
 from .layout import (
     ADMITTED_IDS_SQL,
     ADMITTED_PREFIXED_SQL,
+    ADMITTED_SET_VERSION_SQL,
     BLOBS_TABLE,
     ENVS_TABLE,
     SCHEMA_VERSION_SQL,
@@ -97,6 +99,35 @@ def admitted_prefixed_ids(path: Path, prefix: str) -> list[str] | None:
         raise _fail(path, "listing admitted environments", err) from None
     finally:
         conn.close()
+
+
+def admitted_snapshot(path: Path, prefix: str) -> tuple[list[str], list[str]] | None:
+    """``(prefix + id, name)`` lists of every admitted environment, in no particular order:
+    the registry's bulk read. Served from the id snapshot next to the store when it was
+    taken at the store's current admitted-set version (see :mod:`.id_snapshot`), else read
+    from the store and the snapshot refreshed. ``None`` when the schema is not the current
+    one. Raises :class:`StoreError` naming ``path`` when the file is not a readable store."""
+    try:
+        conn = _connect(path)
+    except sqlite3.Error as err:
+        raise _fail(path, "opening the store", err) from None
+    try:
+        conn.execute("BEGIN")  # the version and the ids from one snapshot of the database
+        if not _current(conn):
+            return None
+        version = conn.execute(ADMITTED_SET_VERSION_SQL).fetchone()[0]
+        cached = id_snapshot.load(path, version, prefix)
+        if cached is not None:
+            return cached
+        joined = conn.execute(ADMITTED_PREFIXED_SQL, (prefix,)).fetchone()[0]
+    except sqlite3.Error as err:
+        raise _fail(path, "listing admitted environments", err) from None
+    finally:
+        conn.close()
+    gym_ids = joined.split("\n") if joined else []
+    names = id_snapshot.names_of(gym_ids, prefix)
+    id_snapshot.save(path, version, prefix, gym_ids, names)
+    return gym_ids, names
 
 
 def document_and_source(path: Path, env_id: str) -> tuple[str, str] | None:
