@@ -3,6 +3,8 @@ checks on values returned by environments."""
 
 from __future__ import annotations
 
+import builtins
+import keyword
 import math
 import string
 
@@ -16,9 +18,10 @@ from spade_designer.validation.runner import Bounds, Instance, Rejection
 from spade_designer.validation.strategies import ActionProgram, generic_pool
 
 HASHER = MinHasher(permutations=64)
-identifiers = st.text(string.ascii_lowercase, min_size=3, max_size=8).filter(
-    lambda s: s not in {"def", "for", "and", "not", "try", "del", "len", "int", "str", "set", "abs", "min", "max", "sum", "all", "any", "map", "zip", "pow", "hex", "oct", "bin", "chr", "ord", "dir", "id", "self", "cls", "super", "iter", "next", "type", "list", "dict", "bool", "hash", "vars", "open", "eval", "exec", "input", "print", "range", "round", "slice", "tuple", "float", "bytes", "sorted", "object", "format", "filter", "class", "while", "yield", "async", "await", "break", "raise", "return", "pass", "with", "else", "elif", "from", "global", "lambda", "import", "assert", "finally", "except", "continue", "nonlocal", "true", "false", "none"}
-)
+#: Names the normaliser keeps as they are (keywords, builtins, self/cls/super) are not
+#: identifiers a rename can touch.
+_KEPT = frozenset(keyword.kwlist) | frozenset(dir(builtins)) | {"self", "cls", "super"}
+identifiers = st.text(string.ascii_lowercase, min_size=3, max_size=8).filter(lambda s: s not in _KEPT)
 
 
 def program(a: str, b: str, n: int) -> str:
@@ -156,3 +159,33 @@ def test_malformed_step_results_are_wrong_types(value):
         assert rej.code is Reason.step_wrong_types
     else:
         raise AssertionError(f"{value!r} was accepted as a step result")
+
+
+_values = st.one_of(
+    st.none(), st.booleans(), st.integers(-3, 3), st.floats(allow_nan=True, allow_infinity=True), st.text(max_size=120),
+    st.dictionaries(st.text(max_size=3), st.integers(), max_size=2), st.lists(st.integers(), max_size=2),
+)
+
+
+@given(
+    st.one_of(
+        st.tuples(_values, _values, _values, _values, _values),
+        st.tuples(st.text(max_size=120), st.floats(allow_nan=True), st.booleans(), st.booleans(), st.dictionaries(st.text(max_size=3), st.integers(), max_size=2)),
+        st.tuples(_values, _values, _values, _values),
+    )
+)
+def test_the_fast_check_of_a_step_agrees_with_the_full_one(out):
+    """``_check_step`` accepts the common well-typed tuple without the full checks: it must
+    accept and reject exactly what ``_check_step_values`` does."""
+
+    def outcome(full: bool):
+        env = Instance(_Returns(None), "src", Bounds((0.0, 1.0), 100, 10.0))
+        env.reset(0)
+        check = env._check_step_values if full else env._check_step
+        try:
+            step = check(out, 0.0, timed=False)
+        except Rejection as rej:
+            return rej.code
+        return (step.observation, step.reward, step.terminated, step.truncated, step.info)
+
+    assert outcome(full=False) == outcome(full=True)

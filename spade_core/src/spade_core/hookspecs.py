@@ -67,3 +67,11 @@ def spade_designer_reward_terms(context: DesignerRewardContext) -> dict[str, flo
 @hookspec
 def spade_agent_reward_terms(context: AgentRewardContext) -> dict[str, float] | None:
     """Return named terms added to the agent's reward for one episode, or ``None``."""
+
+
+@hookspec(firstresult=True)
+def spade_embed_texts(texts: list[str]) -> list[list[float]] | None:
+    """Return one embedding vector per text, in order (every vector the same length; any
+    scale, callers normalise), or ``None`` to leave it to another plugin. *firstresult*:
+    the first answer wins. Used by validation to find near-duplicate environment
+    descriptions; spade_designer's built-in lexical embedder answers last (``trylast``)."""

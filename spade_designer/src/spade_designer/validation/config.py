@@ -68,6 +68,15 @@ class ValidationConfig(BaseModel):
     novelty_threshold: float = Field(default=0.6, gt=0, le=1)
     minhash_permutations: int = Field(default=128, ge=16)
     shingle_size: int = Field(default=5, ge=1)
+    #: Cosine similarity of description embeddings at or above which a candidate is a
+    #: near-duplicate (used only where an embedding plugin answers ``spade_embed_texts``).
+    #: Calibrated for the built-in lexical embedder (:mod:`spade_designer.embedding`).
+    description_threshold: float = Field(default=0.8, gt=0, le=1)
+
+    # --- batches -------------------------------------------------------------------------
+    #: Validator processes of :meth:`Validator.validate_many` (0: one per CPU; 1: threads
+    #: of the calling process).
+    batch_processes: int = Field(default=0, ge=0)
 
     @model_validator(mode="after")
     def _bounds(self) -> ValidationConfig:

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from spade_core.domains import Domain
-from spade_core.metadata import Finding
+from spade_core.metadata import EnvMetadata, Finding
 
 from .codes import Reason, Stage
 from .config import ValidationConfig
@@ -41,7 +41,12 @@ class Run:
     config: ValidationConfig
     runner: EnvRunner | None
     domain: Domain | None = None
+    #: The index of known environments (:class:`..minhash.NoveltyIndex`).
     novelty: Any = None
+    #: A batch's earlier candidates that passed (same type as ``novelty``), or ``None``.
+    peers: Any = None
+    #: The candidate's metadata as given (passed on to validator processes).
+    metadata: EnvMetadata | None = None
     findings: list[Finding] = field(default_factory=list)
     instance: Instance | None = None
     #: ``solution()`` after ``reset(seed)``, per seed (``None``: not provided).

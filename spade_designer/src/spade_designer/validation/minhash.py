@@ -21,6 +21,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .descriptions import DescriptionIndex, Embedder
+
 _PRIME = np.uint64(4_294_967_311)  # smallest prime above 2**32
 _KEEP = frozenset(keyword.kwlist) | frozenset(dir(builtins)) | {"self", "cls", "super"}
 _SKIP = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT, tokenize.ENCODING, tokenize.ENDMARKER}
@@ -92,13 +94,16 @@ def similarity(a: np.ndarray, b: np.ndarray) -> float:
 
 
 class NoveltyIndex:
-    """MinHash signatures of known environments, by id, with signature caching by code hash.
+    """What novelty is judged against: MinHash signatures of known environments' code, by
+    id (cached by code hash), and, when an embedder is given, their descriptions'
+    embeddings (:class:`~.descriptions.DescriptionIndex`).
 
     Thread-safe: the designer validates batches concurrently against one index.
     """
 
-    def __init__(self, hasher: MinHasher | None = None) -> None:
+    def __init__(self, hasher: MinHasher | None = None, *, embedder: Embedder | None = None) -> None:
         self.hasher = hasher or MinHasher()
+        self.descriptions = DescriptionIndex(embedder) if embedder is not None else None
         self._ids: list[str] = []
         self._rows: list[np.ndarray] = []
         self._matrix: np.ndarray | None = None
@@ -113,7 +118,17 @@ class NoveltyIndex:
     def __contains__(self, env_id: object) -> bool:
         return env_id in self._known_ids
 
-    def add(self, env_id: str, source: str, code_hash: str | None = None) -> None:
+    def peers(self) -> NoveltyIndex:
+        """An empty index comparable with this one (same hasher and embedder): a batch's
+        candidates, checked against each other without entering this index."""
+        return NoveltyIndex(self.hasher, embedder=self.descriptions.embedder if self.descriptions is not None else None)
+
+    def add(self, env_id: str, source: str, code_hash: str | None = None, *, description: str = "") -> None:
+        self._add(env_id, source, code_hash)
+        if self.descriptions is not None and description:
+            self.descriptions.add([(env_id, description)])
+
+    def _add(self, env_id: str, source: str, code_hash: str | None) -> bool:
         sig = self._by_hash.get(code_hash) if code_hash else None
         if sig is None:
             sig = self.hasher.signature(source)
@@ -121,35 +136,40 @@ class NoveltyIndex:
                 self._by_hash[code_hash] = sig
         with self._lock:
             if env_id in self._known_ids:
-                return
+                return False
             self._known_ids.add(env_id)
             self._ids.append(env_id)
             self._rows.append(sig)
             self._matrix = None
+        return True
 
     def sync(self, store: object) -> int:
         """Add every environment of an ``EnvStore`` not indexed yet; returns how many were added.
 
         Environments are only ever added to a store, so when its count has not changed
         since the last sync nothing is read (a count is one cheap query; listing decodes
-        every document).
+        every document). New descriptions are embedded in one call.
         """
         key = (id(store), str(getattr(store, "url", "")))
         count = store.count()  # type: ignore[attr-defined]
         if self._synced.get(key) == count:
             return 0
-        added = 0
+        added: list[tuple[str, str]] = []
         for meta in store.find():  # type: ignore[attr-defined]
             if meta.id in self._known_ids:
                 continue
-            self.add(meta.id, store.get_source(meta.id), meta.code_hash or None)  # type: ignore[attr-defined]
-            added += 1
+            if self._add(meta.id, store.get_source(meta.id), meta.code_hash or None):  # type: ignore[attr-defined]
+                added.append((meta.id, meta.description))
+        if self.descriptions is not None:
+            self.descriptions.add([(i, d) for i, d in added if d])
         self._synced[key] = count
-        return added
+        return len(added)
 
     def nearest(self, source: str, *, exclude: str | None = None) -> tuple[str, float] | None:
         """The most similar indexed environment and its estimated similarity (``None`` if empty)."""
-        sig = self.hasher.signature(source)
+        return self.nearest_signature(self.hasher.signature(source), exclude=exclude)
+
+    def nearest_signature(self, sig: np.ndarray, *, exclude: str | None = None) -> tuple[str, float] | None:
         with self._lock:
             if not self._ids:
                 return None

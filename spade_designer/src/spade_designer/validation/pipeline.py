@@ -8,10 +8,11 @@ the sandbox pool; only the static stage runs here, and it executes nothing.
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,8 +23,10 @@ from spade_core.metadata import EnvMetadata, Finding, ValidationReport
 from .codes import STAGE_ORDER, Stage
 from .config import ValidationConfig
 from .context import Candidate, Run
+from .descriptions import plugin_embedder
 from .errors import ValidationInputError
 from .minhash import MinHasher, NoveltyIndex
+from .processes import CALLER_STAGES, SandboxJob, ValidatorProcesses
 from .runner import EnvRunner, Rejection
 from .stages import contract, degenerate, determinism, feasibility, load, novelty, static
 from .stages import fuzz as fuzz_stage
@@ -61,7 +64,9 @@ class Validator:
     need, and closed by :meth:`close`, when not given).
 
     ``novelty`` is the index of known environments; it is filled from ``store`` on every
-    :meth:`validate` call that passes one (signatures are cached by code hash).
+    :meth:`validate` call that passes one (signatures are cached by code hash). By default
+    its descriptions are embedded through the ``spade_embed_texts`` hook (code-only
+    novelty where no plugin answers).
     """
 
     def __init__(
@@ -76,10 +81,13 @@ class Validator:
         self._pool = pool
         self._owns_pool = pool is None
         self._pool_lock = threading.Lock()
-        self.novelty = novelty or NoveltyIndex(
-            MinHasher(permutations=self.config.minhash_permutations, shingle_size=self.config.shingle_size)
+        # ``is None``, not ``or``: an empty index is falsy (it has a length).
+        self.novelty = novelty if novelty is not None else NoveltyIndex(
+            MinHasher(permutations=self.config.minhash_permutations, shingle_size=self.config.shingle_size),
+            embedder=plugin_embedder(),
         )
         self._static_checker = static_checker
+        self._processes: ValidatorProcesses | None = None
 
     @property
     def pool(self) -> EnvRunner:
@@ -89,6 +97,9 @@ class Validator:
             return self._pool
 
     def close(self) -> None:
+        if self._processes is not None:
+            self._processes.close()
+            self._processes = None
         if self._owns_pool and self._pool is not None:
             self._pool.close()  # type: ignore[attr-defined]
             self._pool = None
@@ -124,18 +135,84 @@ class Validator:
         store: Any = None,
         max_workers: int | None = None,
     ) -> list[ValidationReport]:
-        """Validate a batch concurrently through the pool; reports come back in order."""
+        """Validate a batch; reports come back in order.
+
+        Every report is what :meth:`validate` would give for the same request, except that
+        the novelty stage also compares each candidate with the batch's earlier candidates
+        that passed every other stage (a twin in the batch is named by its metadata id,
+        or ``batch[i]`` without one): as if the batch were validated one by one, each
+        passing candidate entering the index before the next.
+
+        The sandbox stages run in ``max_workers`` validator processes (default
+        ``config.batch_processes``, 0 meaning one per CPU; :mod:`.processes`) when this
+        validator owns its sandbox pool and every request's domain is an installed plugin's;
+        otherwise (an injected pool or domain object) in threads of this process.
+        """
         if store is not None:
             self.novelty.sync(store)
         reqs = [r if isinstance(r, ValidationRequest) else ValidationRequest(r) for r in requests]
+        runs = [self._run(r.source, metadata=r.metadata, domain=r.domain, hint=r.hint, config=self.config) for r in reqs]
+        width = max_workers or self.config.batch_processes or os.cpu_count() or 1
+        if self._owns_pool and width > 1 and all(_named_domain(run.domain) for run in runs):
+            return self._validate_in_processes(runs, width)
+        return self._validate_in_threads(runs, max_workers)
+
+    def _validate_in_processes(self, runs: list[Run], width: int) -> list[ValidationReport]:
+        before, after = _split_stages(self.config)
+        parts: list[list[ValidationReport]] = []
+        pending: dict[int, Future[ValidationReport]] = {}
+        for i, run in enumerate(runs):
+            first = execute(run, self._no_runner, static_checker=self._static_checker, config=before)
+            parts.append([first])
+            if first.passed and self._processes_for(width).config.stages:
+                c = run.candidate
+                job = SandboxJob(c.source, run.metadata, run.domain.name if run.domain else None, c.hint)
+                pending[i] = self._processes_for(width).submit(job)
+        peers = self.novelty.peers()
+        out = []
+        for i, run in enumerate(runs):
+            if i in pending:
+                parts[i].append(pending[i].result())
+            out.append(self._finish(run, parts[i], after, peers, i))
+        return out
+
+    def _validate_in_threads(self, runs: list[Run], max_workers: int | None) -> list[ValidationReport]:
+        before, after = _split_stages(self.config)
+        middle = self.config.model_copy(update={"stages": tuple(s for s in self.config.stages if s is not Stage.novelty)})
         pool = self.pool  # create it once, before the threads race for it
         workers = max_workers or max(1, int(getattr(getattr(pool, "limits", None), "workers", 0) or 4))
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="spade-validate") as ex:
-            futures = [
-                ex.submit(self._validate, r.source, metadata=r.metadata, domain=r.domain, hint=r.hint, config=self.config)
-                for r in reqs
-            ]
-            return [f.result() for f in futures]
+            futures = [ex.submit(execute, run, lambda: self.pool, static_checker=self._static_checker, config=middle) for run in runs]
+            first = [f.result() for f in futures]
+        peers = self.novelty.peers()
+        return [self._finish(run, [rep], after, peers, i) for i, (run, rep) in enumerate(zip(runs, first, strict=True))]
+
+    def _finish(
+        self, run: Run, parts: list[ValidationReport], after: ValidationConfig, peers: NoveltyIndex, index: int
+    ) -> ValidationReport:
+        """The caller's last stage (novelty, against the store and the batch's earlier
+        passing candidates); a candidate that passes it joins ``peers``."""
+        if all(p.passed for p in parts) and after.stages:
+            run.findings = []
+            run.peers = peers
+            parts.append(execute(run, self._no_runner, config=after))
+        report = combine(parts)
+        if report.passed:
+            c = run.candidate
+            peers.add(c.env_id or f"batch[{index}]", c.source, description=c.description)
+        return report
+
+    def _processes_for(self, width: int) -> ValidatorProcesses:
+        if self._processes is not None and self._processes.processes != width:
+            self._processes.close()
+            self._processes = None
+        if self._processes is None:
+            self._processes = ValidatorProcesses(self.config, width)
+        return self._processes
+
+    @staticmethod
+    def _no_runner() -> EnvRunner:
+        raise RuntimeError("a caller-side stage asked for the sandbox")
 
     # ------------------------------------------------------------------------------------
 
@@ -156,6 +233,21 @@ class Validator:
             description=metadata.description if metadata else "",
         )
 
+    def _run(
+        self,
+        source: str,
+        *,
+        metadata: EnvMetadata | None,
+        domain: Domain | str | None,
+        hint: str | None,
+        config: ValidationConfig,
+    ) -> Run:
+        dom = resolve_domain(domain, metadata)
+        run = Run(candidate=self._candidate(source, metadata, dom, hint, config), config=config, runner=None, domain=dom)
+        run.novelty = self.novelty
+        run.metadata = metadata
+        return run
+
     def _validate(
         self,
         source: str,
@@ -165,10 +257,46 @@ class Validator:
         hint: str | None,
         config: ValidationConfig,
     ) -> ValidationReport:
-        dom = resolve_domain(domain, metadata)
-        run = Run(candidate=self._candidate(source, metadata, dom, hint, config), config=config, runner=None, domain=dom)
-        run.novelty = self.novelty
+        run = self._run(source, metadata=metadata, domain=domain, hint=hint, config=config)
         return execute(run, lambda: self.pool, static_checker=self._static_checker)
+
+
+def _named_domain(domain: Domain | None) -> bool:
+    """Whether a child process resolves this domain by name to the same plugin domain."""
+    if domain is None:
+        return True
+    from spade_core.plugins import get_plugins
+
+    try:
+        return get_plugins().domain(domain.name) == domain
+    except PluginError:
+        return False
+
+
+def _split_stages(config: ValidationConfig) -> tuple[ValidationConfig, ValidationConfig]:
+    """``config`` restricted to the caller's stages before the sandbox (static) and after
+    it (novelty)."""
+    before = tuple(s for s in config.stages if s is Stage.static)
+    after = tuple(s for s in config.stages if s is Stage.novelty)
+    return config.model_copy(update={"stages": before}), config.model_copy(update={"stages": after})
+
+
+def combine(parts: Sequence[ValidationReport]) -> ValidationReport:
+    """One report from the reports of consecutive stage ranges of one candidate (each
+    range run only if the ones before passed)."""
+    failed = next((p for p in parts if not p.passed), None)
+    timings: dict[str, float] = {}
+    for p in parts:
+        timings.update(p.timings)
+    return ValidationReport(
+        passed=failed is None,
+        failed_stage=failed.failed_stage if failed else None,
+        reasons=list(failed.reasons) if failed else [],
+        findings=[f for p in parts for f in p.findings],
+        timings=timings,
+        feasibility_proven=any(p.feasibility_proven for p in parts),
+        duplicate_of=next((p.duplicate_of for p in parts if p.duplicate_of), None),
+    )
 
 
 def resolve_domain(domain: Domain | str | None, metadata: EnvMetadata | None) -> Domain | None:
@@ -188,21 +316,31 @@ def resolve_domain(domain: Domain | str | None, metadata: EnvMetadata | None) ->
         return None  # metadata names a domain whose plugin is not installed: generic probes
 
 
-def execute(run: Run, runner: Callable[[], EnvRunner], *, static_checker: Callable[..., Any] | None = None) -> ValidationReport:
-    """Run the enabled stages in order until the first rejection; always closes instances."""
+def execute(
+    run: Run,
+    runner: Callable[[], EnvRunner],
+    *,
+    static_checker: Callable[..., Any] | None = None,
+    config: ValidationConfig | None = None,
+) -> ValidationReport:
+    """Run the enabled stages in order until the first rejection; always closes instances.
+
+    ``config`` (default ``run.config``) only chooses the stages; every stage reads its
+    settings from ``run.config``."""
+    stages = (config or run.config).stages
     timings: dict[str, float] = {}
     failed: Rejection | None = None
     failed_stage: Stage | None = None
     try:
         for stage in STAGE_ORDER:
-            if not run.config.enabled(stage):
+            if stage not in stages:
                 continue
             t0 = time.perf_counter()
             try:
                 if stage is Stage.static:
                     summary = static.check(run, static_checker)
                 else:
-                    if run.runner is None:
+                    if run.runner is None and stage not in CALLER_STAGES:
                         run.runner = runner()
                     summary = _CHECKS[stage](run)
             except Rejection as rej:

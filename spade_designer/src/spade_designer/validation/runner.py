@@ -137,7 +137,7 @@ class Bounds:
     call_time_bound_s: float
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Step:
     observation: str
     reward: float
@@ -349,6 +349,26 @@ class Instance:
         return steps
 
     def _check_step(self, out: Any, seconds: float, *, timed: bool) -> Step:
+        # The common case first, with exact type tests (a NaN fails the range test and a
+        # bool reward is not a float): every value of it is valid as it stands.
+        if type(out) is tuple and len(out) == 5:
+            obs, reward, terminated, truncated, info = out
+            lo, hi = self.bounds.reward_range
+            if (
+                type(obs) is str
+                and len(obs) <= self.bounds.max_observation_chars
+                and type(reward) is float
+                and lo - 1e-9 <= reward <= hi + 1e-9
+                and type(terminated) is bool
+                and type(truncated) is bool
+                and type(info) is dict
+            ):
+                if timed:
+                    self._slow("step", seconds)
+                return Step(obs, reward, terminated, truncated, dict(info), seconds)
+        return self._check_step_values(out, seconds, timed=timed)
+
+    def _check_step_values(self, out: Any, seconds: float, *, timed: bool) -> Step:
         if not isinstance(out, tuple) or len(out) not in (4, 5):
             raise Rejection(
                 Reason.step_wrong_types,

@@ -1,0 +1,113 @@
+"""Validator processes: the sandbox stages of a batch, spread over CPU cores.
+
+A validation spends most of the caller's CPU in Hypothesis, the invariant checks and the
+IPC to the sandbox; in threads of one process that work is serialised by the GIL, so a
+thread pool does not scale. :class:`ValidatorProcesses` runs a
+:class:`~.pipeline.Validator` in each of ``processes`` child processes, each with its own
+sandbox pool, and hands them the stages between ``static`` and ``novelty``: the static
+stage (cheap, executes nothing) and the novelty stage (it needs the one index of known
+environments and the batch's earlier candidates) stay in the calling process.
+
+Children are started with ``spawn`` (the caller may hold threads and sandbox pipes that
+must not be forked), once, on the first batch; :meth:`close` stops them and their pools.
+"""
+
+from __future__ import annotations
+
+import atexit
+import multiprocessing
+from concurrent.futures import Future, ProcessPoolExecutor
+from dataclasses import dataclass
+
+from spade_core.metadata import EnvMetadata, ValidationReport
+
+from .codes import Stage
+from .config import ValidationConfig
+
+#: Stages that stay in the calling process (see the module docstring).
+CALLER_STAGES = frozenset({Stage.static, Stage.novelty})
+
+
+@dataclass(frozen=True)
+class SandboxJob:
+    """One candidate for a child: plain, picklable values only (a domain by its name)."""
+
+    source: str
+    metadata: EnvMetadata | None
+    domain: str | None
+    hint: str | None
+
+
+def sandbox_stages(config: ValidationConfig) -> ValidationConfig:
+    """``config`` restricted to the stages a child runs."""
+    return config.model_copy(update={"stages": tuple(s for s in config.stages if s not in CALLER_STAGES)})
+
+
+# --- the child's side --------------------------------------------------------------------
+
+_validator: object = None
+
+
+def _start_child(config_json: str) -> None:
+    from .pipeline import Validator
+
+    global _validator
+    validator = Validator(config=ValidationConfig.model_validate_json(config_json))
+    _validator = validator
+    atexit.register(validator.close)  # the child's sandbox pool goes with it
+
+
+def _run_job(job: SandboxJob) -> ValidationReport:
+    return _validator.validate(job.source, metadata=job.metadata, domain=job.domain, hint=job.hint)  # type: ignore[attr-defined]
+
+
+def _ping() -> bool:
+    return _validator is not None
+
+
+# --- the caller's side -------------------------------------------------------------------
+
+
+class ValidatorProcesses:
+    """``processes`` child validators sharing one configuration.
+
+    :meth:`submit` returns a future of the child's report for the sandbox stages of
+    ``config`` (the caller's stages left out). Not thread-safe to close while submitting.
+    """
+
+    def __init__(self, config: ValidationConfig, processes: int) -> None:
+        if processes < 1:
+            raise ValueError(f"processes must be at least 1, got {processes}")
+        self.config = sandbox_stages(config)
+        self.processes = processes
+        self._executor: ProcessPoolExecutor | None = None
+
+    def start(self) -> None:
+        """Start the children and wait until each has its validator (idempotent)."""
+        if self._executor is not None:
+            return
+        self._executor = ProcessPoolExecutor(
+            max_workers=self.processes,
+            mp_context=multiprocessing.get_context("spawn"),
+            initializer=_start_child,
+            initargs=(self.config.model_dump_json(),),
+        )
+        # One ping per child starts them all now rather than on the batch's critical path.
+        for f in [self._executor.submit(_ping) for _ in range(self.processes)]:
+            f.result()
+
+    def submit(self, job: SandboxJob) -> Future[ValidationReport]:
+        self.start()
+        assert self._executor is not None
+        return self._executor.submit(_run_job, job)
+
+    def close(self) -> None:
+        if self._executor is not None:
+            self._executor.shutdown(wait=True, cancel_futures=True)
+            self._executor = None
+
+    def __enter__(self) -> ValidatorProcesses:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
