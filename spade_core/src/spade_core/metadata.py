@@ -3,16 +3,20 @@
 The JSON Schema of :class:`EnvMetadata` (``spade_core.metadata.json_schema()``) is the
 published contract; bump :data:`SCHEMA_VERSION` on any incompatible change and add a
 migration in the store.
+
+The pydantic models (``EnvMetadata``, ``ValidationReport``, ``Finding``, ``StatsSnapshot``,
+``DocumentRef``) and ``json_schema`` are defined in :mod:`spade_core._metadata_models` and
+loaded on first access here; ``ActionFormat``, ``NAME_RE``, ``code_hash``, ``EnvStatus``,
+``TRANSITIONS`` and ``SCHEMA_VERSION`` import no pydantic, so the modules ``import
+spade_core`` loads (plugins included) may use them freely.
 """
 
 from __future__ import annotations
 
-import re
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Any, Final, Literal
-
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from importlib import import_module
+from typing import TYPE_CHECKING, Any, Final
 
 # Defined in spade_core.names (pydantic-free, for the light import path); re-exported here.
 from .names import NAME_RE as NAME_RE
@@ -41,144 +45,31 @@ TRANSITIONS: dict[EnvStatus, frozenset[EnvStatus]] = {
     EnvStatus.retired: frozenset({EnvStatus.admitted}),
 }
 
+if TYPE_CHECKING:
+    from ._metadata_models import DocumentRef, EnvMetadata, Finding, StatsSnapshot, ValidationReport, json_schema
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+_MODELS = frozenset({"DocumentRef", "EnvMetadata", "Finding", "StatsSnapshot", "ValidationReport", "json_schema"})
 
-
-class Finding(_Model):
-    """One observation of a validation stage."""
-
-    stage: str
-    ok: bool
-    message: str
-    #: Machine-readable reason code (e.g. ``"banned_import"``, ``"near_duplicate"``).
-    code: str | None = None
-    #: Replayable action list that reproduces a failure, when there is one.
-    actions: list[str] | None = None
-    seed: int | None = None
-    details: dict[str, Any] = Field(default_factory=dict)
-
-
-class ValidationReport(_Model):
-    """Outcome of the validation pipeline for one code version."""
-
-    passed: bool
-    #: The stage that rejected the environment, or ``None`` when it passed.
-    failed_stage: str | None = None
-    reasons: list[str] = Field(default_factory=list)
-    findings: list[Finding] = Field(default_factory=list)
-    #: Seconds spent per stage.
-    timings: dict[str, float] = Field(default_factory=dict)
-    feasibility_proven: bool = False
-    #: id of the near-duplicate twin in the store, when novelty rejected it.
-    duplicate_of: str | None = None
-    validated_at: datetime = Field(default_factory=utcnow)
-
-    @model_validator(mode="after")
-    def _consistent(self) -> ValidationReport:
-        if self.passed and self.failed_stage is not None:
-            raise ValueError("a passed report cannot name a failed_stage")
-        if not self.passed and self.failed_stage is None:
-            raise ValueError("a failed report must name failed_stage")
-        return self
+__all__ = [
+    "NAME_RE",
+    "SCHEMA_VERSION",
+    "TRANSITIONS",
+    "ActionFormat",
+    "DocumentRef",
+    "EnvMetadata",
+    "EnvStatus",
+    "Finding",
+    "StatsSnapshot",
+    "ValidationReport",
+    "code_hash",
+    "json_schema",
+    "utcnow",
+]
 
 
-class StatsSnapshot(_Model):
-    """Measured play statistics of an environment at one policy snapshot."""
-
-    policy_snapshot: str = Field(min_length=1, description="checkpoint / training step identifier")
-    samples: int = Field(ge=0)
-    win_rate: float = Field(ge=0.0, le=1.0)
-    regret: float | None = Field(default=None, ge=0.0)
-    mean_return_hinted: float | None = Field(default=None, ge=-1.0, le=1.0)
-    mean_return_unhinted: float | None = Field(default=None, ge=-1.0, le=1.0)
-    measured_at: datetime = Field(default_factory=utcnow)
-
-
-class DocumentRef(_Model):
-    """Which grounding document an environment was designed from."""
-
-    corpus: str
-    doc_id: str
-    title: str | None = None
-    sha256: str | None = None
-
-
-class EnvMetadata(_Model):
-    """Everything SPADE knows about one version of one environment."""
-
-    schema_version: Literal[1] = SCHEMA_VERSION
-    #: Unique id of this version: ``<name>-v<version>``.
-    id: str = ""
-    name: str = Field(min_length=1, max_length=120)
-    version: int = Field(default=1, ge=1)
-    domain: str = Field(min_length=1, max_length=64)
-    skill: str = Field(min_length=1, max_length=120)
-    description: str = Field(default="", max_length=10_000)
-    difficulty: float | None = Field(default=None, ge=0.0, le=1.0)
-    max_turns: int = Field(default=25, ge=1, le=10_000)
-    reward_range: tuple[float, float] = (0.0, 1.0)
-    action_format: ActionFormat = ActionFormat.boxed
-    class_name: str | None = None
-    document: DocumentRef | None = None
-    designer_model: str | None = None
-    parent_ids: list[str] = Field(default_factory=list)
-    code_hash: str = Field(default="", description="sha256 of the source; filled by the store")
-    hint: str | None = Field(default=None, max_length=4_000)
-    nondeterministic: bool = False
-    validation: ValidationReport | None = None
-    stats: list[StatsSnapshot] = Field(default_factory=list)
-    status: EnvStatus = EnvStatus.candidate
-    tags: list[str] = Field(default_factory=list)
-    created_at: datetime = Field(default_factory=utcnow)
-    updated_at: datetime = Field(default_factory=utcnow)
-
-    @field_validator("name")
-    @classmethod
-    def _name_ok(cls, v: str) -> str:
-        if not NAME_RE.match(v):
-            raise ValueError(
-                "name must start with a letter and contain only letters, digits, '_' and '.' "
-                f"(it becomes the Gymnasium id spade/<name>-v<N>); got {v!r}"
-            )
-        return v
-
-    @field_validator("code_hash")
-    @classmethod
-    def _hash_ok(cls, v: str) -> str:
-        if v and not re.fullmatch(r"[0-9a-f]{64}", v):
-            raise ValueError("code_hash must be 64 lowercase hex characters (sha256)")
-        return v
-
-    @field_validator("reward_range")
-    @classmethod
-    def _range_ok(cls, v: tuple[float, float]) -> tuple[float, float]:
-        lo, hi = v
-        if not (lo < hi) or any(x != x or x in (float("inf"), float("-inf")) for x in v):
-            raise ValueError(f"reward_range must be finite with low < high; got {v}")
-        return v
-
-    @model_validator(mode="after")
-    def _fill_id(self) -> EnvMetadata:
-        expected = f"{self.name}-v{self.version}"
-        if not self.id:
-            object.__setattr__(self, "id", expected)
-        elif self.id != expected:
-            raise ValueError(f"id {self.id!r} does not match name and version ({expected!r})")
-        return self
-
-    @property
-    def gym_id(self) -> str:
-        return f"spade/{self.id}"
-
-    @property
-    def latest_stats(self) -> StatsSnapshot | None:
-        return self.stats[-1] if self.stats else None
-
-
-def json_schema() -> dict[str, Any]:
-    """The JSON Schema of :class:`EnvMetadata` (the published metadata contract)."""
-    schema = EnvMetadata.model_json_schema()
-    schema["$id"] = f"https://spade.dev/schemas/env-metadata-v{SCHEMA_VERSION}.json"
-    return schema
+def __getattr__(name: str) -> Any:
+    if name not in _MODELS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module("._metadata_models", __package__), name)
+    globals()[name] = value
+    return value
