@@ -65,6 +65,11 @@ def _median(samples: list[float]) -> float:
     return statistics.median(samples)
 
 
+def _load() -> str:
+    """The 1-minute load average (wall times on a shared 2-core machine depend on it)."""
+    return f"load average {os.getloadavg()[0]:.1f}"
+
+
 def _meta(i: int, status: str = "admitted") -> EnvMetadata:
     return EnvMetadata(name=f"env{i}", domain="games", skill=f"skill{i % 6}", status=status, max_turns=25)
 
@@ -191,6 +196,7 @@ def import_and_make_table(store_path: Path, n: int, work: Path, repeats: int) ->
         )
         table.add_row(f"import + first make, {n // 1000}k store", mode, f"{r['wall']:.3f}", f"{r['cpu']:.3f}",
                       f"{r['import']:.3f}", f"{r['make']:.3f}", f"{r['cpu'] / floor['cpu']:.2f}x", ok)
+    table.caption = f"{table.caption or ''} {_load()} when the table was done.".strip()
     return table
 
 
@@ -227,6 +233,7 @@ def import_breakdown_table(home: Path, repeats: int = 5) -> Table:
         table.add_row(package, f"{secs:.3f}", f"{secs / total:.0%}")
     table.add_row("(everything else)", f"{total - shown:.3f}", f"{(total - shown) / total:.0%}")
     table.add_row("[bold]total", f"{total:.3f}", "100%")
+    table.caption = f"{table.caption or ''} {_load()} when the table was done.".strip()
     return table
 
 
@@ -256,18 +263,34 @@ def registration_table(store_path: Path, sizes: list[int], loop_sizes: list[int]
         registry._registered_stored.clear()
         registry._registered_stored.update(saved_stored)
 
-    table = Table(title=f"Registration cost (in-process, median of {repeats}; gym.register at 10k: one run)")
+    table = Table(
+        title=f"Registration cost (in-process, median of {repeats}; gym.register at 10k: one run)",
+        caption="Linear means CPU ratio ~ size ratio.",
+    )
     for col in ("method", "envs", "wall (s)", "CPU (s)", "CPU µs / env", "CPU ratio", "size ratio"):
         table.add_column(col, justify="left" if col == "method" else "right")
 
-    base = None
-    for n in sizes:
-        path = admitted_copy(store_path, work / f"scale-{n}" / "store.db", n)
-        url = f"sqlite:///{path}"
-        wall, cpu = _timed(lambda url=url: registry.register(url, seeds=False), repeats, reset)
-        base = base or (cpu, n)
-        table.add_row("registry.register (read ids + insert specs)", f"{n:,}", f"{wall:.3f}", f"{cpu:.3f}",
-                      f"{cpu / n * 1e6:.2f}", f"{cpu / base[0]:.1f}x", f"{n / base[1]:.0f}x")
+    from spade_core.store import id_snapshot
+
+    def without_snapshot(path: Path) -> Callable[[], None]:
+        def run() -> None:  # what the first import after a change of the admitted set does
+            id_snapshot.snapshot_path(path).unlink(missing_ok=True)
+            registry.register(f"sqlite:///{path}", seeds=False)
+
+        return run
+
+    for label, snapshot in (("registry.register, id snapshot current", True),
+                            ("registry.register, store changed (reads ids, rewrites snapshot)", False)):
+        base = None
+        for n in sizes:
+            path = admitted_copy(store_path, work / f"scale-{n}" / "store.db", n)
+            url = f"sqlite:///{path}"
+            run = (lambda url=url: registry.register(url, seeds=False)) if snapshot else without_snapshot(path)
+            run()  # writes the snapshot
+            wall, cpu = _timed(run, repeats, reset)
+            base = base or (cpu, n)
+            table.add_row(label, f"{n:,}", f"{wall:.3f}", f"{cpu:.3f}",
+                          f"{cpu / n * 1e6:.2f}", f"{cpu / base[0]:.1f}x", f"{n / base[1]:.0f}x")
 
     base = None
     for n in loop_sizes:
@@ -281,6 +304,7 @@ def registration_table(store_path: Path, sizes: list[int], loop_sizes: list[int]
         base = base or (cpu, n)
         table.add_row("gym.register in a loop (contrast)", f"{n:,}", f"{wall:.3f}", f"{cpu:.3f}",
                       f"{cpu / n * 1e6:.1f}", f"{cpu / base[0]:.1f}x", f"{n / base[1]:.1f}x")
+    table.caption = f"{table.caption or ''} {_load()} when the table was done.".strip()
     return table
 
 
@@ -304,7 +328,7 @@ def store_rows(url: str, label: str, store_size: int, inserts: int, lookups: int
         rows.append((label, "add(), one per transaction", f"{inserts:,}", f"{rate:,.0f} /s",
                      f"{cpu_rate:,.0f} /s", f">= {INSERT_TARGET_PER_S:,} /s", ok))
 
-        metas = [_meta(offset + inserts + i, status="candidate") for i in range(inserts * 5)]
+        metas = [_meta(offset + inserts + i, status="candidate") for i in range(inserts * 2)]
         cpu0, started = time.process_time(), time.perf_counter()
         store.add_many(((ENV_SOURCE.format(tag=f"m{m.name}"), m) for m in metas), batch_size=500)
         rate = len(metas) / (time.perf_counter() - started)
@@ -331,7 +355,11 @@ def store_rows(url: str, label: str, store_size: int, inserts: int, lookups: int
 
 
 def store_table(store_path: Path, store_size: int, inserts: int, lookups: int) -> Table:
-    table = Table(title="Store throughput (one writer) and lookups")
+    table = Table(
+        title="Store throughput (one writer) and lookups",
+        caption="add(): one environment per transaction, sustained over enough adds to include WAL checkpoints. "
+        f"{_load()} at the end of the table.",
+    )
     for col in ("backend", "operation", "count", "wall", "CPU", "target", "met"):
         table.add_column(col)
     for row in store_rows(f"sqlite:///{store_path}", "SQLite (WAL)", store_size, inserts, lookups):
@@ -356,6 +384,7 @@ def store_table(store_path: Path, store_size: int, inserts: int, lookups: int) -
             admin.dispose()
     else:
         table.add_row("PostgreSQL", "skipped: SPADE_TEST_POSTGRES_URL not set", "", "", "", "", "")
+    table.caption = f"{table.caption or ''} {_load()} when the table was done.".strip()
     return table
 
 
@@ -377,7 +406,7 @@ def main(argv: list[str] | None = None) -> None:
         console.print(import_and_make_table(store_path, n, work, repeats))
         console.print(import_breakdown_table(work / "home-in-process", repeats))
         console.print(registration_table(store_path, sizes, loop_sizes, work, 5 if not quick else 3))
-        console.print(store_table(store_path, n, 1_000 if not quick else 300, 2_000))
+        console.print(store_table(store_path, n, 5_000 if not quick else 1_000, 2_000))
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

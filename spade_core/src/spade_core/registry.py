@@ -103,8 +103,8 @@ def _spec_class(store_url: str) -> type[StoredEnvSpec]:
     return cls
 
 
-_set_id = StoredEnvSpec.id.__set__  # type: ignore[attr-defined]  # slot descriptors
-_set_name = StoredEnvSpec.name.__set__  # type: ignore[attr-defined]
+_set_id = vars(StoredEnvSpec)["id"].__set__  # the slot descriptors
+_set_name = vars(StoredEnvSpec)["name"].__set__
 
 
 def _stored_specs(gym_ids: list[str], store_url: str, names: list[str] | None = None) -> list[StoredEnvSpec]:
@@ -339,7 +339,7 @@ def make_stored_env(
             render_mode=render_mode,
         )
     try:
-        from spade_sandbox import SandboxedEnv  # type: ignore[attr-defined]  # lazy export
+        from spade_sandbox import SandboxedEnv
     except ImportError as exc:
         if exc.name not in ("spade_sandbox", None):
             raise
