@@ -357,8 +357,7 @@ def store_rows(url: str, label: str, store_size: int, inserts: int, lookups: int
 def store_table(store_path: Path, store_size: int, inserts: int, lookups: int) -> Table:
     table = Table(
         title="Store throughput (one writer) and lookups",
-        caption="add(): one environment per transaction, sustained over enough adds to include WAL checkpoints. "
-        f"{_load()} at the end of the table.",
+        caption="add(): one environment per transaction, sustained over enough adds to include WAL checkpoints.",
     )
     for col in ("backend", "operation", "count", "wall", "CPU", "target", "met"):
         table.add_column(col)
