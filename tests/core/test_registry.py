@@ -414,6 +414,26 @@ def test_gym_make_of_one_stored_env_does_not_expand_every_spec(tmp_path: Path) -
 
 
 @pytest.mark.usefixtures("clean_registry")
+def test_gymnasium_tools_read_stored_specs_like_any_other(tmp_path: Path) -> None:
+    """``gym.spec``, ``pprint_registry`` and the unversioned lookup of ``make`` (which scans
+    every spec's namespace, name and version) on slot-built specs."""
+    url = f"sqlite:///{tmp_path / 'store.db'}"
+    with EnvStore(url) as store:
+        store.add(GUESS.read_text(), guess_meta("guess", status="admitted"))
+        store.add(GUESS.read_text() + "\n# v2", guess_meta("guess"), new_version=True)
+        store.set_status("guess-v2", EnvStatus.admitted)
+    registry.register(url, seeds=False)
+    spec = gym.spec("spade/guess-v2")
+    assert (spec.namespace, spec.name, spec.version, spec.kwargs["env_id"]) == ("spade", "guess", 2, "guess-v2")
+    listing = gym.pprint_registry(disable_print=True)
+    assert "guess-v1" in listing and "guess-v2" in listing
+    with pytest.warns(UserWarning, match="Using the latest versioned environment `spade/guess-v2`"):
+        env = gym.make("spade/guess", config=SpadeConfig(store_envs_run="in-process"))
+    assert env.spec is not None and env.spec.id == "spade/guess-v2"
+    env.close()
+
+
+@pytest.mark.usefixtures("clean_registry")
 @pytest.mark.parametrize("enabled", [True, False])
 def test_registration_leaves_the_garbage_collector_as_it_found_it(enabled: bool) -> None:
     import gc
