@@ -19,6 +19,7 @@ from spade_core.metadata import EnvMetadata, EnvStatus
 from spade_trainer.config import load_selfplay_config
 from spade_trainer.design import DesignedCandidate
 from spade_trainer.errors import CheckpointError
+from spade_trainer.progress import design_progress
 from spade_trainer.selfplay import SelfPlayRun, latest_checkpoint
 
 from .envs import GUESS_ENV
@@ -80,7 +81,16 @@ def test_two_iterations_exercise_every_stage(tmp_path: Path) -> None:
     assert first["regret_mean"] is not None and 0.0 <= first["win_rate"] <= 1.0
     assert first["train"]["loss"] is not None and first["samples"]["designer_samples"] == 2
     assert first["samples"]["agent_samples"] == 4
-    assert first["designer_shaping"]["invalid_env"] == pytest.approx(-0.5)
+    # the invalid candidate was rejected at "load": penalised less than an extraction failure
+    assert first["designer_shaping"]["invalid_env"] == pytest.approx(-0.5 * (1 - design_progress("load")))
+    assert -0.5 < first["designer_shaping"]["invalid_env"] < 0
+    # a real policy update: samples carried signal, the gradient and the weights moved
+    for rec in lines:
+        update = rec["update"]
+        assert update["nonzero_advantages"] >= 2
+        assert update["grad_norm"] > 0
+        assert update["param_delta_l2"] > 0 and update["param_delta_max"] > 0
+        assert rec["timings"]["update_s"] >= 0
     assert first["pool_size"] >= 19
     assert run.trainer.state.global_step == 2
     # the store recorded stats for every played environment; designed envs are registered

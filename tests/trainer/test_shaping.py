@@ -28,7 +28,11 @@ def test_builtin_plugin_is_registered_through_the_entry_point(plugins: SpadePlug
 
 
 def test_an_invalid_environment_is_penalised(plugins: SpadePlugins) -> None:
-    assert designer_terms(plugins, _ctx(valid=False, failed_stage="contract")) == {"invalid_env": -0.5}
+    # graded by how far it got: rejected at "contract", 4 of the 12 gates passed
+    assert designer_terms(plugins, _ctx(valid=False, failed_stage="contract")) == {
+        "invalid_env": pytest.approx(-0.5 * (1 - 4 / 12))
+    }
+    assert designer_terms(plugins, _ctx(valid=False)) == {"invalid_env": -0.5}  # no stage: full penalty
 
 
 def test_a_novel_valid_environment_earns_a_bonus(plugins: SpadePlugins) -> None:

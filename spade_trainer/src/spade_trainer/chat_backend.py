@@ -16,7 +16,13 @@ class PolicyChatBackend:
 
     ``stop`` strings cut the returned *text*; the token ids stay those sampled, since the
     trainer learns from what the policy actually produced.
+
+    A conversation ending with an assistant message is a prefilled reply (the designer's
+    code scaffold): it is rendered open and the policy continues it, so a short reply budget
+    is spent on the game rather than on boilerplate. The prefill is part of the prompt ids.
     """
+
+    continues_final_message = True
 
     def __init__(self, policy: TokenPolicy, tokenizer: Any, *, name: str = "policy", model_name: str = "policy") -> None:
         self.policy = policy
@@ -38,7 +44,7 @@ class PolicyChatBackend:
         check_sampling(max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p, backend=self.name)
         if not conversations:
             return []
-        texts = [self.tokenizer.apply_chat_template(c, tokenize=False, add_generation_prompt=True) for c in conversations]
+        texts = [self.render(c) for c in conversations]
         prompts = [list(ids) for ids in self.tokenizer(texts, add_special_tokens=False)["input_ids"]]
         gens = self.policy.generate(
             prompts, max_new_tokens=max_new_tokens, sampling=Sampling(temperature, top_p), seed=seed
@@ -59,3 +65,9 @@ class PolicyChatBackend:
                 )
             )
         return out
+
+    def render(self, conversation: Conversation) -> str:
+        """Prompt text of one conversation; a final assistant message is left open."""
+        if conversation and conversation[-1].get("role") == "assistant":
+            return self.tokenizer.apply_chat_template(conversation, tokenize=False, continue_final_message=True)
+        return self.tokenizer.apply_chat_template(conversation, tokenize=False, add_generation_prompt=True)

@@ -31,6 +31,10 @@ class ModelSettings(_Section):
     gguf_file: str | None = None
     device: str = "cpu"
     dtype: Literal["float32", "bfloat16", "float16"] = "float32"
+    #: torch intra-op threads of this process (``None``: torch's default, one per core).
+    #: On a small shared CPU one thread is faster: with other processes busy, idle-spinning
+    #: OpenMP workers cost more than the second core gives (measured in docs/trainer.md).
+    threads: int | None = Field(default=None, ge=1)
 
 
 class GenerationSettings(_Section):
@@ -55,7 +59,9 @@ class RewardSettings(_Section):
     plateau: tuple[float, float, float, float] = (0.15, 0.4, 0.6, 0.85)
     invalid_reward: float = 0.0
     #: Weights handed to shaping plugins (``context.extra["shaping"]``).
-    shaping: dict[str, float] = Field(default_factory=lambda: {"invalid_penalty": 0.5, "novelty_weight": 0.1})
+    shaping: dict[str, float] = Field(
+        default_factory=lambda: {"invalid_penalty": 0.5, "novelty_weight": 0.1, "well_formed_weight": 0.1}
+    )
 
     def spec(self) -> DesignerRewardSpec:
         lo, blo, bhi, hi = self.plateau

@@ -20,7 +20,9 @@ class DesignedCandidate:
     ``prompt_ids`` / ``completion_ids`` / ``logprobs`` are the designer turn the policy
     produced (``None`` when the backend gave no ids: the candidate is then not trained on).
     ``stages_passed`` lists validation stages passed in order; ``failed_stage`` names the
-    one that rejected it.
+    one that rejected it. ``novelty`` is the validation novelty stage's score in [0, 1]
+    (1 - code similarity to the nearest stored environment), ``None`` when the stage did
+    not run.
     """
 
     skill: str
@@ -34,6 +36,8 @@ class DesignedCandidate:
     completion_ids: list[int] | None = None
     logprobs: list[float] | None = None
     reasons: tuple[str, ...] = field(default_factory=tuple)
+    #: :func:`~.progress.code_structure` of the reply: how much of an environment it wrote.
+    code_structure: float = 0.0
 
 
 class DesignStage(Protocol):

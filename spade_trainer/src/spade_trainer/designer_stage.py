@@ -8,11 +8,15 @@ win rate), validates in its own sandbox pool and admits into the run's store.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from spade_core.metadata import ValidationReport
+
 from .chat_backend import PolicyChatBackend
 from .design import DesignedCandidate
+from .progress import code_structure
 
 if TYPE_CHECKING:
     from .selfplay import SelfPlayRun
@@ -85,6 +89,50 @@ def stages_passed(c: Any) -> tuple[str, ...]:
     return tuple(passed)
 
 
+_SIMILARITY = re.compile(r"at similarity (\d+(?:\.\d+)?)")
+
+
+def novelty_score(report: ValidationReport | None) -> float | None:
+    """The novelty stage's score of a validation report: ``1 - similarity`` to the nearest
+    stored environment, 1.0 when there was nothing to compare with, ``None`` when the
+    stage did not run.
+
+    The stage states the similarity in ``Finding.details["similarity"]`` when it rejects,
+    and in its message (``"... at similarity 0.42"``) when it passes.
+    """
+    if report is None:
+        return None
+    for f in report.findings:
+        if f.stage != "novelty":
+            continue
+        sim = f.details.get("similarity") if f.details else None
+        if sim is None:
+            m = _SIMILARITY.search(f.message)
+            if m is None:
+                return 1.0 if f.ok else None  # passed with no stored environment to compare with
+            sim = float(m.group(1))
+        return max(0.0, min(1.0, 1.0 - float(sim)))
+    return None
+
+
+def candidate_novelty(c: Any) -> float | None:
+    """Novelty of the attempt that decided a candidate (the passing one, else the last)."""
+    attempts = list(getattr(c, "attempts", []) or [])
+    decided = next((a for a in reversed(attempts) if a.passed), attempts[-1] if attempts else None)
+    return novelty_score(decided.report) if decided is not None else None
+
+
+def _structure(c: Any) -> float:
+    """:func:`code_structure` of the first attempt's whole reply (scaffold prefill included)."""
+    attempts = list(getattr(c, "attempts", []) or [])
+    if not attempts:
+        return 0.0
+    first = attempts[0]
+    reply = getattr(first, "reply", None)
+    text = reply if isinstance(reply, str) else (first.completion.text if first.completion else "")
+    return code_structure(text)
+
+
 def candidate(c: Any, skill: str) -> DesignedCandidate:
     """Map a ``spade_designer`` ``CandidateResult`` onto :class:`DesignedCandidate`."""
     comp = c.completion
@@ -96,11 +144,12 @@ def candidate(c: Any, skill: str) -> DesignedCandidate:
         env_id=meta.id if (meta is not None and c.admitted) else None,
         failed_stage=None if c.admitted else c.rejected_stage,
         stages_passed=stages_passed(c),
-        novelty=None,
+        novelty=candidate_novelty(c),
         prompt_ids=list(comp.prompt_ids) if comp is not None and comp.prompt_ids else None,
         completion_ids=list(comp.completion_ids) if comp is not None and comp.completion_ids else None,
         logprobs=list(comp.logprobs) if comp is not None and comp.logprobs is not None else None,
         reasons=tuple(c.reasons),
+        code_structure=_structure(c),
     )
 
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 import torch
+from transformers import TrainerCallback
 from trl import GRPOConfig, GRPOTrainer
 
 from .errors import TrainerError
@@ -139,12 +140,28 @@ def build_trainer(
         callbacks=list(callbacks),
     )
     trainer._spade_rollout = rollout
+    trainer._spade_delta = ParameterDelta()
+    trainer.add_callback(_AttachDelta(trainer._spade_delta))
     # progress is ours (rich); TRL's per-step printing would interleave with it
     from transformers.trainer_callback import PrinterCallback, ProgressCallback
 
     trainer.remove_callback(PrinterCallback)
     trainer.remove_callback(ProgressCallback)
     return trainer
+
+
+class _AttachDelta(TrainerCallback):
+    """Hooks :class:`ParameterDelta` onto the optimizer once the trainer has built it."""
+
+    def __init__(self, delta: ParameterDelta) -> None:
+        self.delta = delta
+
+    def on_train_begin(self, args: Any, state: Any, control: Any, optimizer: Any = None, **kw: Any) -> None:
+        if optimizer is not None:
+            self.delta.attach(optimizer)
+
+    def on_train_end(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
+        self.delta.detach()
 
 
 class SelfPlayRollout:
@@ -163,6 +180,8 @@ class SelfPlayRollout:
             "dropped": dropped,
             "designer_samples": sum(s.role is Role.designer for s in samples),
             "agent_samples": sum(s.role is Role.agent for s in samples),
+            # what makes the step a real update: a sample with advantage 0 adds no gradient
+            "nonzero_advantages": sum(s.advantage != 0.0 for s in fitted),
         }
         trainer.set_pending_advantages([s.advantage for s in fitted])
         return {
@@ -173,6 +192,59 @@ class SelfPlayRollout:
             "role_reward": [s.reward for s in fitted],
             "role": [s.role.value for s in fitted],
         }
+
+
+class ParameterDelta:
+    """Measures how far each optimizer step moves the weights: L2 norm of the parameter
+    change (``last_l2``) and the largest absolute change (``last_max``).
+
+    :meth:`attach` hooks the torch optimizer (the one inside accelerate's wrapper): before
+    a step it copies the trainable parameters, after it compares. The copy lives only for
+    the optimizer step, after the backward pass has freed its activations.
+    """
+
+    def __init__(self) -> None:
+        self.last_l2: float | None = None
+        self.last_max: float | None = None
+        self.steps = 0
+        self._before: list[torch.Tensor] | None = None
+        self._handles: list[Any] = []
+
+    def attach(self, optimizer: Any) -> None:
+        inner = getattr(optimizer, "optimizer", optimizer)  # accelerate's AcceleratedOptimizer
+        if not isinstance(inner, torch.optim.Optimizer):
+            raise TrainerError(f"cannot measure parameter deltas of {type(inner).__name__}: not a torch optimizer")
+        self.detach()
+        self._handles = [inner.register_step_pre_hook(self._pre), inner.register_step_post_hook(self._post)]
+
+    def detach(self) -> None:
+        for h in self._handles:
+            h.remove()
+        self._handles = []
+
+    @staticmethod
+    def _params(optimizer: torch.optim.Optimizer) -> list[torch.Tensor]:
+        return [p for g in optimizer.param_groups for p in g["params"] if p.requires_grad]
+
+    def _pre(self, optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
+        with torch.no_grad():
+            self._before = [p.detach().clone() for p in self._params(optimizer)]
+
+    def _post(self, optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
+        before, self._before = self._before, None
+        if before is None:
+            return
+        sq = torch.zeros((), dtype=torch.float64)
+        biggest = torch.zeros((), dtype=torch.float64)
+        with torch.no_grad():
+            for p, b in zip(self._params(optimizer), before, strict=True):
+                d = (p.detach() - b).double()
+                sq += d.square().sum()
+                if d.numel():
+                    biggest = torch.maximum(biggest, d.abs().max())
+        self.last_l2 = float(sq.sqrt())
+        self.last_max = float(biggest)
+        self.steps += 1
 
 
 class SelfPlayGRPOTrainer(GRPOTrainer):

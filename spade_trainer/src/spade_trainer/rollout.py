@@ -25,6 +25,7 @@ from .actions import ACTION_INSTRUCTIONS, extract_action
 from .chat import ChatFormat
 from .errors import RolloutError
 from .policy import Sampling, TokenPolicy
+from .progress import well_formed_action
 from .rewards import HUNG_STEP_PENALTY, episode_return
 
 
@@ -68,6 +69,8 @@ class Episode:
     messages: list[dict[str, str]] = field(default_factory=list)
     rewards: list[float] = field(default_factory=list)
     turns: int = 0
+    #: Turns whose message carried an action in the domain's format (shaping, not return).
+    well_formed_turns: int = 0
     terminated: bool = False
     truncated: bool = False
     hung: bool = False
@@ -262,6 +265,7 @@ class RolloutEngine:
             ep.logprobs.extend(g.logprobs)
             ep.messages.append({"role": "assistant", "content": text})
             actions.append(extract_action(text, ep.spec.env.action_format))
+            ep.well_formed_turns += well_formed_action(text, ep.spec.env.action_format)
         t0 = time.perf_counter()
         results = self.backend.step_many([(handles[i], a) for i, a in zip(live, actions, strict=True)])
         stats.env_s += time.perf_counter() - t0

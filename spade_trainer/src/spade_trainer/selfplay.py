@@ -66,6 +66,23 @@ def latest_checkpoint(run_dir: Path) -> Path | None:
     return max(found, key=lambda p: int(p.name.rsplit("-", 1)[1]), default=None)
 
 
+def process_rank() -> tuple[int, int]:
+    """``(rank, world_size)`` of this process under ``accelerate launch`` / ``torchrun``
+    (which set ``RANK`` and ``WORLD_SIZE``); ``(0, 1)`` for a plain process."""
+    import os
+
+    try:
+        return int(os.environ.get("RANK", "0")), max(1, int(os.environ.get("WORLD_SIZE", "1")))
+    except ValueError:
+        return 0, 1
+
+
+def rank_folder(rank: int) -> str:
+    """Sub-folder of a process's own state (store, metrics) under the run folder and under
+    each checkpoint: none for rank 0, ``rank-<r>`` for the others."""
+    return "" if rank == 0 else f"rank-{rank}"
+
+
 def _copy_sqlite(src: Path, dst: Path) -> None:
     """A consistent copy of a live SQLite database (the backup API, not a file copy)."""
     dst.parent.mkdir(parents=True, exist_ok=True)
@@ -81,6 +98,11 @@ class SelfPlayRun:
     The pieces are injected so tests can swap them: ``design_stage_factory(run)`` builds
     the :class:`DesignStage` (default: the real designer), ``env_backend`` the pool that
     runs environments (default: a ``SandboxPool``).
+
+    Under a multi-process launch (accelerate DDP / DeepSpeed) every process runs its own
+    collection — its own store and metrics in ``run_dir/rank-<r>`` (rank 0 in ``run_dir``)
+    — and TRL averages the gradients of all processes' samples in one update; the shared
+    ``run_dir/checkpoints`` holds each rank's state in ``checkpoint-N/rank-<r>``.
     """
 
     def __init__(
@@ -93,7 +115,9 @@ class SelfPlayRun:
         plugins: Any = None,
     ) -> None:
         self.config = config
-        self.run_dir = Path(config.run_dir)
+        self.root_dir = Path(config.run_dir)
+        self.rank, self.world_size = process_rank()
+        self.run_dir = self.root_dir / rank_folder(self.rank)
         self.console = console or Console()
         self._design_stage_factory = design_stage_factory
         self._env_backend = env_backend
@@ -183,18 +207,21 @@ class SelfPlayRun:
 
         cfg = self.config
         self.run_dir.mkdir(parents=True, exist_ok=True)
-        checkpoint = latest_checkpoint(self.run_dir) if resume else None
+        checkpoint = latest_checkpoint(self.root_dir) if resume else None
         if resume and checkpoint is None:
-            raise CheckpointError(f"nothing to resume: no checkpoint with {STATE_FILE} under {self.run_dir / CHECKPOINTS}")
+            raise CheckpointError(f"nothing to resume: no checkpoint with {STATE_FILE} under {self.root_dir / CHECKPOINTS}")
         if checkpoint is not None:
-            state = json.loads((checkpoint / STATE_FILE).read_text(encoding="utf-8"))
+            mine = checkpoint / rank_folder(self.rank)
+            if not (mine / STATE_FILE).is_file():
+                raise CheckpointError(f"{checkpoint} holds no state of process rank {self.rank} ({mine / STATE_FILE})")
+            state = json.loads((mine / STATE_FILE).read_text(encoding="utf-8"))
             if state.get("fingerprint") != cfg.fingerprint():
                 raise CheckpointError(
                     f"{checkpoint} was written with a different configuration; resume with the same "
                     "settings (only iterations, run_dir, logging, checkpoint_every and rollout may change)"
                 )
             self.iteration = int(state["iteration"])
-            _copy_sqlite(checkpoint / STORE_FILE, self.store_path)
+            _copy_sqlite(mine / STORE_FILE, self.store_path)
         elif (self.run_dir / "metrics.jsonl").exists() or self.store_path.exists():
             raise CheckpointError(f"{self.run_dir} already holds a run; pass --resume or choose another run_dir")
         (self.run_dir / "config.json").write_text(cfg.model_dump_json(indent=2), encoding="utf-8")
@@ -205,6 +232,10 @@ class SelfPlayRun:
         self.metrics.truncate_after(self.iteration)
         self.records = []
 
+        if cfg.model.threads is not None:
+            import torch
+
+            torch.set_num_threads(cfg.model.threads)
         model, tokenizer = load_policy(cfg.model)
         self.tokenizer = tokenizer
         shape = UpdateShape.for_samples(cfg.expected_samples, cfg.optim.micro_batch)
@@ -215,7 +246,7 @@ class SelfPlayRun:
         if gen.backend == "vllm":
             extra["vllm_gpu_memory_utilization"] = gen.vllm_gpu_memory_utilization
         args = grpo_config(
-            str(self.run_dir / CHECKPOINTS),
+            str(self.root_dir / CHECKPOINTS),
             shape,
             max_steps=cfg.iterations,
             learning_rate=cfg.optim.learning_rate,
@@ -351,7 +382,8 @@ class SelfPlayRun:
             ctx = DesignerRewardContext(
                 env_id=c.env_id, domain=self.config.domain, skill=c.skill, valid=c.valid, base_reward=base,
                 regret=est.regret if est else None, win_rate=est.win_rate if est else None, novelty=c.novelty,
-                failed_stage=c.failed_stage, extra={"shaping": dict(self.config.reward.shaping)},
+                failed_stage=c.failed_stage,
+                extra={"shaping": dict(self.config.reward.shaping), "code_structure": c.code_structure},
             )
             terms = designer_terms(self.plugins, ctx)
             terms_total.update(terms)
@@ -368,12 +400,18 @@ class SelfPlayRun:
         episodes = measurement.episodes if self.config.train_on_hinted else measurement.unhinted()
         out: list[PolicySample] = []
         returns = []
+        terms_total = Counter[str]()
         for ep in episodes:
             ctx = AgentRewardContext(
                 env_id=ep.spec.env.env_id, domain=ep.spec.env.domain, episode_return=ep.episode_return,
                 turns=ep.turns, terminated=ep.terminated, hinted=ep.spec.hinted,
+                extra={"shaping": dict(self.config.reward.shaping), "well_formed_turns": ep.well_formed_turns},
             )
-            reward = ep.episode_return + sum(agent_terms(self.plugins, ctx).values())
+            # shaping terms enter the training reward only: ep.episode_return (and the regret
+            # measured from it) keeps the REFERENCE.md definition
+            terms = agent_terms(self.plugins, ctx)
+            terms_total.update(terms)
+            reward = ep.episode_return + sum(terms.values())
             returns.append(reward)
             if ep.model_tokens == 0 or not ep.prompt_ids:
                 continue  # the environment failed before the agent spoke: nothing to learn from
@@ -381,6 +419,7 @@ class SelfPlayRun:
             out.append(PolicySample(Role.agent, ep.prompt_ids, ep.completion_ids, ep.logprobs, reward, group,
                                     env_mask=ep.env_mask))
         record.data["agent_reward_mean"] = sum(returns) / len(returns) if returns else None
+        record.data["agent_shaping"] = dict(terms_total)
         return out
 
     def _summarise(
@@ -443,9 +482,22 @@ class SelfPlayRun:
         record.timings["register_s"] = time.perf_counter() - t0
         if trl_logs:
             record.data["train"] = {k: v for k, v in trl_logs.items() if isinstance(v, (int, float))}
+            step_time = record.data["train"].get("step_time")
+            if step_time is not None and "collect_s" in record.timings:
+                # TRL's step time covers the rollout (collect) and the GRPO forward/backward/step
+                record.timings["update_s"] = max(0.0, float(step_time) - record.timings["collect_s"])
         fill = getattr(self.trainer, "_spade_rollout", None)
         if fill is not None:
             record.data["samples"] = dict(fill.last_fill)
+        # the evidence of a real policy update: samples with signal, gradient, weight change
+        delta = getattr(self.trainer, "_spade_delta", None)
+        train = record.data.get("train") or {}
+        record.data["update"] = {
+            "nonzero_advantages": (fill.last_fill.get("nonzero_advantages") if fill is not None else None),
+            "grad_norm": train.get("grad_norm"),
+            "param_delta_l2": delta.last_l2 if delta is not None else None,
+            "param_delta_max": delta.last_max if delta is not None else None,
+        }
         self.metrics.write(record.to_json())
         self.records.append(record)
         d = record.data
@@ -453,14 +505,17 @@ class SelfPlayRun:
             f"iteration {record.iteration}: designed {d.get('designed')} admitted {d.get('admitted')} "
             f"played {d.get('envs_played')} envs | regret {_fmt(d.get('regret_mean'))} "
             f"win rate {_fmt(d.get('win_rate'))} | loss {_fmt((d.get('train') or {}).get('loss'))} "
-            f"| {record.timings.get('collect_s', 0):.0f}s collect"
+            f"grad norm {_fmt(d['update']['grad_norm'])} weight change {_fmt_e(d['update']['param_delta_l2'])} "
+            f"({d['update']['nonzero_advantages']} samples with signal) | {record.timings.get('collect_s', 0):.0f}s collect"
         )
         if self._progress is not None:
             self._progress.advance(self._task)
         return record
 
     def save_state(self, checkpoint_dir: Path) -> None:
-        """Our part of a checkpoint: iteration, config fingerprint and the store."""
+        """Our part of a checkpoint: iteration, config fingerprint and the store (this
+        process's, in ``checkpoint_dir/rank-<r>`` for ranks above 0)."""
+        checkpoint_dir = checkpoint_dir / rank_folder(self.rank)
         checkpoint_dir.mkdir(parents=True, exist_ok=True)
         _copy_sqlite(self.store_path, checkpoint_dir / STORE_FILE)
         state = {"iteration": self.iteration, "fingerprint": self.config.fingerprint()}
@@ -498,6 +553,10 @@ class SelfPlayRun:
 
 def _fmt(v: Any) -> str:
     return "-" if v is None else f"{v:.3f}"
+
+
+def _fmt_e(v: Any) -> str:
+    return "-" if v is None else f"{v:.2e}"
 
 
 class SelfPlayCallback(TrainerCallback):
