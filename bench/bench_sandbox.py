@@ -11,6 +11,7 @@ from __future__ import annotations
 import gc
 import json
 import os
+import resource
 import socket
 import statistics
 import subprocess
@@ -162,6 +163,48 @@ def bench_cold_start(progress: Progress, n: int = 25) -> list[Row]:
     rows.append(Row("spawn: another instance of loaded code", "report", ms[3], 1e3 * _q(again, 0.9), "ms",
                     base, "python -S start", None, 1e3 * again_cpu))
     return rows
+
+
+def _children_cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def bench_first_start(progress: Progress, n: int = 12) -> list[Row]:
+    """A pool's first start, as in the first ``gym.make`` of a stored environment in a
+    fresh interpreter: the zygote's exec until it is ready, then the first spawn (no spare
+    yet: fork + harden + load) and reset. CPU: everything the zygote and its workers used
+    (and their children), read after the pool closed, plus this thread."""
+    task = progress.add_task("first start (zygote)", total=2 * n)
+    bare, bare_cpu = [], []
+    for _ in range(n):
+        c0, t0 = _children_cpu_s(), time.perf_counter()
+        subprocess.run([sys.executable, "-I", "-S", "-c", "pass"], check=True)
+        bare.append(time.perf_counter() - t0)
+        bare_cpu.append(_children_cpu_s() - c0)
+        progress.advance(task)
+    ready, first, cpus = [], [], []
+    for _ in range(n):
+        c0, own0, t0 = _children_cpu_s(), time.thread_time(), time.perf_counter()
+        pool = SandboxPool()
+        pool.backend.zygote(pool.limits)  # type: ignore[attr-defined]
+        t1 = time.perf_counter()
+        h = pool.spawn(_variant(-2))
+        pool.reset(h)
+        t2 = time.perf_counter()
+        own = time.thread_time() - own0
+        pool.close()
+        ready.append(t1 - t0)
+        first.append(t2 - t0)
+        cpus.append(_children_cpu_s() - c0 + own)
+        progress.advance(task)
+    base, base_cpu = 1e3 * statistics.median(bare), 1e3 * statistics.median(bare_cpu)
+    return [
+        Row("first start: zygote exec -> ready", "report", 1e3 * statistics.median(ready), 1e3 * _q(ready, 0.9), "ms",
+            base, "python -I -S start", None, None, base_cpu),
+        Row("first start: + first spawn + reset (fresh pool)", "report", 1e3 * statistics.median(first),
+            1e3 * _q(first, 0.9), "ms", base, "python -I -S start", None, 1e3 * statistics.median(cpus), base_cpu),
+    ]
 
 
 #: Round trips per CPU-time sample: CPU per operation is the median over samples, so a
@@ -478,6 +521,7 @@ def main() -> None:
     rows: list[Row] = []
     with Progress(console=console, transient=True) as progress:
         rows += bench_cold_start(progress)
+        rows += bench_first_start(progress)
         base = in_process_step_us()
         rows += bench_round_trip(progress)
         rows += bench_batched(progress, base)

@@ -8,7 +8,7 @@ import time
 import psutil
 import pytest
 from conftest import open_fds, sandbox_processes
-from envsrc import COUNTER, step_body
+from envsrc import COUNTER, OS_GADGET_MODULES, step_body
 from spade_sandbox.errors import (
     SandboxCrash,
     SandboxMemoryError,
@@ -132,7 +132,7 @@ def test_static_layer_rejects_escape_attempts(fault_pool, snippet):
     ],
 )
 def test_os_layers_deny_files_network_and_processes(os_layer_pool, snippet, needle):
-    h = os_layer_pool.spawn(step_body(snippet, name="EscapeEnv"))
+    h = os_layer_pool.spawn(step_body(snippet, name="EscapeEnv"), allowed_modules=OS_GADGET_MODULES)
     with pytest.raises(SandboxPolicyViolation, match=needle) as info:
         os_layer_pool.step(h, "escape")
     assert info.value.kind == "policy"

@@ -18,17 +18,45 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from pathlib import Path
 
 #: Extra memory the cgroup allows over ``memory_mb`` (page tables, kernel accounting).
 SLACK_BYTES = 32 * 1024 * 1024
+
+# Plain os.path and file calls: this module is imported by the zygote at start-up, where
+# pathlib (and what it pulls in) would be the largest import that nothing else needs.
+
+
+def _read(path: str) -> str:
+    with open(path) as f:
+        return f.read()
+
+
+def _write(path: str, text: str) -> None:
+    with open(path, "w") as f:
+        f.write(text)
+
+
+def _mkdir(path: str) -> None:
+    """Create ``path`` (its parent must exist); an existing directory is fine."""
+    try:
+        os.mkdir(path)
+    except FileExistsError:
+        if not os.path.isdir(path):
+            raise
+
+
+def _children(base: str, prefix: str) -> list[str]:
+    try:
+        return [os.path.join(base, n) for n in os.listdir(base) if n.startswith(prefix)]
+    except OSError:
+        return []
 
 
 def _mounts() -> list[tuple[str, str, set[str]]]:
     """(mount point, fs type, super options) of every cgroup mount."""
     out: list[tuple[str, str, set[str]]] = []
     try:
-        lines = Path("/proc/self/mountinfo").read_text().splitlines()
+        lines = _read("/proc/self/mountinfo").splitlines()
     except OSError:
         return out
     for line in lines:
@@ -44,7 +72,7 @@ def _own_paths() -> dict[str, str]:
     """Controller (or ``""`` for v2) -> this process's cgroup path."""
     paths: dict[str, str] = {}
     try:
-        lines = Path("/proc/self/cgroup").read_text().splitlines()
+        lines = _read("/proc/self/cgroup").splitlines()
     except OSError:
         return paths
     for line in lines:
@@ -59,8 +87,8 @@ class WorkerCgroups:
     """The zygote's cgroup directories; ``memory`` / ``pids`` are base directories."""
 
     version: int
-    memory: Path
-    pids: Path
+    memory: str
+    pids: str
 
     @classmethod
     def create(cls, name: str) -> WorkerCgroups | None:
@@ -68,10 +96,10 @@ class WorkerCgroups:
         Groups left by zygotes that were killed (``spade-zygote-<dead pid>``) are removed."""
         made = cls._create(name)
         if made is not None:
-            for base in {made.memory.parent, made.pids.parent}:
-                for stale in base.glob("spade-zygote-*"):
-                    pid = stale.name.rsplit("-", 1)[-1]
-                    if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+            for base in {os.path.dirname(made.memory), os.path.dirname(made.pids)}:
+                for stale in _children(base, "spade-zygote-"):
+                    pid = stale.rsplit("-", 1)[-1]
+                    if pid.isdigit() and not os.path.exists(f"/proc/{pid}"):
                         WorkerCgroups(made.version, stale, stale).close()
         return made
 
@@ -82,23 +110,23 @@ class WorkerCgroups:
         v1 = {opt: mp for mp, fs, opts in mounts if fs == "cgroup" for opt in opts & {"memory", "pids"}}
         try:
             if "memory" in v1 and "pids" in v1:
-                mem = Path(v1["memory"]) / own.get("memory", "/").lstrip("/") / name
-                pids = Path(v1["pids"]) / own.get("pids", "/").lstrip("/") / name
-                mem.mkdir(exist_ok=True)
+                mem = os.path.join(v1["memory"], own.get("memory", "/").lstrip("/"), name)
+                pids = os.path.join(v1["pids"], own.get("pids", "/").lstrip("/"), name)
+                _mkdir(mem)
                 try:
-                    pids.mkdir(exist_ok=True)
+                    _mkdir(pids)
                 except OSError:
-                    mem.rmdir()
+                    os.rmdir(mem)
                     raise
                 return cls(1, mem, pids)
             v2 = [mp for mp, fs, _ in mounts if fs == "cgroup2"]
             if v2:
-                parent = Path(v2[0]) / own.get("", "/").lstrip("/")
-                if not {"memory", "pids"} <= set((parent / "cgroup.controllers").read_text().split()):
+                parent = os.path.join(v2[0], own.get("", "/").lstrip("/"))
+                if not {"memory", "pids"} <= set(_read(os.path.join(parent, "cgroup.controllers")).split()):
                     return None
-                base = parent / name
-                base.mkdir(exist_ok=True)
-                (base / "cgroup.subtree_control").write_text("+memory +pids")
+                base = os.path.join(parent, name)
+                _mkdir(base)
+                _write(os.path.join(base, "cgroup.subtree_control"), "+memory +pids")
                 return cls(2, base, base)
         except OSError:
             return None
@@ -106,23 +134,24 @@ class WorkerCgroups:
 
     def attach(self, pid: int, memory_bytes: int) -> bool:
         """Put worker ``pid`` in its own group with the limits; False if that failed."""
+        join = os.path.join
         try:
             if self.version == 1:
-                mem, pids = self.memory / f"w{pid}", self.pids / f"w{pid}"
-                mem.mkdir()
-                pids.mkdir()
-                (mem / "memory.limit_in_bytes").write_text(str(memory_bytes + SLACK_BYTES))
-                (pids / "pids.max").write_text("1")
-                (mem / "cgroup.procs").write_text(str(pid))
-                (pids / "cgroup.procs").write_text(str(pid))
+                mem, pids = join(self.memory, f"w{pid}"), join(self.pids, f"w{pid}")
+                os.mkdir(mem)
+                os.mkdir(pids)
+                _write(join(mem, "memory.limit_in_bytes"), str(memory_bytes + SLACK_BYTES))
+                _write(join(pids, "pids.max"), "1")
+                _write(join(mem, "cgroup.procs"), str(pid))
+                _write(join(pids, "cgroup.procs"), str(pid))
             else:
-                group = self.memory / f"w{pid}"
-                group.mkdir()
-                (group / "memory.max").write_text(str(memory_bytes + SLACK_BYTES))
-                if (group / "memory.swap.max").exists():
-                    (group / "memory.swap.max").write_text("0")
-                (group / "pids.max").write_text("1")
-                (group / "cgroup.procs").write_text(str(pid))
+                group = join(self.memory, f"w{pid}")
+                os.mkdir(group)
+                _write(join(group, "memory.max"), str(memory_bytes + SLACK_BYTES))
+                if os.path.exists(join(group, "memory.swap.max")):
+                    _write(join(group, "memory.swap.max"), "0")
+                _write(join(group, "pids.max"), "1")
+                _write(join(group, "cgroup.procs"), str(pid))
         except OSError:
             self.remove(pid)
             return False
@@ -132,7 +161,7 @@ class WorkerCgroups:
         """Whether the kernel's OOM killer acted in the worker's group."""
         name = "memory.oom_control" if self.version == 1 else "memory.events"
         try:
-            text = (self.memory / f"w{pid}" / name).read_text()
+            text = _read(os.path.join(self.memory, f"w{pid}", name))
         except OSError:
             return False
         for line in text.splitlines():
@@ -144,13 +173,13 @@ class WorkerCgroups:
     def remove(self, pid: int) -> None:
         for base in {self.memory, self.pids}:
             try:
-                os.rmdir(base / f"w{pid}")
+                os.rmdir(os.path.join(base, f"w{pid}"))
             except OSError:
                 pass
 
     def close(self) -> None:
         for base in {self.memory, self.pids}:
-            for child in base.glob("w*"):
+            for child in _children(base, "w"):
                 try:
                     os.rmdir(child)
                 except OSError:

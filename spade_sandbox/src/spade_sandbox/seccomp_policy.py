@@ -17,6 +17,8 @@ from __future__ import annotations
 import ctypes
 import errno
 import os
+import sys
+import types
 from typing import Any
 
 _PR_SET_SECCOMP = 22
@@ -65,30 +67,39 @@ KILLED_SYSCALLS: tuple[str, ...] = (
 _SONAMES = {"c": ("libc.so.6",), "seccomp": ("libseccomp.so.2",)}
 
 
+def _soname(name: str) -> str | None:
+    """The first of the usual sonames of library ``name`` that ``dlopen`` loads."""
+    for soname in _SONAMES.get(name, ()):
+        try:
+            ctypes.CDLL(soname)
+        except OSError:
+            continue
+        return soname
+    return None
+
+
 def _import_pyseccomp() -> Any:
     """``import pyseccomp``, without its slow part: at import it looks up libc and
     libseccomp with ``ctypes.util.find_library``, which runs ``ldconfig -p`` (and possibly
-    a compiler) as subprocesses, most of a zygote's start-up. The usual sonames are tried
-    with ``dlopen`` first (which searches the same linker cache); the original lookup
-    remains the fallback."""
-    import ctypes.util
+    a compiler) as subprocesses, and ``ctypes.util`` itself imports ``shutil`` and
+    ``subprocess`` — most of a zygote's start-up. Where ``dlopen`` loads the usual sonames
+    (it searches the same linker cache), pyseccomp sees a stand-in ``ctypes.util`` that
+    answers with them, removed again right after; otherwise the original lookup runs."""
+    found = {name: _soname(name) for name in _SONAMES}
+    if "pyseccomp" in sys.modules or "ctypes.util" in sys.modules or not all(found.values()):
+        import pyseccomp
 
-    original = ctypes.util.find_library
-
-    def find_library(name: str) -> str | None:
-        for soname in _SONAMES.get(name, ()):
-            try:
-                ctypes.CDLL(soname)
-            except OSError:
-                continue
-            return soname
-        return original(name)
-
-    ctypes.util.find_library = find_library
+        return pyseccomp
+    stand_in = types.ModuleType("ctypes.util")
+    stand_in.find_library = found.get  # type: ignore[attr-defined]
+    sys.modules["ctypes.util"] = stand_in
+    ctypes.util = stand_in  # type: ignore[attr-defined]
     try:
         import pyseccomp
     finally:
-        ctypes.util.find_library = original
+        del sys.modules["ctypes.util"]
+        if getattr(ctypes, "util", None) is stand_in:
+            del ctypes.util
     return pyseccomp
 
 

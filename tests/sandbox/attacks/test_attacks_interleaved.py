@@ -9,6 +9,7 @@ import test_attacks_network as network
 import test_attacks_processes as processes
 from attack_fixtures import *  # noqa: F403 (the suite's fixtures: decoys, pools, parent checks)
 from containment import BYSTANDER
+from envsrc import OS_GADGET_MODULES
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from spade_sandbox.errors import SandboxError
@@ -24,7 +25,7 @@ def test_a_bystander_keeps_its_state_through_any_sequence_of_attacks(os_pool, de
     os_pool.reset(bystander)
     for turn, attack in enumerate(attacks, start=1):
         try:
-            h = os_pool.spawn(attack.source(**decoys.fields()))
+            h = os_pool.spawn(attack.source(**decoys.fields()), allowed_modules=OS_GADGET_MODULES)
             os_pool.reset(h, seed=0)
             outcome = os_pool.step(h, "attack")
             assert decoys.secret not in repr(outcome)

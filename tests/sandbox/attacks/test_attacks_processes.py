@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 from attack_fixtures import *  # noqa: F403 (the suite's fixtures: decoys, pools, parent checks)
 from containment import BYSTANDER, assert_contained
+from envsrc import OS_GADGET_MODULES
 from hostile import CRASH, KILLED, POLICY, QUIET, Attack, Outcome, static
 from spade_sandbox.errors import SandboxCrash, SandboxError
 
@@ -127,7 +128,7 @@ def test_sigio_cannot_be_aimed_at_another_process(os_pool, decoys, target):
     os_pool.reset(bystander)
     pid = decoys.sleeper.pid if target == "sleeper" and decoys.sleeper else os_pool.worker_of(bystander).pid
     attack = Attack("sigio", SIGIO_TO.replace("{TARGET}", str(pid)), QUIET, QUIET, "")
-    h = os_pool.spawn(attack.source(**decoys.fields()))
+    h = os_pool.spawn(attack.source(**decoys.fields()), allowed_modules=OS_GADGET_MODULES)
     os_pool.step(h, "arm")
     os_pool.step(h, "fire")  # data on the socket: the kernel would now send SIGIO
     assert os_pool.step(bystander, "still")[0] == "still 1"
