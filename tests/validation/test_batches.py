@@ -74,3 +74,19 @@ def test_a_batch_with_an_injected_pool_runs_in_threads_with_the_same_novelty_rul
     reports = validator.validate_many([hanoi, copy])
     assert validator._processes is None
     assert [r.failed_stage for r in reports] == [None, "novelty"] and reports[1].duplicate_of == "batch[0]"
+
+
+def test_a_validator_process_killed_between_batches_costs_nothing_but_a_restart():
+    import os
+    import signal
+
+    sources = [corpus_source("good", "key_door"), corpus_source("bad", "f_nan_reward")]
+    with Validator() as validator:
+        first = validator.validate_many(sources, max_workers=2)
+        children = list(validator._processes._executor._processes)  # the children's pids
+        os.kill(children[0], signal.SIGKILL)
+        second = validator.validate_many(sources, max_workers=2)
+        third = validator.validate_many(sources, max_workers=2)
+    for reports in (first, second, third):
+        assert [r.failed_stage for r in reports] == [None, "fuzz"], [r.reasons for r in reports]
+    assert [comparable(r) for r in second] == [comparable(r) for r in first]

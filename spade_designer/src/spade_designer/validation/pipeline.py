@@ -13,6 +13,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,7 +27,7 @@ from .context import Candidate, Run
 from .descriptions import plugin_embedder
 from .errors import ValidationInputError
 from .minhash import MinHasher, NoveltyIndex
-from .processes import CALLER_STAGES, SandboxJob, ValidatorProcesses
+from .processes import CALLER_STAGES, SandboxJob, ValidatorProcesses, sandbox_stages
 from .runner import EnvRunner, Rejection
 from .stages import contract, degenerate, determinism, feasibility, load, novelty, static
 from .stages import fuzz as fuzz_stage
@@ -161,20 +162,41 @@ class Validator:
         before, after = _split_stages(self.config)
         parts: list[list[ValidationReport]] = []
         pending: dict[int, Future[ValidationReport]] = {}
+        sandboxed: set[int] = set()
         for i, run in enumerate(runs):
             first = execute(run, self._no_runner, static_checker=self._static_checker, config=before)
             parts.append([first])
             if first.passed and self._processes_for(width).config.stages:
+                sandboxed.add(i)
                 c = run.candidate
                 job = SandboxJob(c.source, run.metadata, run.domain.name if run.domain else None, c.hint)
-                pending[i] = self._processes_for(width).submit(job)
+                try:
+                    pending[i] = self._processes_for(width).submit(job)
+                except BrokenProcessPool:
+                    self._drop_processes()
         peers = self.novelty.peers()
         out = []
         for i, run in enumerate(runs):
-            if i in pending:
-                parts[i].append(pending[i].result())
+            if i in sandboxed:
+                parts[i].append(self._sandbox_part(run, pending.get(i)))
             out.append(self._finish(run, parts[i], after, peers, i))
         return out
+
+    def _sandbox_part(self, run: Run, future: Future[ValidationReport] | None) -> ValidationReport:
+        """A child's report; when the child died (killed from outside, out of memory) the
+        candidate is validated here instead, and the next batch starts fresh processes."""
+        if future is not None:
+            try:
+                return future.result()
+            except BrokenProcessPool:
+                self._drop_processes()
+        run.findings = []
+        return execute(run, lambda: self.pool, config=sandbox_stages(self.config))
+
+    def _drop_processes(self) -> None:
+        if self._processes is not None:
+            self._processes.close()
+            self._processes = None
 
     def _validate_in_threads(self, runs: list[Run], max_workers: int | None) -> list[ValidationReport]:
         before, after = _split_stages(self.config)
