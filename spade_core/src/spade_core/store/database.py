@@ -25,6 +25,7 @@ from sqlalchemy.engine import URL, make_url
 from sqlalchemy.pool import StaticPool
 
 from ..errors import StoreError
+from .checkpoints import Checkpointer
 
 T = TypeVar("T")
 
@@ -33,8 +34,6 @@ BUSY_TIMEOUT_S = 30.0
 #: Whole-transaction retries after a lock timeout or a lost race.
 WRITE_RETRIES = 8
 
-#: WAL pages between automatic checkpoints (see ``_configure_sqlite``).
-WAL_AUTOCHECKPOINT_PAGES = 10_000
 #: Bytes the WAL file is truncated to after a checkpoint.
 JOURNAL_SIZE_LIMIT = 64 * 1024 * 1024
 
@@ -50,6 +49,8 @@ class Database:
     #: The SQLite file path, or the URL with its password hidden.
     where: str
     sqlite_path: Path | None
+    #: Checkpoints a file-backed SQLite store off the writers' path (see :mod:`.checkpoints`).
+    checkpointer: Checkpointer | None = None
 
     @property
     def is_sqlite(self) -> bool:
@@ -67,7 +68,10 @@ class Database:
 
         ``work`` must be safe to run again (it re-reads what it depends on).
         """
-        return self._retrying(action, work, write=True, retry_conflicts=retry_conflicts)
+        result = self._retrying(action, work, write=True, retry_conflicts=retry_conflicts)
+        if self.checkpointer is not None:
+            self.checkpointer.note_write()
+        return result
 
     def read(self, action: str, work: Callable[[Connection], T]) -> T:
         """Run ``work`` in one read transaction, retried on lock timeouts: a connection's
@@ -94,6 +98,8 @@ class Database:
 
     def dispose(self) -> None:
         self.engine.dispose()
+        if self.checkpointer is not None:
+            self.checkpointer.close()
 
 
 def _retryable(err: BaseException) -> bool:
@@ -184,7 +190,8 @@ def open_database(url: str, *, create: bool) -> Database:
             future=True,
         )
     _configure_sqlite(engine, wal=not memory)
-    return Database(parsed, engine, where, path)
+    checkpointer = Checkpointer(path, int(BUSY_TIMEOUT_S * 1000)) if path is not None else None
+    return Database(parsed, engine, where, path, checkpointer)
 
 
 def _configure_sqlite(engine: Engine, *, wal: bool) -> None:
@@ -202,13 +209,10 @@ def _configure_sqlite(engine: Engine, *, wal: bool) -> None:
                 # power loss or OS crash can drop the last commits (those since the last
                 # checkpoint's fsync). FULL would fsync every commit (~10x slower here).
                 cur.execute("PRAGMA synchronous = NORMAL")
-                # A checkpoint copies every page changed since the last one into the
-                # database file and fsyncs it; at SQLite's default (1,000 pages) a writer
-                # adding one environment per transaction checkpoints every ~100 adds,
-                # rewriting the same hot index pages each time. 10,000 pages (40 MiB of
-                # WAL) writes each hot page once per ~1,000 adds; the WAL file is cut back
-                # to JOURNAL_SIZE_LIMIT after each checkpoint.
-                cur.execute(f"PRAGMA wal_autocheckpoint = {WAL_AUTOCHECKPOINT_PAGES}")
+                # Checkpoints (copy WAL pages into the database file, fsync) run in the
+                # store's Checkpointer thread, not inside a writer's commit; the WAL file
+                # is cut back to JOURNAL_SIZE_LIMIT after each.
+                cur.execute("PRAGMA wal_autocheckpoint = 0")
                 cur.execute(f"PRAGMA journal_size_limit = {JOURNAL_SIZE_LIMIT}")
             cur.execute("PRAGMA foreign_keys = ON")
         finally:
