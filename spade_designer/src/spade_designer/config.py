@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from spade_core.errors import ConfigError
@@ -88,6 +88,15 @@ class DesignerConfig(_Model):
     default_difficulty: float | None = Field(default=None, ge=0.0, le=1.0)
     #: Overrides the built-in system prompt of the designer role.
     system_prompt: str | None = None
+    #: ``full``: the domain's whole spec and example, the reply writes the whole file.
+    #: ``compact``: a brief task and a code scaffold the reply completes (prefilled; needs
+    #: a backend that continues a prefilled reply and a domain whose action format has a
+    #: scaffold). ``auto``: compact when both hold and the reply budget is under
+    #: ``compact_below_tokens``, else full.
+    prompt_style: Literal["auto", "full", "compact"] = "auto"
+    #: A whole environment in the full format needs about 550-1000 tokens; budgets below
+    #: this use the compact prompt under ``prompt_style = "auto"``.
+    compact_below_tokens: int = Field(default=1024, ge=1, le=131_072)
 
     @classmethod
     def load(cls, data: dict[str, Any] | None = None, **overrides: Any) -> DesignerConfig:

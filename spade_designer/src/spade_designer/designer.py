@@ -36,7 +36,7 @@ from .extract import ExtractedEnv, extract_env
 from .hints import HintRequest, HintWriter, ProbeFn, sandbox_probe
 from .llm.base import Completion, Conversation, LLMBackend
 from .memory import Memory, MemorySelection
-from .prompts import design_conversation, repair_conversation
+from .prompts import compact_design_conversation, design_conversation, repair_conversation
 from .records import (
     ADMISSION,
     EXTRACT,
@@ -48,6 +48,10 @@ from .records import (
     RoundResult,
     StageOutcome,
 )
+from .scaffold import Scaffold, scaffold_for
+
+#: Where a scaffolded reply ends (the code block's closing fence).
+CLOSING_FENCE = "\n```"
 
 #: Called as ``progress(phase, done, total)`` while a round runs.
 Progress = Callable[[str, int, int], None]
@@ -60,6 +64,8 @@ class _Work:
     result: CandidateResult
     design: Conversation
     conversation: Conversation
+    #: The code the reply continues (compact prompts), or ``None``.
+    scaffold: Scaffold | None = None
     extracted: ExtractedEnv | None = None
     metadata: EnvMetadata | None = None
     history: list[tuple[Attempt, EnvMetadata | None]] = field(default_factory=list)
@@ -125,6 +131,29 @@ class Designer:
             self._probe = sandbox_probe(pool)
         return self._probe
 
+    def scaffold_for_round(self, domain: Domain) -> Scaffold | None:
+        """The scaffold design replies continue this round (``prompt_style``), or ``None``
+        for full prompts. An explicit ``compact`` that cannot be honoured is an error."""
+        style = self.config.prompt_style
+        if style == "full":
+            return None
+        scaffold = scaffold_for(domain)
+        continues = bool(getattr(self.backend, "continues_final_message", False))
+        if style == "compact":
+            if scaffold is None:
+                raise SpadeError(
+                    f"prompt_style = 'compact' needs a code scaffold for the {domain.action_format.value!r} "
+                    f"action format of domain {domain.name!r}; there is none (use 'full')"
+                )
+            if not continues:
+                raise SpadeError(
+                    f"prompt_style = 'compact' prefills the reply, which the {self.backend.name!r} backend "
+                    "cannot continue (use 'full')"
+                )
+            return scaffold
+        small = self.config.sampling.max_new_tokens < self.config.compact_below_tokens
+        return scaffold if (scaffold is not None and continues and small) else None
+
     def _sampling(self) -> dict[str, Any]:
         s = self.config.sampling
         return {"max_new_tokens": s.max_new_tokens, "temperature": s.temperature, "top_p": s.top_p}
@@ -184,6 +213,7 @@ class Designer:
                 timings[phase] = timings.get(phase, 0.0) + time.perf_counter() - t0
 
         rng = random.Random(seed)
+        scaffold = self.scaffold_for_round(dom)
         with timed("prompt"):
             selection = self.memory.retrieve(dom.name, skill) if self.memory is not None else MemorySelection()
             work: list[_Work] = []
@@ -191,12 +221,18 @@ class Designer:
                 document: Document | None = None
                 if self.corpus is not None:
                     document = self.corpus.sample(rng).truncated(self.config.document_words)
-                conv = design_conversation(
-                    dom, skill, document=document, memory=selection, difficulty=difficulty,
-                    agent=agent_stats, system=self.config.system_prompt,
-                )
+                if scaffold is None:
+                    conv = design_conversation(
+                        dom, skill, document=document, memory=selection, difficulty=difficulty,
+                        agent=agent_stats, system=self.config.system_prompt,
+                    )
+                else:
+                    conv = compact_design_conversation(
+                        dom, skill, scaffold, document=document, memory=selection, difficulty=difficulty,
+                        agent=agent_stats, system=self.config.system_prompt,
+                    )
                 result = CandidateResult(i, document.ref() if document else None, selection.ids)
-                work.append(_Work(result, conv, conv))
+                work.append(_Work(result, conv, conv, scaffold))
 
         pending = list(work)
         for number in range(self.config.repair_attempts + 1):
@@ -209,6 +245,9 @@ class Designer:
                     [w.conversation for w in pending],
                     **self._sampling(),
                     seed=None if seed is None else seed + 104729 * number,
+                    # a scaffolded reply is already inside the code block: its end is the
+                    # closing fence, and nothing after it is worth generating
+                    stop=[CLOSING_FENCE] if scaffold is not None else None,
                 )
             for comp in completions:
                 tokens["prompt"] += comp.prompt_tokens
@@ -224,8 +263,7 @@ class Designer:
                 for w in failed:
                     last = w.result.attempts[-1]
                     w.conversation = repair_conversation(
-                        w.design, last.completion.text if last.completion else "",
-                        last.findings_text(self.config.repair_findings),
+                        w.design, last.reply, last.findings_text(self.config.repair_findings), scaffold=w.scaffold,
                     )
             pending = failed
 
@@ -262,10 +300,10 @@ class Designer:
 
     def _extract(self, w: _Work, completion: Completion, number: int, dom: Domain, skill: str,
                  difficulty: float | None) -> bool:
-        attempt = Attempt(number, w.conversation, completion)
+        attempt = Attempt(number, w.conversation, completion, prefill=w.scaffold.prefill if w.scaffold else "")
         w.result.attempts.append(attempt)
         try:
-            ext = extract_env(completion.text)
+            ext = extract_env(attempt.reply)
         except ExtractionError as exc:
             message = str(exc)
             if completion.finish_reason == "length":

@@ -81,11 +81,29 @@ def extract_env(text: str) -> ExtractedEnv:
 
 def _class_facts(source: str, class_name: str) -> tuple[str, int | None]:
     tree = ast.parse(source)
-    for node in tree.body:
-        if isinstance(node, ast.ClassDef) and node.name == class_name:
-            doc = (ast.get_docstring(node) or "").strip().split("\n\n")[0]
-            return " ".join(doc.split())[:2000], _max_turns(node)
-    return "", None
+    classes = {node.name: node for node in tree.body if isinstance(node, ast.ClassDef)}
+    node = classes.get(class_name)
+    if node is None:
+        return "", None
+    doc = (ast.get_docstring(node) or "").strip().split("\n\n")[0]
+    return " ".join(doc.split())[:2000], _inherited_max_turns(node, classes)
+
+
+def _inherited_max_turns(cls: ast.ClassDef, classes: dict[str, ast.ClassDef]) -> int | None:
+    """``max_turns`` of the class, else of its bases defined in the same file (a scaffold's
+    base class states it), nearest first."""
+    seen: set[str] = set()
+    queue = [cls]
+    while queue:
+        node = queue.pop(0)
+        if node.name in seen:
+            continue
+        seen.add(node.name)
+        found = _max_turns(node)
+        if found is not None:
+            return found
+        queue.extend(classes[b.id] for b in node.bases if isinstance(b, ast.Name) and b.id in classes)
+    return None
 
 
 def _turn_limit(value: object) -> int | None:

