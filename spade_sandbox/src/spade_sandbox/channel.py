@@ -29,7 +29,6 @@ from .errors import (
     SandboxTimeout,
     SandboxUnavailable,
 )
-from .worker import EXIT_CODES
 
 _KIND_ERRORS: dict[str, type[SandboxError]] = {
     "timeout": SandboxTimeout,
@@ -54,8 +53,8 @@ def describe_status(status: int | None, oom_killed: bool = False) -> tuple[type[
             return SandboxTimeout, "exceeded its CPU-time limit"
         return SandboxCrash, f"died from signal {signal.Signals(sig).name}"
     code = os.WEXITSTATUS(status)
-    if code in EXIT_CODES:
-        kind, why = EXIT_CODES[code]
+    if code in protocol.EXIT_CODES:
+        kind, why = protocol.EXIT_CODES[code]
         return _KIND_ERRORS.get(kind, SandboxCrash), why
     return SandboxCrash, f"exited with code {code}"
 

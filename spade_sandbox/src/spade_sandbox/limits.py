@@ -1,13 +1,48 @@
-"""Resource limits and isolation layers of a pool: one validated object."""
+"""Resource limits and isolation layers of a pool: one validated object.
+
+A frozen dataclass checked in ``__post_init__`` rather than a pydantic model: the first
+``gym.make`` of a stored environment builds one in a fresh interpreter, and importing
+pydantic plus building the model's schema cost more there than everything else the pool
+does before its zygote is ready (``bench/bench_core.py``, "import + first make"). The
+pydantic-style entry points other packages use (``model_dump``, ``model_validate``) stay.
+"""
 
 from __future__ import annotations
 
+import dataclasses
+import math
+from dataclasses import dataclass
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from .errors import SandboxRequestError
 
 
-class SandboxLimits(BaseModel):
+class InvalidSandboxLimits(SandboxRequestError):
+    """A limit out of range, of the wrong type, or unknown; the message names each one."""
+
+    kind = "limits"
+
+
+#: Field -> (type, lowest, highest, lowest is exclusive). ``None``: unbounded.
+_BOUNDS: dict[str, tuple[type, float | None, float | None, bool]] = {
+    "call_timeout_s": (float, 0, 3600, True),
+    "spawn_timeout_s": (float, 0, 3600, True),
+    "memory_mb": (int, 32, 1_048_576, False),
+    "cpu_seconds": (int, 1, None, False),
+    "max_open_files": (int, 8, None, False),
+    "max_output_chars": (int, 16, None, False),
+    "max_action_chars": (int, 1, None, False),
+    "max_frame_bytes": (int, 65_536, 256 * 1024 * 1024, False),
+    "max_idle_workers": (int, 0, None, False),
+    "namespaces": (bool, None, None, False),
+    "drop_uid": (bool, None, None, False),
+    "landlock": (bool, None, None, False),
+    "seccomp": (bool, None, None, False),
+}
+
+
+@dataclass(frozen=True, kw_only=True)
+class SandboxLimits:
     """Limits applied to every worker of a :class:`~spade_sandbox.SandboxPool`.
 
     ``call_timeout_s`` is the wall-clock deadline of one request (a single call, or one
@@ -16,26 +51,66 @@ class SandboxLimits(BaseModel):
     The ``namespaces`` ... ``seccomp`` switches exist to measure each layer; turning one
     off weakens isolation, and the pool still refuses to run unless seccomp, or Landlock
     plus rlimits, is active (or ``allow_insecure`` is set).
+
+    Construction checks every field (:class:`InvalidSandboxLimits` lists each problem);
+    integers are accepted for the float fields, ``bool`` is not a number here.
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    call_timeout_s: float = Field(default=10.0, gt=0, le=3600)
-    spawn_timeout_s: float = Field(default=30.0, gt=0, le=3600)
-    memory_mb: int = Field(default=512, ge=32, le=1_048_576)
-    cpu_seconds: int = Field(default=60, ge=1)
-    max_open_files: int = Field(default=64, ge=8)
-    max_output_chars: int = Field(default=65_536, ge=16)
-    max_action_chars: int = Field(default=65_536, ge=1)
+    call_timeout_s: float = 10.0
+    spawn_timeout_s: float = 30.0
+    memory_mb: int = 512
+    cpu_seconds: int = 60
+    max_open_files: int = 64
+    max_output_chars: int = 65_536
+    max_action_chars: int = 65_536
     #: Largest reply frame accepted from a worker, in bytes.
-    max_frame_bytes: int = Field(default=128 * 1024 * 1024, ge=65_536, le=256 * 1024 * 1024)
+    max_frame_bytes: int = 128 * 1024 * 1024
     #: Workers whose instances are all closed stay warm (a new spawn of the same code
     #: skips the cold start) up to this many; the least recently idle are shut down.
-    max_idle_workers: int = Field(default=64, ge=0)
+    max_idle_workers: int = 64
     namespaces: bool = True
     drop_uid: bool = True
     landlock: bool = True
     seccomp: bool = True
+
+    def __post_init__(self) -> None:
+        problems = []
+        for name, (kind, low, high, open_low) in _BOUNDS.items():
+            value = getattr(self, name)
+            if kind is bool:
+                if type(value) is not bool:
+                    problems.append(f"{name}: expected true or false, got {value!r}")
+                continue
+            if isinstance(value, bool) or not isinstance(value, (int, float) if kind is float else int):
+                problems.append(f"{name}: expected {'a number' if kind is float else 'an integer'}, got {value!r}")
+                continue
+            if kind is float:
+                value = float(value)
+                if not math.isfinite(value):
+                    problems.append(f"{name}: expected a finite number, got {value!r}")
+                    continue
+                object.__setattr__(self, name, value)
+            if low is not None and (value <= low if open_low else value < low):
+                problems.append(f"{name}: must be {'greater than' if open_low else 'at least'} {low}, got {value!r}")
+            elif high is not None and value > high:
+                problems.append(f"{name}: must be at most {high}, got {value!r}")
+        if problems:
+            raise InvalidSandboxLimits("invalid sandbox limits:\n  " + "\n  ".join(problems))
+
+    @classmethod
+    def model_validate(cls, data: dict[str, Any]) -> SandboxLimits:
+        """Build from plain data (for example :meth:`model_dump` output); unknown keys are
+        an error."""
+        if not isinstance(data, dict):
+            raise InvalidSandboxLimits(f"invalid sandbox limits: expected a mapping, got {type(data).__name__}")
+        unknown = sorted(set(data) - set(_BOUNDS))
+        if unknown:
+            raise InvalidSandboxLimits(f"invalid sandbox limits: unknown field(s) {', '.join(map(str, unknown))}")
+        return cls(**data)
+
+    def model_dump(self) -> dict[str, Any]:
+        """The limits as plain data (what :meth:`model_validate` takes back)."""
+        return dataclasses.asdict(self)
 
     def layer_options(self) -> dict[str, Any]:
         """The plain dict a worker turns into ``hardening.LayerOptions``."""

@@ -733,14 +733,45 @@ def default_pool() -> SandboxPool:
     global _default
     with _default_lock:
         if _default is None or _default.closed:
-            from spade_core.config import load_config
+            if _configures_no_sandbox():
+                # The defaults of [spade.sandbox] (SandboxSettings), without loading the
+                # pydantic configuration model for them (a fresh interpreter's first
+                # gym.make of a stored environment comes through here).
+                _default = SandboxPool(SandboxLimits())
+            else:
+                from spade_core.config import load_config
 
-            settings = load_config().sandbox
-            limits = SandboxLimits(
-                call_timeout_s=settings.call_timeout_s,
-                memory_mb=settings.memory_mb,
-                cpu_seconds=settings.cpu_seconds,
-            )
-            _default = SandboxPool(limits, backend=settings.backend, allow_insecure=settings.allow_insecure)
+                settings = load_config().sandbox
+                limits = SandboxLimits(
+                    call_timeout_s=settings.call_timeout_s,
+                    memory_mb=settings.memory_mb,
+                    cpu_seconds=settings.cpu_seconds,
+                )
+                _default = SandboxPool(limits, backend=settings.backend, allow_insecure=settings.allow_insecure)
             atexit.register(_default.close)
         return _default
+
+
+def _configures_no_sandbox() -> bool:
+    """True when the active configuration (same lookup as ``load_config``) is a file
+    ``spade_core.quick_config`` vouches for (which excludes a ``[spade.sandbox]`` table),
+    or no file at all: the sandbox settings are then the defaults. Anything else goes
+    through ``load_config``, which validates it and reports errors field by field."""
+    from spade_core.paths import find_config_file
+
+    file = find_config_file(None)
+    if file is None:
+        return True
+    import tomllib
+
+    try:
+        raw = tomllib.loads(file.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return False
+    table = raw.get("spade", {})
+    if not isinstance(table, dict) or "sandbox" in table:
+        return False
+    from spade_core.quick_config import run_settings
+
+    run_settings(file)  # raises ConfigError (through load_config) where the file is invalid
+    return True

@@ -29,6 +29,24 @@ MAX_FRAME_BYTES = 256 * 1024 * 1024
 OK = "ok"
 ERR = "err"
 
+# A worker's exit codes, for when it could not say why it ended (defined here, not in the
+# worker module, so that the pool can read them without importing the worker's layers).
+EXIT_MEMORY = 81
+EXIT_CPU = 82
+EXIT_POLICY = 83
+EXIT_UNAVAILABLE = 84
+EXIT_LOAD = 85
+EXIT_PROTOCOL = 86
+#: Exit code -> (error kind, explanation).
+EXIT_CODES: dict[int, tuple[str, str]] = {
+    EXIT_MEMORY: ("memory", "exceeded its memory limit"),
+    EXIT_CPU: ("timeout", "exceeded its CPU-time limit"),
+    EXIT_POLICY: ("policy", "attempted a forbidden operation"),
+    EXIT_UNAVAILABLE: ("unavailable", "could not apply the required isolation layers"),
+    EXIT_LOAD: ("env_code", "failed to load the environment"),
+    EXIT_PROTOCOL: ("crash", "broke the protocol"),
+}
+
 
 class ChannelClosed(Exception):
     """The peer closed its end (or died) before a whole frame arrived."""

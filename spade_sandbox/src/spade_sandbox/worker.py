@@ -33,22 +33,15 @@ from . import protocol
 from .allowlist import DEFAULT_ALLOWED_MODULES
 from .guard import guard_format_access, make_builtins
 from .hardening import LayerOptions, apply_layers, secure_enough
-
-EXIT_MEMORY = 81
-EXIT_CPU = 82
-EXIT_POLICY = 83
-EXIT_UNAVAILABLE = 84
-EXIT_LOAD = 85
-EXIT_PROTOCOL = 86
-#: Exit code -> (error kind, explanation).
-EXIT_CODES: dict[int, tuple[str, str]] = {
-    EXIT_MEMORY: ("memory", "exceeded its memory limit"),
-    EXIT_CPU: ("timeout", "exceeded its CPU-time limit"),
-    EXIT_POLICY: ("policy", "attempted a forbidden operation"),
-    EXIT_UNAVAILABLE: ("unavailable", "could not apply the required isolation layers"),
-    EXIT_LOAD: ("env_code", "failed to load the environment"),
-    EXIT_PROTOCOL: ("crash", "broke the protocol"),
-}
+from .protocol import (  # noqa: F401 (EXIT_CODES: re-exported, the pool reads it here too)
+    EXIT_CODES,
+    EXIT_CPU,
+    EXIT_LOAD,
+    EXIT_MEMORY,
+    EXIT_POLICY,
+    EXIT_PROTOCOL,
+    EXIT_UNAVAILABLE,
+)
 
 ENV_FILENAME = "<env>"
 MAX_TRACEBACK_CHARS = 8000
