@@ -1,9 +1,14 @@
-"""Trainer benchmarks: rollout-engine overhead per agent turn.
+"""Trainer benchmarks: rollout-engine overhead per agent turn; torch threads of the policy.
 
 With an instant policy and instant environments, everything measured is the engine's own
 work (prompt building, batched tokenisation, action extraction, bookkeeping). Target:
 under 1 ms per agent turn across 256 concurrent episodes, so that generation, not our
-code, bounds the self-play loop. Run: ``python -m bench.bench_trainer``.
+code, bounds the self-play loop.
+
+The second table times the embedded SmolLM2 policy (a 400-token forward pass and a short
+greedy generation) with 1 and with 2 torch threads in the same run, wall and CPU time, with
+the load average: the measurement behind ``model.threads = 1`` in the quickstart preset.
+Run: ``python -m bench.bench_trainer``.
 """
 
 from __future__ import annotations
@@ -100,6 +105,56 @@ def main() -> None:
         ):
             total, engine = _measure(factory, tokenizer, episodes, source)
             table.add_row(str(episodes), label, f"{total:.3f}", f"{engine:.3f}", f"{total / TARGET_MS:.2f}x")
+    console.print(table)
+    threads_table(console)
+
+
+def _timed(fn: Any, repeats: int) -> tuple[float, float]:
+    """Median (wall s, CPU s of this process) of ``repeats`` calls."""
+    walls, cpus = [], []
+    for _ in range(repeats):
+        c0, t0 = time.process_time(), time.perf_counter()
+        fn()
+        walls.append(time.perf_counter() - t0)
+        cpus.append(time.process_time() - c0)
+    return statistics.median(walls), statistics.median(cpus)
+
+
+def threads_table(console: Console, repeats: int = 3) -> None:
+    """Embedded policy with 1 vs 2 torch threads (see module docstring)."""
+    import os
+
+    import torch
+    from spade_trainer.config import ModelSettings
+    from spade_trainer.models import load_policy
+    from spade_trainer.policy import Sampling, TransformersPolicy
+
+    model, tok = load_policy(ModelSettings())
+    model.eval()
+    policy = TransformersPolicy(model, tok)
+    prompt = torch.randint(100, 40_000, (1, 400), generator=torch.Generator().manual_seed(0))
+    before = torch.get_num_threads()
+    load = os.getloadavg()
+    rows = []
+    with torch.no_grad():
+        for threads in (1, 2):
+            torch.set_num_threads(threads)
+            fwd = _timed(lambda: model(prompt), repeats)
+            gen = _timed(lambda: policy.generate([prompt[0].tolist()], max_new_tokens=16,
+                                                 sampling=Sampling(0.0, 1.0), seed=0), repeats)
+            rows.append((threads, fwd, gen))
+    torch.set_num_threads(before)
+    load_after = os.getloadavg()
+    table = Table(title=f"Embedded SmolLM2-135M on CPU, 1 vs 2 torch threads (median of {repeats}; "
+                  f"load average {load[0]:.1f} -> {load_after[0]:.1f} on {os.cpu_count()} cores)")
+    for col in ("threads", "forward 400 tok wall s", "CPU s", "generate 16 tok wall s", "CPU s",
+                "wall vs 1 thread", "CPU vs 1 thread"):
+        table.add_column(col, justify="right")
+    base = rows[0]
+    for threads, fwd, gen in rows:
+        table.add_row(str(threads), f"{fwd[0]:.2f}", f"{fwd[1]:.2f}", f"{gen[0]:.2f}", f"{gen[1]:.2f}",
+                      f"{(fwd[0] + gen[0]) / (base[1][0] + base[2][0]):.2f}x",
+                      f"{(fwd[1] + gen[1]) / (base[1][1] + base[2][1]):.2f}x")
     console.print(table)
 
 
