@@ -73,6 +73,43 @@ class Database:
             self.checkpointer.note_write()
         return result
 
+    def write_sqlite(self, action: str, work: Callable[[sqlite3.Connection], T]) -> T:
+        """:meth:`write` for SQLite, with ``work`` given the pooled driver connection in a
+        ``BEGIN IMMEDIATE`` transaction: no SQLAlchemy ``Connection``, events or result
+        objects, which cost more than SQLite's own work for a one-row transaction. Same
+        pool, connection settings, retries and error translation as :meth:`write`;
+        anything ``work`` raises rolls the transaction back.
+        """
+        if not self.is_sqlite:
+            raise TypeError("write_sqlite() is for SQLite stores")
+        delay = 0.01
+        for attempt in range(WRITE_RETRIES + 1):
+            try:
+                with translate_errors(self.where, action, reraise=_retryable_driver):
+                    pooled = self.engine.raw_connection()
+                    try:
+                        driver = pooled.driver_connection
+                        assert driver is not None  # a checked-out connection is open
+                        driver.execute("BEGIN IMMEDIATE")
+                        try:
+                            result = work(driver)
+                        except BaseException:
+                            driver.execute("ROLLBACK")
+                            raise
+                        driver.execute("COMMIT")
+                    finally:
+                        pooled.close()  # back to the pool
+            except sqlite3.OperationalError as err:
+                if attempt == WRITE_RETRIES:
+                    raise StoreError(f"{self.where}: {action} failed: {_driver_message(err)}") from None
+                time.sleep(delay * (1 + random.random()))
+                delay = min(delay * 2, 1.0)
+                continue
+            if self.checkpointer is not None:
+                self.checkpointer.note_write()
+            return result
+        raise AssertionError("unreachable")  # pragma: no cover
+
     def read(self, action: str, work: Callable[[Connection], T]) -> T:
         """Run ``work`` in one read transaction, retried on lock timeouts: a connection's
         first ``PRAGMA journal_mode = WAL`` can meet "database is locked" without waiting
@@ -110,6 +147,12 @@ def _retryable(err: BaseException) -> bool:
         code = getattr(getattr(err, "orig", None), "sqlstate", None)
         return "locked" in text or "busy" in text or code in {"40001", "40P01"}
     return False
+
+
+def _retryable_driver(err: BaseException) -> bool:
+    """A lock timeout of the sqlite3 driver itself (``write_sqlite`` retries those)."""
+    text = str(err).lower()
+    return isinstance(err, sqlite3.OperationalError) and ("locked" in text or "busy" in text)
 
 
 def _driver_message(err: BaseException) -> str:

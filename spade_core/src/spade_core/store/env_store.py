@@ -173,6 +173,10 @@ class EnvStore:
         self._check_open()
         return self._db.reading(action)
 
+    def _write_sqlite(self, action: str, work: Callable[[Any], Any]) -> Any:
+        self._check_open()
+        return self._db.write_sqlite(action, work)
+
     def _write(self, action: str, work: Callable[[Connection], Any]) -> Any:
         self._check_open()
         return self._db.write(action, work)
@@ -187,7 +191,21 @@ class EnvStore:
         source, or when the metadata cannot be stored faithfully.
         """
         source, meta, document = self._prepared(source, metadata)
-        return self._write(f"adding {meta.id}", lambda conn: self._add_in(conn, source, meta, document, new_version))
+        action = f"adding {meta.id}"
+        if self._db.is_sqlite:
+            # The common case (a free name and version) on the driver connection; anything
+            # else (an existing id: idempotent add, refusal, new_version) is rolled back
+            # here and takes the full rules.
+            def claim(driver: Any) -> None:
+                if not _claim_sqlite(driver, source, meta, document):
+                    raise _Taken
+
+            try:
+                self._write_sqlite(action, claim)
+                return meta
+            except _Taken:
+                pass
+        return self._write(action, lambda conn: self._add_in(conn, source, meta, document, new_version))
 
     def add_many(
         self,
@@ -278,15 +296,9 @@ class EnvStore:
         prepared = meta
         name = meta.name
         if conn.dialect.name == "sqlite":
-            # Same rules as the generic claim below, on the driver connection.
-            _check_parents(meta)
             driver = conn.connection.driver_connection
             assert driver is not None  # open inside a transaction
-            size = len(source.encode("utf-8"))
-            driver.execute(_SQLITE_UPSERT_BLOB, (meta.code_hash, source, size, _now().isoformat()))
-            if driver.execute(_SQLITE_CLAIM_ENV, codec.row_tuple(meta, document)).fetchall():
-                if meta.parent_ids:
-                    driver.executemany(_SQLITE_INSERT_PARENT, [(meta.id, i, p) for i, p in enumerate(meta.parent_ids)])
+            if _claim_sqlite(driver, source, meta, document):
                 return meta
             claim = None  # taken: the full rules below decide
         else:
@@ -560,6 +572,24 @@ def _check_columns(meta: EnvMetadata) -> None:
     for parent in meta.parent_ids:
         if "\x00" in parent or not 0 < len(parent) <= MAX_ID_LENGTH:
             raise StoreError(f"{meta.id}: parent id {parent[:40]!r} must be 1-{MAX_ID_LENGTH} characters without NUL")
+
+
+class _Taken(Exception):
+    """The id is taken: roll the fast claim back and apply the full rules."""
+
+
+def _claim_sqlite(driver: Any, source: str, meta: EnvMetadata, document: str) -> bool:
+    """Store the code and claim ``meta``'s (name, version) on a SQLite driver connection
+    inside a write transaction; ``False`` (nothing of the row written) when the id is taken.
+    The same statements and rules as the generic claim in :meth:`EnvStore._add_in`."""
+    _check_parents(meta)
+    size = len(source.encode("utf-8"))
+    driver.execute(_SQLITE_UPSERT_BLOB, (meta.code_hash, source, size, _now().isoformat()))
+    if not driver.execute(_SQLITE_CLAIM_ENV, codec.row_tuple(meta, document)).fetchall():
+        return False
+    if meta.parent_ids:
+        driver.executemany(_SQLITE_INSERT_PARENT, [(meta.id, i, p) for i, p in enumerate(meta.parent_ids)])
+    return True
 
 
 def _check_parents(meta: EnvMetadata) -> None:
