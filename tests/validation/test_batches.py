@@ -90,3 +90,26 @@ def test_a_validator_process_killed_between_batches_costs_nothing_but_a_restart(
     for reports in (first, second, third):
         assert [r.failed_stage for r in reports] == [None, "fuzz"], [r.reasons for r in reports]
     assert [comparable(r) for r in second] == [comparable(r) for r in first]
+
+
+def test_an_injected_default_sandbox_pool_is_rebuilt_in_the_validator_processes():
+    from spade_sandbox import SandboxLimits, SandboxPool
+
+    limits = SandboxLimits(call_timeout_s=1.5)
+    with SandboxPool(limits=limits) as pool, Validator(pool) as validator:
+        reports = validator.validate_many([corpus_source("good", "key_door"), corpus_source("bad", "l_reset_raises")])
+        assert validator._processes is not None and validator._processes.recipe.limits == limits
+    assert [r.failed_stage for r in reports] == [None, "load"]
+
+
+def test_only_a_pool_a_child_can_rebuild_exactly_has_a_recipe(inprocess_runner):
+    from spade_designer.validation.processes import pool_recipe
+    from spade_sandbox.backends import ZygoteBackend
+
+    from spade_sandbox import SandboxPool
+
+    assert pool_recipe(inprocess_runner) is None
+    assert pool_recipe(SandboxPool(backend=ZygoteBackend(spare=False))) is None
+    assert pool_recipe(SandboxPool(unsafe_skip_static_check=True)) is None
+    recipe = pool_recipe(SandboxPool(allow_insecure=True))
+    assert recipe is not None and recipe.allow_insecure

@@ -27,7 +27,7 @@ from .context import Candidate, Run
 from .descriptions import plugin_embedder
 from .errors import ValidationInputError
 from .minhash import MinHasher, NoveltyIndex
-from .processes import CALLER_STAGES, SandboxJob, ValidatorProcesses, sandbox_stages
+from .processes import CALLER_STAGES, PoolRecipe, SandboxJob, ValidatorProcesses, pool_recipe, sandbox_stages
 from .runner import EnvRunner, Rejection
 from .stages import contract, degenerate, determinism, feasibility, load, novelty, static
 from .stages import fuzz as fuzz_stage
@@ -145,20 +145,29 @@ class Validator:
         passing candidate entering the index before the next.
 
         The sandbox stages run in ``max_workers`` validator processes (default
-        ``config.batch_processes``, 0 meaning one per CPU; :mod:`.processes`) when this
-        validator owns its sandbox pool and every request's domain is an installed plugin's;
-        otherwise (an injected pool or domain object) in threads of this process.
+        ``config.batch_processes``, 0 meaning one per CPU; :mod:`.processes`), each with
+        a sandbox pool like this validator's, when such a pool can be rebuilt there (its
+        own pool, or an injected default-backend ``SandboxPool``) and every request's
+        domain is an installed plugin's; otherwise in threads of this process.
         """
         if store is not None:
             self.novelty.sync(store)
         reqs = [r if isinstance(r, ValidationRequest) else ValidationRequest(r) for r in requests]
         runs = [self._run(r.source, metadata=r.metadata, domain=r.domain, hint=r.hint, config=self.config) for r in reqs]
         width = max_workers or self.config.batch_processes or os.cpu_count() or 1
-        if self._owns_pool and width > 1 and all(_named_domain(run.domain) for run in runs):
-            return self._validate_in_processes(runs, width)
+        recipe = self._recipe()
+        if recipe is not None and width > 1 and all(_named_domain(run.domain) for run in runs):
+            return self._validate_in_processes(runs, width, recipe)
         return self._validate_in_threads(runs, max_workers)
 
-    def _validate_in_processes(self, runs: list[Run], width: int) -> list[ValidationReport]:
+    def _recipe(self) -> PoolRecipe | None:
+        if self._owns_pool:
+            from spade_sandbox import SandboxLimits
+
+            return PoolRecipe(SandboxLimits(call_timeout_s=self.config.sandbox_call_timeout_s))
+        return pool_recipe(self._pool)
+
+    def _validate_in_processes(self, runs: list[Run], width: int, recipe: PoolRecipe) -> list[ValidationReport]:
         before, after = _split_stages(self.config)
         parts: list[list[ValidationReport]] = []
         pending: dict[int, Future[ValidationReport]] = {}
@@ -166,12 +175,12 @@ class Validator:
         for i, run in enumerate(runs):
             first = execute(run, self._no_runner, static_checker=self._static_checker, config=before)
             parts.append([first])
-            if first.passed and self._processes_for(width).config.stages:
+            if first.passed and self._processes_for(width, recipe).config.stages:
                 sandboxed.add(i)
                 c = run.candidate
                 job = SandboxJob(c.source, run.metadata, run.domain.name if run.domain else None, c.hint)
                 try:
-                    pending[i] = self._processes_for(width).submit(job)
+                    pending[i] = self._processes_for(width, recipe).submit(job)
                 except BrokenProcessPool:
                     self._drop_processes()
         peers = self.novelty.peers()
@@ -224,12 +233,12 @@ class Validator:
             peers.add(c.env_id or f"batch[{index}]", c.source, description=c.description)
         return report
 
-    def _processes_for(self, width: int) -> ValidatorProcesses:
-        if self._processes is not None and self._processes.processes != width:
+    def _processes_for(self, width: int, recipe: PoolRecipe) -> ValidatorProcesses:
+        if self._processes is not None and (self._processes.processes, self._processes.recipe) != (width, recipe):
             self._processes.close()
             self._processes = None
         if self._processes is None:
-            self._processes = ValidatorProcesses(self.config, width)
+            self._processes = ValidatorProcesses(self.config, width, recipe)
         return self._processes
 
     @staticmethod

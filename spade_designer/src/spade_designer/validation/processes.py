@@ -4,7 +4,8 @@ A validation spends most of the caller's CPU in Hypothesis, the invariant checks
 IPC to the sandbox; in threads of one process that work is serialised by the GIL, so a
 thread pool does not scale. :class:`ValidatorProcesses` runs a
 :class:`~.pipeline.Validator` in each of ``processes`` child processes, each with its own
-sandbox pool, and hands them the stages between ``static`` and ``novelty``: the static
+sandbox pool (built from a :class:`PoolRecipe`: the caller's limits and insecure-mode
+setting, the default backend), and hands them the stages between ``static`` and ``novelty``: the static
 stage (cheap, executes nothing) and the novelty stage (it needs the one index of known
 environments and the batch's earlier candidates) stay in the calling process.
 
@@ -18,6 +19,7 @@ import atexit
 import multiprocessing
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
+from typing import Any
 
 from spade_core.metadata import EnvMetadata, ValidationReport
 
@@ -26,6 +28,38 @@ from .config import ValidationConfig
 
 #: Stages that stay in the calling process (see the module docstring).
 CALLER_STAGES = frozenset({Stage.static, Stage.novelty})
+
+
+@dataclass(frozen=True)
+class PoolRecipe:
+    """How a child builds a sandbox pool equivalent to the caller's: the default
+    (``native``) backend with the caller's limits and ``allow_insecure``."""
+
+    limits: Any
+    allow_insecure: bool = False
+
+    def build(self) -> Any:
+        from spade_sandbox import SandboxPool
+
+        return SandboxPool(limits=self.limits, allow_insecure=self.allow_insecure)
+
+
+def pool_recipe(pool: Any) -> PoolRecipe | None:
+    """The recipe of an injected pool, or ``None`` when a child could not rebuild it
+    exactly (another runner, another backend or backend options, the unsafe test mode)."""
+    from spade_sandbox.backends import ZygoteBackend
+
+    from spade_sandbox import SandboxPool
+
+    if type(pool) is not SandboxPool or pool.skip_static:
+        return None
+    backend = pool.backend
+    default = ZygoteBackend()
+    if type(backend) is not ZygoteBackend or (backend.name, backend.command_prefix, backend.spare, backend.cgroups) != (
+        default.name, default.command_prefix, default.spare, default.cgroups
+    ):
+        return None
+    return PoolRecipe(pool.limits, pool.allow_insecure)
 
 
 @dataclass(frozen=True)
@@ -48,13 +82,13 @@ def sandbox_stages(config: ValidationConfig) -> ValidationConfig:
 _validator: object = None
 
 
-def _start_child(config_json: str) -> None:
+def _start_child(config_json: str, recipe: PoolRecipe) -> None:
     from .pipeline import Validator
 
     global _validator
-    validator = Validator(config=ValidationConfig.model_validate_json(config_json))
-    _validator = validator
-    atexit.register(validator.close)  # the child's sandbox pool goes with it
+    pool = recipe.build()
+    atexit.register(pool.close)  # the child's sandbox pool goes with it
+    _validator = Validator(pool, ValidationConfig.model_validate_json(config_json))
 
 
 def _run_job(job: SandboxJob) -> ValidationReport:
@@ -75,11 +109,12 @@ class ValidatorProcesses:
     ``config`` (the caller's stages left out). Not thread-safe to close while submitting.
     """
 
-    def __init__(self, config: ValidationConfig, processes: int) -> None:
+    def __init__(self, config: ValidationConfig, processes: int, recipe: PoolRecipe) -> None:
         if processes < 1:
             raise ValueError(f"processes must be at least 1, got {processes}")
         self.config = sandbox_stages(config)
         self.processes = processes
+        self.recipe = recipe
         self._executor: ProcessPoolExecutor | None = None
 
     def start(self) -> None:
@@ -90,7 +125,7 @@ class ValidatorProcesses:
             max_workers=self.processes,
             mp_context=multiprocessing.get_context("spawn"),
             initializer=_start_child,
-            initargs=(self.config.model_dump_json(),),
+            initargs=(self.config.model_dump_json(), self.recipe),
         )
         # One ping per child starts them all now rather than on the batch's critical path.
         for f in [self._executor.submit(_ping) for _ in range(self.processes)]:
