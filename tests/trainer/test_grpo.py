@@ -101,3 +101,37 @@ def test_environment_tokens_carry_no_gradient(tiny_model: Any, tiny_tokenizer: A
     before = [p.detach().clone() for p in tiny_model.parameters()]
     _train(tiny_model, tiny_tokenizer, [masked, partner, flat, flat], tmp_path)
     assert all(torch.equal(a, b.detach()) for a, b in zip(before, tiny_model.parameters(), strict=True))
+
+
+# --- the update's weight change ---------------------------------------------------------------
+
+
+def test_parameter_delta_is_the_l2_norm_of_the_weight_change() -> None:
+    from spade_trainer.grpo import ParameterDelta
+
+    torch.manual_seed(0)
+    layer = torch.nn.Linear(4, 3)
+    opt = torch.optim.SGD(layer.parameters(), lr=0.1)
+    probe = ParameterDelta()
+    probe.attach(opt)
+    before = [p.detach().clone() for p in layer.parameters()]
+    layer(torch.ones(2, 4)).sum().backward()
+    opt.step()
+    expected = torch.sqrt(sum(((p.detach() - b) ** 2).sum() for p, b in zip(layer.parameters(), before, strict=True)))
+    assert probe.last_l2 == pytest.approx(float(expected), rel=1e-6) and probe.last_l2 > 0
+    assert probe.steps == 1
+    opt.zero_grad()
+    opt.step()  # no gradient: the weights stay put
+    assert probe.last_l2 == 0.0 and probe.last_max == 0.0
+    probe.detach()
+    layer(torch.ones(2, 4)).sum().backward()
+    opt.step()
+    assert probe.steps == 2  # detached: no longer measuring
+
+
+def test_parameter_delta_refuses_what_is_not_a_torch_optimizer() -> None:
+    from spade_trainer.errors import TrainerError
+    from spade_trainer.grpo import ParameterDelta
+
+    with pytest.raises(TrainerError, match="not a torch optimizer"):
+        ParameterDelta().attach(object())

@@ -41,6 +41,10 @@ def test_two_iterations_with_the_real_designer(tmp_path: Path) -> None:
         assert rec["envs_played"] == 2 and rec["episodes"] == 8
         assert rec["samples"]["designer_samples"] == 2 and rec["samples"]["agent_samples"] >= 1
         assert rec["train"]["loss"] is not None
+        # the update is measured: weights move exactly when some sample carries gradient
+        update = rec["update"]
+        assert update["param_delta_l2"] is not None and update["nonzero_advantages"] is not None
+        assert (update["param_delta_l2"] > 0) == (update["grad_norm"] > 0) == (update["nonzero_advantages"] > 0)
     assert lines[0]["skills"] != lines[1]["skills"]  # skills rotate round-robin
     assert latest_checkpoint(tmp_path / "run") is not None
     page = write_report(tmp_path / "run")
