@@ -3,14 +3,20 @@
     pip install 'spade-designer[vllm]'
     python scripts/gpu_check_vllm.py [--model PATH_OR_ID] [--n 8] [--round]
 
-Without ``--model`` the embedded SmolLM2-135M-Instruct GGUF file is used (vLLM reads GGUF;
-its tokenizer comes from the same file). The script checks, and exits non-zero on the
-first failure:
+Without ``--model`` the embedded SmolLM2-135M-Instruct GGUF file is used, its tokenizer
+read from the same file. vLLM has deprecated its in-tree GGUF loader in favour of the
+``vllm-gguf-plugin`` package: with a vLLM release that no longer loads GGUF, install the
+plugin or pass ``--model`` a Hugging Face checkpoint folder. The script checks, and exits
+non-zero on the first failure:
 
 1. the engine starts and one batched ``chat`` call returns one completion per conversation,
-   in order, with prompt/completion token ids and one log-probability per token;
-2. the same seed reproduces the same text;
-3. with ``--round``: a real design round for the games domain (validation in the sandbox,
+   in order, with prompt/completion token ids and one log-probability per token, and no
+   text past a stop string;
+2. the same seeds reproduce the same text when the same batch is generated again (vLLM's
+   kernels are not batch-invariant, so only an identical batch is compared);
+3. a prefilled assistant reply is continued (``continue_final_message``), as the
+   designer's compact prompts need;
+4. with ``--round``: a real design round for the games domain (validation in the sandbox,
    SQLite store in a temporary folder) finishes and reports its numbers.
 
 It prints a rich table of throughput (completions/s, tokens/s).
@@ -52,7 +58,11 @@ def main() -> None:
         model = os.path.join(folder, gguf)
         options["tokenizer"] = model
     t0 = time.perf_counter()
-    backend = VLLMBackend(model, gpu_memory_utilization=args.gpu_memory_utilization, max_model_len=8192, **options)
+    try:
+        backend = VLLMBackend(model, gpu_memory_utilization=args.gpu_memory_utilization, max_model_len=8192, **options)
+    except Exception as exc:
+        hint = " (GGUF: install vllm-gguf-plugin, or pass --model a checkpoint folder)" if model.endswith(".gguf") else ""
+        fail(f"engine did not start: {exc}{hint}")
     start_s = time.perf_counter() - t0
 
     conversations = [
@@ -60,7 +70,8 @@ def main() -> None:
         for i in range(args.n)
     ]
     t0 = time.perf_counter()
-    out = backend.chat(conversations, max_new_tokens=args.max_new_tokens, temperature=0.8, seed=1234)
+    stop = ["\n\n\n"]
+    out = backend.chat(conversations, max_new_tokens=args.max_new_tokens, temperature=0.8, seed=1234, stop=stop)
     gen_s = time.perf_counter() - t0
     if len(out) != args.n:
         fail(f"{len(out)} completions for {args.n} conversations")
@@ -71,9 +82,16 @@ def main() -> None:
             fail(f"completion {i}: {len(c.logprobs)} logprobs for {len(c.completion_ids)} tokens")
         if not all(math.isfinite(x) and x <= 0 for x in c.logprobs):
             fail(f"completion {i}: log-probabilities must be finite and <= 0")
-    again = backend.chat(conversations[:2], max_new_tokens=args.max_new_tokens, temperature=0.8, seed=1234)
-    if [c.text for c in again] != [c.text for c in out[:2]]:
-        fail("the same seed did not reproduce the same text")
+        if stop[0] in c.text:
+            fail(f"completion {i}: text runs past the stop string")
+    again = backend.chat(conversations, max_new_tokens=args.max_new_tokens, temperature=0.8, seed=1234, stop=stop)
+    if [c.text for c in again] != [c.text for c in out]:
+        fail("the same seeds did not reproduce the same text for the same batch")
+    prefix = "class Puzzle0Env:\n    def reset(self, seed=None):\n"
+    (cont,) = backend.chat([conversations[0] + [{"role": "assistant", "content": prefix}]],
+                           max_new_tokens=32, temperature=0.0)
+    if not cont.prompt_ids or cont.text.startswith(prefix) or not cont.completion_ids:
+        fail("a prefilled reply was not continued (continue_final_message)")
 
     table = Table(title=f"vLLM backend on {model}")
     for col in ("engine start s", "batch", "generation s", "completions/s", "tokens out/s"):
@@ -92,7 +110,9 @@ def main() -> None:
 
         with tempfile.TemporaryDirectory() as d, Validator() as validator:
             store = EnvStore(f"sqlite:///{d}/store.db")
-            config = DesignerConfig(sampling={"max_new_tokens": 1024, "temperature": 0.8}, document_words=300)
+            # a GPU affords the full prompt and a whole-file reply budget
+            config = DesignerConfig(sampling={"max_new_tokens": 1024, "temperature": 0.8}, document_words=300,
+                                    prompt_style="full")
             designer = Designer(backend, store, validator, PyDocsCorpus(), StoreMemory(store), config)
             t0 = time.perf_counter()
             result = designer.design_round("games", "logical_deduction", args.n, seed=0)

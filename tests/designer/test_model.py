@@ -87,3 +87,26 @@ def test_real_round_of_four_designs_reports_honest_numbers(backend, store, capsy
     assert sum(result.rejected_by_stage.values()) == s["rejected"]
     stored = store.find(domain="games")
     assert all(m.designer_model == result.model for m in stored)
+
+
+def test_the_converted_gguf_checkpoint_is_cached_and_reloads_to_the_same_model(tmp_path, backend, monkeypatch):
+    import torch
+    import transformers
+    from spade_designer.llm import default_model_path
+    from spade_designer.llm.transformers_backend import load_model
+
+    folder, gguf = default_model_path()
+    first, tok1 = load_model(folder, gguf_file=gguf, dtype="float32", cache_dir=tmp_path)
+    (entry,) = [p for p in tmp_path.iterdir() if not p.name.startswith(".")]
+    assert (entry / "model.safetensors").is_file() and "quantization_config" not in (entry / "config.json").read_text()
+    loaded_from = []
+    real = transformers.AutoModelForCausalLM.from_pretrained
+    monkeypatch.setattr(transformers.AutoModelForCausalLM, "from_pretrained",
+                        lambda path, **kw: loaded_from.append((path, kw.get("gguf_file"))) or real(path, **kw))
+    again, tok2 = load_model(folder, gguf_file=gguf, dtype="float32", cache_dir=tmp_path)
+    assert loaded_from == [(str(entry), None)]  # the cache, not the GGUF file
+    conv = [{"role": "user", "content": "Write ```python code```, é."}]
+    assert tok1.apply_chat_template(conv, tokenize=False) == tok2.apply_chat_template(conv, tokenize=False)
+    ids = tok1("def reset(self, seed=None):", return_tensors="pt")["input_ids"]
+    with torch.no_grad():
+        assert torch.equal(first(ids).logits, again(ids).logits)

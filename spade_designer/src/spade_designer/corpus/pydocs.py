@@ -25,7 +25,11 @@ from ..errors import CorpusError
 from .base import Document, chunk_words
 
 #: Modules whose files are data or platform stubs rather than documentation.
-_SKIP_MODULES = frozenset({"antigravity", "this", "idlelib", "lib2to3", "pydoc_data", "turtledemo", "tkinter"})
+_SKIP_MODULES = frozenset(
+    {"antigravity", "this", "idlelib", "lib2to3", "pydoc_data", "turtledemo", "tkinter",
+     # finding it runs setuptools' distutils shim (0.45 s of imports) for a deprecated module
+     "distutils"}
+)
 
 
 def _topic_entries() -> dict[str, str]:
