@@ -55,6 +55,7 @@ from spade_core.errors import ActionFormatError, SpadeError
 # Environments written for the reference implementation subclass this; importable from
 # here because ``spade_tooluse.base`` is the one module tool-use sources may import.
 from .reference_base import ToolUseBaseEnv
+from .state_copy import state_copy
 
 __all__ = [
     "ToolEnv",
@@ -398,12 +399,17 @@ class ToolEnv:
     ignore_keys: tuple[str, ...] = ()
 
     _te_schemas: list[dict[str, Any]] = []
+    # Derived from _te_schemas once per class (dispatch and the intro ran these per call).
+    _te_schema_index: dict[str, dict[str, Any]] = {}
+    _te_listing: str | None = None
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         has_methods = any(a.startswith("tool_") for a in dir(cls))
         if cls.__dict__.get("tools") is not None or has_methods:
             cls._te_schemas = check_tool_declarations(cls)
+        cls._te_schema_index = {s["function"]["name"]: s for s in cls._te_schemas}
+        cls._te_listing = None  # made by the first _te_intro of this class
         if cls.advance_on not in ADVANCE_MODES:
             raise ToolSchemaError(cls.__name__, [f"advance_on must be one of {ADVANCE_MODES}, got {cls.advance_on!r}"])
 
@@ -501,14 +507,29 @@ class ToolEnv:
         self._te_done = False
 
     def _te_replay_targets(self, seed: int) -> list[dict[str, Any]]:
-        """Replay the reference calls on a fresh instance; the state after each turn."""
+        """Replay the reference calls on a fresh instance; the state after each turn.
+
+        Reference calls almost never fail, so the first pass runs them without the
+        per-call state snapshot. If any call does not succeed, that pass is thrown away
+        and the replay starts again on another fresh instance with snapshots, which is
+        the exact procedure; either way the targets (and errors) are the same.
+        """
+        targets = self._te_replay(seed, rollback=False)
+        if targets is None:
+            targets = self._te_replay(seed, rollback=True)
+        return targets
+
+    def _te_replay(self, seed: int, *, rollback: bool) -> list[dict[str, Any]] | None:
+        """The replay proper; ``None`` when ``rollback`` is off and a call did not succeed."""
         twin = type(self)()
         twin._te_start(seed)
         targets = []
         for k, turn in enumerate(twin.turns):
             for raw in turn.calls:
                 c = _as_call(raw)
-                outcome = twin._te_dispatch(c)
+                outcome = twin._te_dispatch(c, rollback=rollback)
+                if outcome.kind != "ok" and not rollback:
+                    return None
                 if outcome.kind in ("bad_call", "internal"):
                     raise ToolEnvError(
                         f"{type(self).__name__}: reference call {c.name}({c.arguments}) of turn {k} failed: {outcome.text}"
@@ -527,12 +548,14 @@ class ToolEnv:
 
     def _te_predicate(self, turn: Turn) -> bool:
         try:
-            return bool(turn.check(copy.deepcopy(self.state))) if turn.check is not None else True
+            return bool(turn.check(state_copy(self.state))) if turn.check is not None else True
         except Exception:  # a predicate that crashes on an odd state is a failed check
             return False
 
-    def _te_dispatch(self, c: ToolCall) -> _Outcome:
-        schemas = {s["function"]["name"]: s for s in type(self)._te_schemas}
+    def _te_dispatch(self, c: ToolCall, *, rollback: bool = True) -> _Outcome:
+        """Run one call. With ``rollback`` (always, except in a throw-away replay) a tool
+        that raises leaves ``self.state`` as it was before the call."""
+        schemas = type(self)._te_schema_index
         schema = schemas.get(c.name)
         if schema is None:
             return _Outcome(c.name, f"unknown tool {c.name!r}; available tools: {', '.join(schemas)}", "bad_call")
@@ -540,14 +563,16 @@ class ToolEnv:
         if problem is not None:
             return _Outcome(c.name, problem, "bad_call")
         method = getattr(self, "tool_" + c.name)
-        before = copy.deepcopy(self.state)
+        before = state_copy(self.state) if rollback else None  # state_copy: exactly copy.deepcopy, faster
         try:
             result = method(**c.arguments)
         except ToolError as exc:
-            self.state = before  # expected failures leave the state as it was
+            if rollback:
+                self.state = before  # expected failures leave the state as it was
             return _Outcome(c.name, str(exc) or "the tool failed", "tool_error")
         except Exception as exc:  # env bugs surface to the agent, never as a crash
-            self.state = before
+            if rollback:
+                self.state = before
             return _Outcome(c.name, f"internal error in tool {c.name!r}: {type(exc).__name__}: {exc}", "internal")
         return _Outcome(c.name, render_result(result))
 
@@ -597,7 +622,13 @@ class ToolEnv:
         return sum(self._te_passed) / len(self.turns) if self.turns else 0.0
 
     def _te_intro(self) -> str:
-        listing = json.dumps(self.get_tool_schemas(), ensure_ascii=False)
+        cls = type(self)
+        if cls.get_tool_schemas is not ToolEnv.get_tool_schemas:  # an override may vary per call
+            listing = json.dumps(self.get_tool_schemas(), ensure_ascii=False)
+        else:
+            if cls._te_listing is None:
+                cls._te_listing = json.dumps(self.get_tool_schemas(), ensure_ascii=False)
+            listing = cls._te_listing
         return (
             f"{self.description}\n"
             f"Tools (OpenAI format): {listing}\n"
