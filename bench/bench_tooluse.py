@@ -1,4 +1,5 @@
-"""Tool-use domain benchmarks: seed environments (reset / replay, in-process vs sandbox)
+"""Tool-use domain benchmarks: seed environments (resets per second against the plain
+grading, reset / replay, in-process vs sandbox)
 and the BFCL-v4 grader (ours vs the official checker on the same trajectories).
 
 Run: ``python -m bench.bench_tooluse`` (or ``python -m bench tooluse``). Medians of
@@ -7,6 +8,7 @@ repeated runs; ratios side by side, since the machine is shared and noisy.
 
 from __future__ import annotations
 
+import os
 import statistics
 import time
 from collections.abc import Callable
@@ -53,6 +55,51 @@ def seed_table(repeat: int = 15) -> Table:
 
         b, r, p = _median_ms(build_only, repeat), _median_ms(reset, repeat), _median_ms(replay, repeat)
         table.add_row(seed.name, f"{r:.2f}", f"{b:.2f}", f"{r / b:.1f}x", f"{p:.2f}", str(len(actions)))
+    return table
+
+
+def _rate(fn: Callable[[int], object], n: int, repeat: int) -> tuple[float, float]:
+    """Median calls per second of ``fn(i)`` for i < n, by wall clock and by CPU time."""
+    walls, cpus = [], []
+    for _ in range(repeat):
+        w0, c0 = time.perf_counter(), time.process_time()
+        for i in range(n):
+            fn(i)
+        walls.append(n / max(time.perf_counter() - w0, 1e-9))
+        cpus.append(n / max(time.process_time() - c0, 1e-9))
+    return statistics.median(walls), statistics.median(cpus)
+
+
+def reset_rate_table(n: int = 30, repeat: int = 3) -> Table:
+    """Resets per second in-process: the plain grading (deepcopy before every call, replay
+    at every reset) against the base class, on new seeds (every reset replays) and on
+    seeds 0-2 over and over (validation's pattern: the target cache answers)."""
+    from spade_core.source import load_trusted_class
+    from spade_tooluse.catalog import seed_envs
+    from spade_tooluse.plain_grading import plain
+
+    load = os.getloadavg()
+    table = Table(title=f"tool-use resets per second, in-process, {n} resets x {repeat} (median; wall / CPU; "
+                  f"load {load[0]:.1f} {load[1]:.1f} {load[2]:.1f})")
+    for col in ("env", "plain, new seeds", "ours, new seeds", "ratio (CPU)", "ours, seeds 0-2", "ratio (CPU)"):
+        table.add_column(col, justify="right" if col != "env" else "left", no_wrap=col == "env")
+    totals = [0.0, 0.0, 0.0]
+    for seed in seed_envs():
+        cls = load_trusted_class(seed.source(), seed.class_name)
+        slow, fast, again = plain(cls)(), cls(), cls()
+        # Seeds advance across repeats so "new seeds" never hit the cache.
+        fresh = iter(range(10**9))
+        p = _rate(lambda i: slow.reset(seed=1000 + next(fresh)), n, repeat)
+        fresh = iter(range(10**9))
+        f = _rate(lambda i: fast.reset(seed=1000 + next(fresh)), n, repeat)
+        a = _rate(lambda i: again.reset(seed=i % 3), n, repeat)
+        for k, (w, c) in enumerate((p, f, a)):
+            totals[k] += 1 / c
+        table.add_row(seed.name, f"{p[0]:.0f} / {p[1]:.0f}", f"{f[0]:.0f} / {f[1]:.0f}", f"{f[1] / p[1]:.1f}x",
+                      f"{a[0]:.0f} / {a[1]:.0f}", f"{a[1] / p[1]:.1f}x")
+    k = len(seed_envs())
+    table.add_row("[bold]all (CPU, harmonic)[/]", f"{k / totals[0]:.0f}", f"{k / totals[1]:.0f}",
+                  f"{totals[0] / totals[1]:.1f}x", f"{k / totals[2]:.0f}", f"{totals[0] / totals[2]:.1f}x")
     return table
 
 
@@ -128,6 +175,7 @@ def bfcl_table(sample: int = 80) -> Table | None:
 
 def main() -> None:
     console = Console()
+    console.print(reset_rate_table())
     console.print(seed_table())
     for t in (sandbox_table(), bfcl_table()):
         if t is not None:

@@ -3,14 +3,13 @@
 ``state_copy`` must equal ``copy.deepcopy`` (values, types, aliasing); the replay without
 per-call snapshots (with its fallback) and the cached tool listing must give the same
 observations, rewards, infos and states as the original base class, which
-:class:`PlainSemantics` re-implements here with ``copy.deepcopy`` and a snapshot before
-every call, as a reference.
+:mod:`spade_tooluse.plain_grading` keeps as the reference (``copy.deepcopy``, a snapshot
+before every call, a replay at every reset).
 """
 
 from __future__ import annotations
 
 import copy
-import json
 from typing import Any
 
 import pytest
@@ -18,8 +17,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from spade_core.actions import format_tool_calls
 from spade_core.source import load_trusted_class
-from spade_tooluse.base import ToolEnv, ToolEnvError, ToolError, Turn, _as_call, _Outcome, call, check_arguments, function_schema, render_result
+from spade_tooluse.base import ToolEnv, ToolEnvError, ToolError, Turn, call, function_schema
 from spade_tooluse.catalog import seed_envs
+from spade_tooluse.plain_grading import plain
 from spade_tooluse.state_copy import state_copy
 
 # --- state_copy == copy.deepcopy ---------------------------------------------------------
@@ -90,69 +90,6 @@ def test_state_copy_leaves_subclasses_to_deepcopy():
 
 
 # --- the reference semantics of the base class -----------------------------------------
-
-
-class PlainSemantics:
-    """The base class's grading internals as first written: a deep copy before every
-    call, targets replayed with snapshots, the listing serialised at every reset."""
-
-    def _te_replay_targets(self, seed):
-        twin = type(self)()
-        twin._te_start(seed)
-        targets = []
-        for k, turn in enumerate(twin.turns):
-            for raw in turn.calls:
-                c = _as_call(raw)
-                outcome = twin._te_dispatch(c)
-                if outcome.kind in ("bad_call", "internal"):
-                    raise ToolEnvError(
-                        f"{type(self).__name__}: reference call {c.name}({c.arguments}) of turn {k} failed: {outcome.text}"
-                    )
-            state = twin._te_comparable(twin.state)
-            if turn.check is not None and not twin._te_predicate(turn):
-                raise ToolEnvError(f"{type(self).__name__}: the reference calls of turn {k} fail the turn's check")
-            targets.append(state)
-        return targets
-
-    def _te_predicate(self, turn):
-        try:
-            return bool(turn.check(copy.deepcopy(self.state))) if turn.check is not None else True
-        except Exception:
-            return False
-
-    def _te_dispatch(self, c, **_):
-        schemas = {s["function"]["name"]: s for s in type(self)._te_schemas}
-        schema = schemas.get(c.name)
-        if schema is None:
-            return _Outcome(c.name, f"unknown tool {c.name!r}; available tools: {', '.join(schemas)}", "bad_call")
-        problem = check_arguments(schema, c.arguments)
-        if problem is not None:
-            return _Outcome(c.name, problem, "bad_call")
-        method = getattr(self, "tool_" + c.name)
-        before = copy.deepcopy(self.state)
-        try:
-            result = method(**c.arguments)
-        except ToolError as exc:
-            self.state = before
-            return _Outcome(c.name, str(exc) or "the tool failed", "tool_error")
-        except Exception as exc:
-            self.state = before
-            return _Outcome(c.name, f"internal error in tool {c.name!r}: {type(exc).__name__}: {exc}", "internal")
-        return _Outcome(c.name, render_result(result))
-
-    def _te_intro(self):
-        listing = json.dumps(self.get_tool_schemas(), ensure_ascii=False)
-        return (
-            f"{self.description}\n"
-            f"Tools (OpenAI format): {listing}\n"
-            'Call tools with <tool_call>{"name": "<tool>", "arguments": {...}}</tool_call> (several per message '
-            "are allowed). When a request is complete, reply with <answer>...</answer>."
-        )
-
-
-def plain(cls: type) -> type:
-    """``cls`` graded by :class:`PlainSemantics` (same name, so messages match)."""
-    return type(cls.__name__, (PlainSemantics, cls), {})
 
 
 SEEDS = {s.name: load_trusted_class(s.source(), s.class_name) for s in seed_envs()}
@@ -298,3 +235,56 @@ def test_an_overridden_schema_listing_is_asked_at_every_reset():
     first, _ = env.reset(seed=0)
     second, _ = env.reset(seed=0)
     assert first != second and Growing.asked == 2
+
+
+# --- the per-instance target cache ------------------------------------------------------
+
+
+class CountingLedger(Ledger):
+    builds = 0
+
+    def build(self):
+        type(self).builds += 1
+        return super().build()
+
+
+def test_resetting_on_a_seed_seen_before_replays_nothing_and_plays_the_same():
+    env = CountingLedger()
+    first = env.reset(seed=5)
+    targets = env._te_targets
+    for action in env.solution():
+        env.step(action)
+    CountingLedger.builds = 0
+    assert env.reset(seed=5) == first
+    assert CountingLedger.builds == 1, "only the live build; the targets came from the cache"
+    assert env._te_targets == targets
+    assert [env.step(a)[1] for a in env.solution()] == [0.5, 1.0]
+
+
+def test_a_build_that_is_not_a_function_of_the_seed_is_replayed_afresh():
+    def drifting(base: type) -> type:
+        class Drifting(base):
+            count = 10
+
+            def build(self):
+                Drifting.count += 1  # class-level drift: same seed, another state
+                self.state = {"balance": Drifting.count, "paid": []}
+                return [Turn(user="pay 4", calls=[call("pay", amount=4)])]
+
+        return Drifting
+
+    env, ref = drifting(Ledger)(), plain(drifting(Ledger))()
+    for _ in range(3):
+        assert env.reset(seed=0) == ref.reset(seed=0)
+        # The twin is built after the live env, so its target drifted one further.
+        assert env._te_targets == ref._te_targets == [{"balance": env.state["balance"] + 1 - 4, "paid": [4]}]
+
+
+def test_the_cache_keeps_only_the_latest_episodes():
+    from spade_tooluse.base import TARGET_CACHE_SIZE
+
+    env = Ledger()
+    for seed in range(3 * TARGET_CACHE_SIZE):
+        env.reset(seed=seed)
+    assert len(env._te_target_cache) == TARGET_CACHE_SIZE
+    assert {key[0] for key in env._te_target_cache} == set(range(2 * TARGET_CACHE_SIZE, 3 * TARGET_CACHE_SIZE))

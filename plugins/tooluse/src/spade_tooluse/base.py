@@ -24,7 +24,9 @@ Actions are agent messages holding zero or more ``<tool_call>{"name": .., "argum
 unknown tools and bad arguments produce an error observation, never an exception.
 
 Grading. At ``reset`` the reference calls are replayed turn by turn on a fresh instance
-built from the same seed; the state after turn *k* is the target of turn *k*. A turn
+built from the same seed; the state after turn *k* is the target of turn *k*. (An
+instance remembers the targets of its last few episodes, keyed by seed, built state and
+reference calls, so resetting it on the same seed again replays nothing.) A turn
 passes when the live state equals its target (keys in ``ignore_keys`` aside), its
 predicate holds and every required output appears in the agent's answer. The reward is
 the fraction of turns passed so far, so 1.0 exactly when every turn passed.
@@ -71,6 +73,8 @@ __all__ = [
 #: JSON-Schema type names a tool parameter may declare.
 JSON_TYPES = frozenset({"string", "integer", "number", "boolean", "array", "object", "null"})
 ADVANCE_MODES = ("check", "reply")
+#: Episodes (seed, built state, reference calls) whose targets one instance remembers.
+TARGET_CACHE_SIZE = 8
 #: Longest tool result shown to the agent, in characters (keeps observations bounded).
 MAX_RESULT_CHARS = 4000
 
@@ -419,6 +423,8 @@ class ToolEnv:
         self.seed: int | None = None
         self.turns: list[Turn] = []
         self._te_targets: list[dict[str, Any]] = []
+        self._te_target_cache: dict[tuple[int, str, str], list[dict[str, Any]]] = {}
+        self._te_built_state = ""
         self._te_turn = 0
         self._te_passed: list[bool] = []
         self._te_steps = 0
@@ -442,7 +448,7 @@ class ToolEnv:
         if seed is None:
             seed = random.SystemRandom().randrange(2**31)
         self._te_start(seed)
-        self._te_targets = self._te_replay_targets(seed)
+        self._te_targets = self._te_cached_targets(seed)
         intro = self._te_intro()
         return intro + "\n\n" + self._te_user_message(0), self._te_info(advanced=False, outcomes=[])
 
@@ -496,9 +502,11 @@ class ToolEnv:
         if not type(self)._te_schemas:
             raise ToolEnvError(f"{type(self).__name__} declares no tools")
         try:
-            self.state = _canonical(self.state)
+            text = json.dumps(self.state, sort_keys=True)  # what _canonical does, keeping the text
         except (TypeError, ValueError) as exc:
             raise ToolEnvError(f"{type(self).__name__}.state is not JSON-serialisable: {exc}") from None
+        self.state = json.loads(text)
+        self._te_built_state = text
         self.turns = turns
         self._te_turn = 0
         self._te_passed = []
@@ -506,13 +514,48 @@ class ToolEnv:
         self._te_turn_answers = []
         self._te_done = False
 
+    def _te_cached_targets(self, seed: int) -> list[dict[str, Any]]:
+        """The targets of this episode, replayed once per seed and built episode.
+
+        Validation resets one instance on the same few seeds over a hundred times; the
+        replay costs a second ``build()`` plus every reference call. An entry is reused
+        only when the seed, the built state and the reference calls are all the same as
+        when it was made (so an env whose build is not a function of the seed is replayed
+        afresh, as before); the last :data:`TARGET_CACHE_SIZE` entries are kept.
+        """
+        key = self._te_episode_key(seed)
+        try:
+            cache = self._te_target_cache
+        except AttributeError:  # a subclass __init__ that skipped ours
+            cache = self._te_target_cache = {}
+        if key is not None and key in cache:
+            return cache[key]
+        targets = self._te_replay_targets(seed)
+        if key is not None:
+            if len(cache) >= TARGET_CACHE_SIZE:
+                del cache[next(iter(cache))]  # the oldest entry
+            cache[key] = targets
+        return targets
+
+    def _te_episode_key(self, seed: int) -> tuple[int, str, str] | None:
+        """What the targets are a function of: seed, built state, reference calls (as
+        text); ``None`` when the calls have no faithful text form."""
+        try:
+            calls = repr([t.calls for t in self.turns])
+        except Exception:  # a reference call whose repr fails: replay every time
+            return None
+        if " at 0x" in calls:  # default object reprs name addresses, not values
+            return None
+        return (seed, self._te_built_state, calls)
+
     def _te_replay_targets(self, seed: int) -> list[dict[str, Any]]:
         """Replay the reference calls on a fresh instance; the state after each turn.
 
         Reference calls almost never fail, so the first pass runs them without the
         per-call state snapshot. If any call does not succeed, that pass is thrown away
         and the replay starts again on another fresh instance with snapshots, which is
-        the exact procedure; either way the targets (and errors) are the same.
+        the exact procedure; for an env whose build is a function of the seed (the
+        contract of ``reset``) the targets and errors are the same either way.
         """
         targets = self._te_replay(seed, rollback=False)
         if targets is None:
