@@ -17,7 +17,13 @@ from spade_designer.validation import Validator
 from spade_designer.validation.codes import Stage
 from spade_designer.validation.config import ValidationConfig
 from spade_trainer.designer_stage import novelty_score
-from spade_trainer.progress import DESIGN_GATES, code_structure, design_progress, well_formed_action
+from spade_trainer.progress import (
+    DESIGN_GATES,
+    code_structure,
+    design_progress,
+    parsed_share,
+    well_formed_action,
+)
 from spade_trainer.shaping import agent_terms, designer_terms
 
 from .envs import GUESS_ENV
@@ -89,6 +95,19 @@ def test_prose_reaches_none() -> None:
 def test_a_cut_reply_loses_the_parse_milestone() -> None:
     cut = FULL_REPLY[: FULL_REPLY.index("def solution")] + "def solution(self):\n        return ["
     assert 0.0 < code_structure(cut) < 1.0
+
+
+def test_two_cut_replies_with_the_same_milestones_differ_by_valid_code() -> None:
+    head = "```python\nclass GuessEnv:\n    def reset(self, seed=None):\n        self.n = 3\n"
+    short = head + "        return 'go', {}\n    def step(self, a"
+    longer = head + "        return 'go', {}\n    def step(self, a):\n        return 'x', 0.0, False, False, {}\n    x = ("
+    fence = len("```python\n")
+    assert parsed_share(longer[fence:]) > parsed_share(short[fence:]) > 0
+    assert code_structure(longer) > code_structure(short)
+
+
+def test_prose_that_happens_to_parse_earns_nothing() -> None:
+    assert code_structure("hello") == 0.0
 
 
 @given(st.text(max_size=400))

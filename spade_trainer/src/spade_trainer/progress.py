@@ -12,10 +12,7 @@ from __future__ import annotations
 
 import ast
 import re
-
-from spade_core.actions import parse_boxed, parse_tool_action
-from spade_core.errors import ActionFormatError
-from spade_core.metadata import ActionFormat
+from typing import Any
 
 #: Gates a designed environment passes, in order: generation, code extraction, the eight
 #: validation stages, the privileged hint, admission into the store.
@@ -53,9 +50,11 @@ def code_structure(text: str) -> float:
     """Fraction in [0, 1] of the milestones of an environment reply that ``text`` reaches.
 
     Milestones (equal weight): a fenced code block, a class whose name ends in ``Env``,
-    each of the methods ``reset``, ``step`` and ``solution``, and code that parses as
-    Python (a reply cut by the token budget usually does not). Used to grade candidates
-    that fail extraction: truncated code scores above no code.
+    each of the methods ``reset``, ``step`` and ``solution``, code that parses as Python
+    (a reply cut by the token budget usually does not), and — graded, in [0, 1] — the
+    share of the code's lines in its longest prefix that parses (so two cut replies that
+    reach the same milestones still differ by how much of each is valid Python). Used to
+    grade candidates that fail extraction: truncated code scores above no code.
     """
     code = _code_of(text)
     marks = [
@@ -69,7 +68,25 @@ def code_structure(text: str) -> float:
     except (SyntaxError, ValueError):
         parses = False
     marks.append(parses)
-    return sum(marks) / len(marks)
+    graded = parsed_share(code) if marks[0] else 0.0  # prose can parse too ("hello" is a name)
+    return (sum(marks) + graded) / (len(marks) + 1)
+
+
+def parsed_share(code: str) -> float:
+    """Share of ``code``'s non-blank lines inside its longest line prefix that parses."""
+    lines = code.splitlines()
+    total = sum(1 for line in lines if line.strip())
+    if total == 0:
+        return 0.0
+    for end in range(len(lines), 0, -1):
+        if not lines[end - 1].strip():
+            continue
+        try:
+            ast.parse("\n".join(lines[:end]))
+        except (SyntaxError, ValueError):
+            continue
+        return sum(1 for line in lines[:end] if line.strip()) / total
+    return 0.0
 
 
 def design_progress(failed_stage: str | None, structure: float = 0.0) -> float:
@@ -95,12 +112,17 @@ def unknown_stage(failed_stage: str | None) -> bool:
     return failed_stage is not None and failed_stage not in DESIGN_GATES
 
 
-def well_formed_action(message: str, action_format: ActionFormat | str) -> bool:
+def well_formed_action(message: str, action_format: Any) -> bool:
     """Whether an agent message carries an action in its domain's format.
 
     ``boxed``: a non-empty ``\\boxed{...}``; ``tool_call``: at least one parseable tool
     call or an answer; ``free_text``: any non-blank text.
     """
+    # imported here: `import spade_core` loads the shaping plugin, which imports this module
+    from spade_core.actions import parse_boxed, parse_tool_action
+    from spade_core.errors import ActionFormatError
+    from spade_core.metadata import ActionFormat
+
     fmt = ActionFormat(action_format)
     if fmt is ActionFormat.boxed:
         payload = parse_boxed(message)
