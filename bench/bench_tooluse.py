@@ -103,6 +103,49 @@ def reset_rate_table(n: int = 30, repeat: int = 3) -> Table:
     return table
 
 
+def validation_table(repeat: int = 3) -> Table | None:
+    """End-to-end validation (all stages, in the sandbox) of every tool-use seed, beside
+    two games seeds measured in the same run as the baseline (the issue's target: a
+    typical environment validates in under 0.5 s)."""
+    try:
+        from spade_designer.validation import Validator
+    except ImportError:
+        return None
+    from spade_core.metadata import EnvMetadata
+    from spade_core.plugins import get_plugins
+
+    domains = get_plugins().domains()
+    envs = [(domains["games"], s) for s in domains["games"].seed_envs[:2]]
+    envs += [(domains["tooluse"], s) for s in domains["tooluse"].seed_envs]
+    load0 = os.getloadavg()
+    rows = []
+    with Validator() as validator:
+        warm = envs[0][1]
+        validator.validate(warm.source())  # start the zygote
+        for dom, seed in envs:
+            meta = EnvMetadata(name=seed.name, domain=dom.name, skill=seed.skill, max_turns=seed.max_turns,
+                               class_name=seed.class_name)
+            walls, verdict = [], "-"
+            c0 = time.process_time()
+            for _ in range(repeat):
+                t0 = time.perf_counter()
+                report = validator.validate(seed.source(), metadata=meta, domain=dom)
+                walls.append(time.perf_counter() - t0)
+                verdict = "pass" if report.passed else f"reject {report.failed_stage}"
+            rows.append((seed.name, verdict, statistics.median(walls), (time.process_time() - c0) / repeat))
+    load1 = os.getloadavg()
+    base = statistics.median(w for name, _, w, _ in rows[:2])
+    table = Table(title=f"end-to-end validation in the sandbox (median of {repeat}; load {load0[0]:.1f} -> {load1[0]:.1f})")
+    for col in ("environment", "verdict", "wall s", "caller CPU s", "vs games median", "vs 0.5 s"):
+        table.add_column(col, justify="left" if col == "environment" else "right", no_wrap=col == "environment")
+    for name, verdict, wall, cpu in rows:
+        table.add_row(name, verdict, f"{wall:.3f}", f"{cpu:.3f}", f"{wall / base:.2f}x", f"{wall / 0.5:.2f}x")
+    tool = [w for name, _, w, _ in rows[2:]]
+    table.add_row("[bold]tool-use median / max[/]", "", f"{statistics.median(tool):.3f} / {max(tool):.3f}", "",
+                  f"{statistics.median(tool) / base:.2f}x", f"{max(tool) / 0.5:.2f}x")
+    return table
+
+
 def sandbox_table(repeat: int = 5) -> Table | None:
     try:
         from spade_sandbox import SandboxPool
@@ -177,7 +220,7 @@ def main() -> None:
     console = Console()
     console.print(reset_rate_table())
     console.print(seed_table())
-    for t in (sandbox_table(), bfcl_table()):
+    for t in (validation_table(), sandbox_table(), bfcl_table()):
         if t is not None:
             console.print(t)
 
