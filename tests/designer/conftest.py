@@ -50,3 +50,22 @@ def add_env(store, i, *, skill="logical_deduction", win_rate=None, regret=None, 
     if passed:
         store.set_status(stored.id, EnvStatus.admitted)
     return store.get(stored.id)
+
+
+@pytest.fixture(scope="module")
+def pool():
+    from spade_sandbox import SandboxPool
+
+    with SandboxPool() as p:
+        yield p
+
+
+@pytest.fixture
+def validator(pool):
+    """A fresh validator per test (its novelty index remembers every store it synced)
+    over one sandbox pool for the module."""
+    from spade_designer.validation import ValidationConfig, Validator
+
+    # generous call-time bounds: the machine running the suite may be heavily shared, and
+    # these tests are about the designer, not about the validator's timing checks
+    return Validator(pool, ValidationConfig(fuzz_examples=4, call_time_bound_s=5.0, sandbox_call_timeout_s=20.0))

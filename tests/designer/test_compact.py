@@ -26,7 +26,6 @@ from spade_designer.llm.base import ChatBackend
 from spade_designer.memory import StoreMemory
 from spade_designer.prompts import compact_design_conversation, design_conversation, repair_conversation
 from spade_designer.scaffold import TURN_GAME, TURN_GAME_SCAFFOLD, scaffold_for
-from spade_designer.validation import ValidationConfig, Validator
 
 SKILL = "logical_deduction"
 HINT = "Each answer rules out half of what is left."
@@ -67,19 +66,6 @@ class FreshOnly(ReplayBackend):
 @pytest.fixture(scope="module")
 def games():
     return get_plugins().domain("games")
-
-
-@pytest.fixture(scope="module")
-def pool():
-    from spade_sandbox import SandboxPool
-
-    with SandboxPool() as p:
-        yield p
-
-
-@pytest.fixture
-def validator(pool):
-    return Validator(pool, ValidationConfig(fuzz_examples=4, call_time_bound_s=5.0, sandbox_call_timeout_s=20.0))
 
 
 def designer(store, validator, backend, **config):

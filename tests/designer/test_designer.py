@@ -16,7 +16,6 @@ from spade_designer.errors import UnknownSkillError
 from spade_designer.llm import ReplayBackend
 from spade_designer.memory import StoreMemory
 from spade_designer.records import AgentStats
-from spade_designer.validation import ValidationConfig, Validator
 
 from .conftest import LANTERN, add_env
 
@@ -38,23 +37,6 @@ def variant(name: str, low: int, high: int) -> str:
     return LANTERN.replace("LanternCodeEnv", name).replace("10, 99", f"{low}, {high}").replace(
         "from 10 to 99", f"from {low} to {high}"
     )
-
-
-@pytest.fixture(scope="module")
-def pool():
-    from spade_sandbox import SandboxPool
-
-    with SandboxPool() as p:
-        yield p
-
-
-@pytest.fixture
-def validator(pool):
-    """A fresh validator per test (its novelty index remembers every store it synced)
-    over one sandbox pool for the module."""
-    # generous call-time bounds: the machine running the suite may be heavily shared, and
-    # these tests are about the designer, not about the validator's timing checks
-    return Validator(pool, ValidationConfig(fuzz_examples=4, call_time_bound_s=5.0, sandbox_call_timeout_s=20.0))
 
 
 def make_designer(store, validator, backend, **config):
