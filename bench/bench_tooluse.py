@@ -91,9 +91,9 @@ def reset_rate_table(n: int = 20, repeat: int = 7) -> Table:
         # Seeds advance across repeats so "new seeds" never hit the cache.
         fresh_slow, fresh_fast = iter(range(1000, 10**9)), iter(range(1000, 10**9))
         p, f, a = _rates([
-            lambda i: slow.reset(seed=next(fresh_slow)),
-            lambda i: fast.reset(seed=next(fresh_fast)),
-            lambda i: again.reset(seed=i % 3),
+            lambda i, env=slow, seeds=fresh_slow: env.reset(seed=next(seeds)),
+            lambda i, env=fast, seeds=fresh_fast: env.reset(seed=next(seeds)),
+            lambda i, env=again: env.reset(seed=i % 3),
         ], n, repeat)
         for k, (_, c) in enumerate((p, f, a)):
             totals[k] += 1 / c

@@ -49,7 +49,7 @@ import random
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from spade_core.actions import ToolCall, format_tool_calls, parse_tool_action
 from spade_core.errors import ActionFormatError, SpadeError
@@ -560,7 +560,7 @@ class ToolEnv:
         targets = self._te_replay(seed, rollback=False)
         if targets is None:
             targets = self._te_replay(seed, rollback=True)
-        return targets
+        return cast("list[dict[str, Any]]", targets)  # with rollback it never gives None
 
     def _te_replay(self, seed: int, *, rollback: bool) -> list[dict[str, Any]] | None:
         """The replay proper; ``None`` when ``rollback`` is off and a call did not succeed."""
@@ -606,7 +606,7 @@ class ToolEnv:
         if problem is not None:
             return _Outcome(c.name, problem, "bad_call")
         method = getattr(self, "tool_" + c.name)
-        before = state_copy(self.state) if rollback else None  # state_copy: exactly copy.deepcopy, faster
+        before: Any = state_copy(self.state) if rollback else None  # state_copy: exactly copy.deepcopy, faster
         try:
             result = method(**c.arguments)
         except ToolError as exc:

@@ -14,12 +14,12 @@ import copy
 import json
 from typing import Any
 
-from .base import ToolEnvError, ToolError, _as_call, _Outcome, check_arguments, render_result
+from .base import ToolEnv, ToolEnvError, ToolError, _as_call, _Outcome, check_arguments, render_result
 
 __all__ = ["PlainSemantics", "plain"]
 
 
-class PlainSemantics:
+class PlainSemantics(ToolEnv):
     """Mixed in before a :class:`~spade_tooluse.base.ToolEnv` subclass: its grading
     internals as first written, with no cache, no fast copy and no snapshot-free replay."""
 
