@@ -6,13 +6,24 @@ from __future__ import annotations
 
 from typing import Any
 
-from spade_designer.llm.base import Completion, Conversation, apply_stop, check_conversations, check_sampling
+from spade_designer.llm.base import (
+    ChatBackend,
+    Completion,
+    Conversation,
+    SamplingRequest,
+    apply_stop,
+)
+from spade_designer.llm.base import (
+    continues_final_message as ends_with_prefill,
+)
 
 from .policy import Sampling, TokenPolicy
 
 
-class PolicyChatBackend:
+class PolicyChatBackend(ChatBackend):
     """``LLMBackend.chat`` over a :class:`TokenPolicy`; completions carry ids and logprobs.
+
+    :class:`ChatBackend` checks the arguments of ``chat``; :meth:`generate` samples.
 
     ``stop`` strings cut the returned *text*; the token ids stay those sampled, since the
     trainer learns from what the policy actually produced.
@@ -30,29 +41,19 @@ class PolicyChatBackend:
         self.name = name
         self.model_name = model_name
 
-    def chat(
-        self,
-        conversations: list[Conversation],
-        *,
-        max_new_tokens: int = 512,
-        temperature: float = 1.0,
-        top_p: float = 1.0,
-        seed: int | None = None,
-        stop: list[str] | None = None,
-    ) -> list[Completion]:
-        check_conversations(conversations, backend=self.name)
-        check_sampling(max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p, backend=self.name)
-        if not conversations:
-            return []
+    def generate(self, conversations: list[Conversation], sampling: SamplingRequest) -> list[Completion]:
         texts = [self.render(c) for c in conversations]
         prompts = [list(ids) for ids in self.tokenizer(texts, add_special_tokens=False)["input_ids"]]
         gens = self.policy.generate(
-            prompts, max_new_tokens=max_new_tokens, sampling=Sampling(temperature, top_p), seed=seed
+            prompts,
+            max_new_tokens=sampling.max_new_tokens,
+            sampling=Sampling(sampling.temperature, sampling.top_p),
+            seed=sampling.seed,
         )
         out = []
         for prompt, gen in zip(prompts, gens, strict=True):
             text = self.tokenizer.decode(gen.completion_ids, skip_special_tokens=True)
-            text, stopped = apply_stop(text, stop)
+            text, stopped = apply_stop(text, sampling.stop)
             out.append(
                 Completion(
                     text=text,
@@ -68,6 +69,6 @@ class PolicyChatBackend:
 
     def render(self, conversation: Conversation) -> str:
         """Prompt text of one conversation; a final assistant message is left open."""
-        if conversation and conversation[-1].get("role") == "assistant":
+        if ends_with_prefill(conversation):
             return self.tokenizer.apply_chat_template(conversation, tokenize=False, continue_final_message=True)
         return self.tokenizer.apply_chat_template(conversation, tokenize=False, add_generation_prompt=True)
