@@ -384,7 +384,7 @@ def bench_round_trip(progress: Progress, n: int = 3000, rounds: int = 3) -> list
     return rows
 
 
-def bench_batched(progress: Progress, base: float, reps: int = 40) -> list[Row]:
+def bench_batched(progress: Progress, base: float, reps: int = 400) -> list[Row]:
     rows = []
     task = progress.add_task("batched steps", total=2 * reps)
     with SandboxPool() as pool:
