@@ -58,8 +58,8 @@ def test_dependencies_point_one_way(dist: str, forbidden: set[str]) -> None:
 def test_importing_spade_core_and_the_sandbox_loads_no_heavy_module() -> None:
     code = (
         "import sys, spade_core, spade_sandbox\n"
-        "heavy = sorted(m for m in %r if m in sys.modules)\n"
-        "print(','.join(heavy))\n" % sorted(HEAVY)
+        f"heavy = sorted(m for m in {sorted(HEAVY)!r} if m in sys.modules)\n"
+        "print(','.join(heavy))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "", f"heavy modules imported: {out.stdout.strip()}"

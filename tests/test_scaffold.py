@@ -8,10 +8,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
-
 from spade_core.cli import build_app
 from spade_core.scaffold import ScaffoldError, new_plugin
+from typer.testing import CliRunner
 
 
 @pytest.mark.parametrize("bad", ["", "X", "Chess", "1abc", "a-b", "class", "a" * 41])
