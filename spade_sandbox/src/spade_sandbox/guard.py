@@ -87,7 +87,7 @@ def checked_attribute(value: Any) -> Any:
     if value is _STR_FORMAT_MAP:
         return checked_format_map
     if type(value) is _BUILTIN_METHOD and value.__name__ in _FORMAT_METHODS:
-        owner = value.__self__
+        owner = value.__self__  # type: ignore[attr-defined]  # a builtin method's receiver
         if isinstance(owner, str):
             method = checked_format if value.__name__ == "format" else checked_format_map
             if getattr(type(owner), value.__name__, None) in (_STR_FORMAT, _STR_FORMAT_MAP):

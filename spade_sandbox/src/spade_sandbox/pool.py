@@ -370,8 +370,8 @@ class SandboxPool:
         if op == "step_many":
             fast = self._group_steps(items)
             if fast is not None:
-                groups, links, actions, iids = fast
-                return self._exchange(op, items, what, [None] * len(items), groups, links, actions, iids)
+                by_worker, worker_links, actions, iids = fast
+                return self._exchange(op, items, what, [None] * len(items), by_worker, worker_links, actions, iids)
         results: list[Any] = [None] * len(items)
         groups: dict[int, list[int]] = {}
         links: dict[int, WorkerLink] = {}

@@ -132,11 +132,11 @@ def encode(message: Any) -> bytes:
     return HEADER.pack(len(payload)) + payload
 
 
-def send(sock: socket.socket, message: Any) -> None:
+def send(sock: socket.socket | PipeChannel, message: Any) -> None:
     sock.sendall(encode(message))
 
 
-def recv_exactly(sock: socket.socket, n: int) -> bytes:
+def recv_exactly(sock: socket.socket | PipeChannel, n: int) -> bytes:
     buf = bytearray(n)
     view = memoryview(buf)
     got = 0
@@ -148,7 +148,7 @@ def recv_exactly(sock: socket.socket, n: int) -> bytes:
     return bytes(buf)
 
 
-def recv_frame(sock: socket.socket, max_bytes: int = MAX_FRAME_BYTES) -> bytes:
+def recv_frame(sock: socket.socket | PipeChannel, max_bytes: int = MAX_FRAME_BYTES) -> bytes:
     """Read one frame's payload (blocking). Raises :class:`ChannelClosed` on EOF."""
     head = sock.recv(65536)
     if not head:

@@ -99,7 +99,7 @@ def _import_pyseccomp() -> Any:
     finally:
         del sys.modules["ctypes.util"]
         if getattr(ctypes, "util", None) is stand_in:
-            del ctypes.util
+            del ctypes.util  # type: ignore[attr-defined]
     return pyseccomp
 
 
