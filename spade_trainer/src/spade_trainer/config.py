@@ -10,7 +10,7 @@ import json
 import tomllib
 from importlib import resources
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -32,9 +32,10 @@ class ModelSettings(_Section):
     device: str = "cpu"
     dtype: Literal["float32", "bfloat16", "float16"] = "float32"
     #: torch intra-op threads of this process (``None``: torch's default, one per core).
-    #: On a small shared CPU one thread is faster: with other processes busy, idle-spinning
-    #: OpenMP workers cost more than the second core gives (measured in docs/trainer.md).
-    threads: int | None = Field(default=None, ge=1)
+    #: ``"auto"`` chooses before each phase: every core when the rest of the machine is
+    #: nearly idle, one when it is busy (idle-spinning OpenMP workers then cost more than
+    #: the second core gives; measured in docs/trainer.md; see :mod:`spade_trainer.threads`).
+    threads: Annotated[int, Field(ge=1)] | Literal["auto"] | None = None
 
 
 class GenerationSettings(_Section):

@@ -41,6 +41,7 @@ from .rewards import designer_reward
 from .rollout import PlayableEnv, RolloutEngine, TokenBudget
 from .samples import PolicySample, Role
 from .shaping import agent_terms, designer_terms
+from .threads import apply_threads
 
 STATE_FILE = "selfplay_state.json"
 STORE_FILE = "store.db"
@@ -232,10 +233,7 @@ class SelfPlayRun:
         self.metrics.truncate_after(self.iteration)
         self.records = []
 
-        if cfg.model.threads is not None:
-            import torch
-
-            torch.set_num_threads(cfg.model.threads)
+        apply_threads(cfg.model.threads)
         model, tokenizer = load_policy(cfg.model)
         self.tokenizer = tokenizer
         shape = UpdateShape.for_samples(cfg.expected_samples, cfg.optim.micro_batch)
@@ -283,6 +281,11 @@ class SelfPlayRun:
         k = min(self.config.skills_per_iteration, len(self.skills))
         start = ((iteration - 1) * k) % len(self.skills)
         return [self.skills[(start + j) % len(self.skills)] for j in range(k)]
+
+    def _phase(self, text: str) -> None:
+        """A new phase of the iteration: show it, and choose torch's threads for it."""
+        self._status(text)
+        apply_threads(self.config.model.threads)
 
     def _status(self, text: str) -> None:
         line = f"iteration {self.iteration + 1}/{self.config.iterations}: {text}"
@@ -340,7 +343,7 @@ class SelfPlayRun:
 
         candidates: list[DesignedCandidate] = []
         for j, skill in enumerate(self.skills_for(it)):
-            self._status(f"designing ({skill})")
+            self._phase(f"designing ({skill})")
             candidates.extend(
                 self.stage.design(skill, cfg.designs_per_skill, seed=seed * 31 + j, agent_stats=self._agent_stats(skill))
             )
@@ -349,13 +352,13 @@ class SelfPlayRun:
         t1 = time.perf_counter()
         new_ids = [c.env_id for c in candidates if c.admitted and c.env_id]
         chosen = self.choose_envs(new_ids, rng)
-        self._status(f"writing hints for {sum(1 for m in chosen if not m.hint)} environments")
+        self._phase(f"writing hints for {sum(1 for m in chosen if not m.hint)} environments")
         playable = [self._playable(m, seed * 17 + n) for n, m in enumerate(chosen)]
         record.timings["hint_s"] = time.perf_counter() - t1
         record.data["hint_fallbacks_total"] = int(getattr(self.stage, "hint_fallbacks", 0))
 
         t2 = time.perf_counter()
-        self._status(f"playing {len(playable)} environments x {2 * cfg.plays_per_condition} episodes")
+        self._phase(f"playing {len(playable)} environments x {2 * cfg.plays_per_condition} episodes")
         measurement = self.estimator.measure(playable, seed=seed)
         record.timings["rollout_s"] = time.perf_counter() - t2
         by_id = {e.env_id: e for e in measurement.estimates}
@@ -367,7 +370,7 @@ class SelfPlayRun:
         self._summarise(record, candidates, chosen, measurement)
         record.timings["collect_s"] = time.perf_counter() - t0
         self._pending = record
-        self._status("updating the policy")
+        self._phase("updating the policy")
         return samples
 
     def _designer_samples(
