@@ -220,35 +220,30 @@ def decode_trusted(payload: bytes | memoryview) -> Any:
     return msgpack.unpackb(payload, raw=False, strict_map_key=False, use_list=True)
 
 
+def _untrusted_limits(max_str_len: int) -> dict[str, Any]:
+    """Decoder options for anything a worker sent: str keys only, bounded sizes, no
+    extension types (one definition for the streaming and the one-shot decoder)."""
+    return {
+        "raw": False,
+        "use_list": True,
+        "strict_map_key": True,
+        "max_str_len": max_str_len,
+        "max_bin_len": max_str_len,
+        "max_array_len": 1_000_000,
+        "max_map_len": 100_000,
+        "max_ext_len": 0,
+    }
+
+
 def untrusted_unpacker(max_bytes: int) -> msgpack.Unpacker:
     """A reusable decoder for frames from a worker, with the limits of
     :func:`decode_untrusted` (building one per frame costs more than the decoding)."""
-    return msgpack.Unpacker(
-        raw=False,
-        use_list=True,
-        strict_map_key=True,
-        max_buffer_size=max_bytes,
-        max_str_len=max_bytes,
-        max_bin_len=max_bytes,
-        max_array_len=1_000_000,
-        max_map_len=100_000,
-        max_ext_len=0,
-    )
+    return msgpack.Unpacker(max_buffer_size=max_bytes, **_untrusted_limits(max_bytes))
 
 
 def decode_untrusted(payload: bytes | memoryview, *, max_str_len: int) -> Any:
     """Decode a frame that came from a worker: bounded sizes, no extension types."""
-    return msgpack.unpackb(
-        payload,
-        raw=False,
-        use_list=True,
-        strict_map_key=True,
-        max_str_len=max_str_len,
-        max_bin_len=max_str_len,
-        max_array_len=1_000_000,
-        max_map_len=100_000,
-        max_ext_len=0,
-    )
+    return msgpack.unpackb(payload, **_untrusted_limits(max_str_len))
 
 
 def error_reply(kind: str, message: str, traceback: str | None = None) -> list[Any]:
