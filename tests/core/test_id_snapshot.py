@@ -26,12 +26,11 @@ PREFIX = "spade/"
 @pytest.fixture
 def clean_registry() -> Iterator[None]:
     saved = dict(gym.registry)
-    stored = set(registry._registered_stored)
+    stored = list(registry._registered_stored)
     yield
     gym.registry.clear()
     gym.registry.update(saved)
-    registry._registered_stored.clear()
-    registry._registered_stored.update(stored)
+    registry._registered_stored[:] = stored
 
 
 def meta(name: str, status: EnvStatus = EnvStatus.admitted) -> EnvMetadata:

@@ -51,14 +51,13 @@ def guess_meta(name: str = "guess", **fields: object) -> EnvMetadata:
 def clean_registry() -> Iterator[None]:
     """Gymnasium's registry and this module's bookkeeping as they were before the test."""
     saved = dict(gym.registry)
-    seeds, stored = set(registry._registered_seeds), set(registry._registered_stored)
+    seeds, stored = set(registry._registered_seeds), list(registry._registered_stored)
     yield
     gym.registry.clear()
     gym.registry.update(saved)
     registry._registered_seeds.clear()
     registry._registered_seeds.update(seeds)
-    registry._registered_stored.clear()
-    registry._registered_stored.update(stored)
+    registry._registered_stored[:] = stored
 
 
 class PuzzlePlugin:
@@ -91,10 +90,14 @@ def puzzle_domain() -> Iterator[PuzzlePlugin]:
     reset_plugins(None)
 
 
-def run_python(code: str, home: Path, *, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+def run_python(
+    code: str, home: Path, *, cwd: Path | None = None, extra_env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     """A fresh interpreter with SPADE_HOME=home (the isolation a real user has)."""
     env = {**os.environ, "SPADE_HOME": str(home)}
     env.pop("SPADE_PLUGINS", None)
+    env.pop("SPADE_SEED_INDEX", None)
+    env.update(extra_env or {})
     return subprocess.run(
         [sys.executable, "-c", textwrap.dedent(code)],
         capture_output=True,
@@ -142,12 +145,20 @@ def test_gym_make_of_an_admitted_store_env_works_in_a_fresh_interpreter(tmp_path
     assert ids == "['spade/guess-v1']"  # candidates and retired envs are not registered
 
 
-def test_importing_with_no_store_creates_nothing_and_warns_nothing(tmp_path: Path) -> None:
+def test_importing_with_no_store_creates_no_store_and_warns_nothing(tmp_path: Path) -> None:
     home = tmp_path / "empty-home"
     home.mkdir()
     out = run_python("import warnings; warnings.simplefilter('error'); import spade_core", home)
     assert out.returncode == 0, out.stderr
-    assert list(home.iterdir()) == []
+    # only the seed index (a cache, see spade_core.seed_index) is written
+    assert sorted(p.relative_to(home).as_posix() for p in home.rglob("*")) == ["cache", "cache/seed-index.json"]
+
+
+def test_importing_never_creates_spade_home(tmp_path: Path) -> None:
+    home = tmp_path / "no-home"
+    out = run_python("import spade_core", home, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert not home.exists()
 
 
 def test_the_import_path_reads_a_sqlite_store_without_sqlalchemy(tmp_path: Path) -> None:
@@ -389,7 +400,7 @@ def test_register_on_import_never_raises(monkeypatch: pytest.MonkeyPatch) -> Non
     def explode(*args: object, **kwargs: object) -> None:
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(registry, "register", explode)
+    monkeypatch.setattr(registry, "_register_store", explode)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         registry.register_on_import()

@@ -129,6 +129,10 @@ class SpadePlugins:
                         info.distribution, info.version = dist.metadata["Name"], dist.version
             return self._infos
 
+    def module_names(self) -> list[str]:
+        """The module (or object name) each loaded plugin came from, in load order."""
+        return [info.module.partition(":")[0] for info in self._infos]
+
     def register(self, plugin: object, name: str | None = None) -> None:
         """Register a plugin object directly (tests, embedding applications)."""
         registered = self.pm.register(plugin, name=name)

@@ -1,0 +1,135 @@
+"""What the plugins gave ``import spade_core`` last time, kept so the next interpreter need
+not load them: the seed environments to register and each domain's allowed modules.
+
+Loading the plugins costs a fresh interpreter about 0.08 s (``importlib.metadata`` to find
+the entry points, pluggy, every plugin package), more than registering 100,000 store
+environments' worth of Gymnasium specs costs in CPU on some machines. The index is a cache,
+never a source of truth:
+
+* it is used only by the registration that ``import spade_core`` does, and only while
+  the process-wide plugin set is not loaded (a program that registers plugins itself
+  gets them, through :func:`spade_core.registry.register`);
+* it is valid only for the same Python, ``sys.path``, ``SPADE_PLUGINS`` and spade-core
+  version, and only while every file it depends on has the size and modification time it
+  had: each ``sys.path`` directory (installing or removing a distribution changes its
+  entries), every module file of the plugin packages and of spade-core, and every seed
+  file;
+* it is written only after a registration without problems, only when ``SPADE_HOME``
+  exists (importing never creates it), atomically, and any failure to read or write it
+  just means the plugins are loaded as before;
+* ``SPADE_SEED_INDEX=0`` turns it off.
+
+File ``SPADE_HOME/cache/seed-index.json``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import Any
+
+FORMAT = 1
+DISABLE_VAR = "SPADE_SEED_INDEX"
+PLUGINS_VAR = "SPADE_PLUGINS"
+
+
+def index_file(home: str) -> str:
+    return os.path.join(home, "cache", "seed-index.json")
+
+
+def _home() -> str:
+    return os.path.expanduser(os.environ.get("SPADE_HOME") or os.path.join(os.path.expanduser("~"), ".spade"))
+
+
+def enabled() -> bool:
+    return os.environ.get(DISABLE_VAR, "1").strip().lower() not in ("0", "false", "no", "off")
+
+
+def _key() -> dict[str, Any]:
+    from . import __version__
+
+    return {
+        "format": FORMAT,
+        "core": __version__,
+        "python": sys.version,
+        "executable": sys.executable,
+        # The script's own directory (``''`` or ``sys.path[0]``) is left out: it changes
+        # with every working directory, and a plugin shadowed from there is not a case
+        # worth missing the index for.
+        "path": sys.path[1:],
+        "plugins": os.environ.get(PLUGINS_VAR),
+    }
+
+
+def _stamp(path: str) -> list[Any] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return [st.st_mtime_ns, st.st_size]
+
+
+def load() -> dict[str, Any] | None:
+    """``{"seeds": [...], "allowed_modules": {domain: [...]}}`` when the index exists and
+    is still valid, else ``None``."""
+    if not enabled():
+        return None
+    try:
+        with open(index_file(_home()), encoding="utf-8") as f:
+            data = json.load(f)
+        if data["key"] != _key():
+            return None
+        for path, stamp in data["depends"]:
+            if _stamp(path) != stamp:
+                return None
+        seeds, allowed = data["seeds"], data["allowed_modules"]
+        if not isinstance(seeds, list) or not isinstance(allowed, dict):
+            return None
+        return {"seeds": seeds, "allowed_modules": allowed}
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _plugin_module_files(plugin_modules: list[str]) -> list[str]:
+    """The files of every imported module of the plugins' top-level packages and of
+    spade_core: the code that decided what the plugins registered."""
+    packages = {name.partition(".")[0] for name in plugin_modules} | {"spade_core"}
+    files = []
+    for name, module in list(sys.modules.items()):
+        if name.partition(".")[0] in packages:
+            file = getattr(module, "__file__", None)
+            if isinstance(file, str):
+                files.append(file)
+    return files
+
+
+def save(seeds: list[dict[str, Any]], allowed_modules: dict[str, list[str]], plugin_modules: list[str]) -> None:
+    """Write the index (see the module docstring for when it is written)."""
+    if not enabled():
+        return
+    home = _home()
+    if not os.path.isdir(home):
+        return
+    depends = [p for p in sys.path[1:] if p and os.path.isdir(p)]
+    depends += _plugin_module_files(plugin_modules)
+    depends += [seed["path"] for seed in seeds]
+    stamped = []
+    for path in dict.fromkeys(depends):
+        stamp = _stamp(path)
+        if stamp is None:
+            return  # a file that vanished already: nothing sound to remember
+        stamped.append([path, stamp])
+    data = {"key": _key(), "depends": stamped, "seeds": seeds, "allowed_modules": allowed_modules}
+    target = index_file(home)
+    tmp = f"{target}.{os.getpid()}.tmp"
+    try:
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump(data, f)
+        os.replace(tmp, target)
+    except OSError:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
