@@ -116,11 +116,15 @@ def _children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def fresh_interpreter(home: Path, make: str = "", repeats: int = 7) -> dict[str, float]:
+def fresh_interpreter(
+    home: Path, make: str = "", repeats: int = 7, extra_env: dict[str, str] | None = None
+) -> dict[str, float]:
     """Medians over ``repeats`` fresh interpreters: wall and CPU time of the whole process,
     and the import / make split measured inside it."""
     env = {**os.environ, "SPADE_HOME": str(home)}
     env.pop("SPADE_PLUGINS", None)
+    env.pop("SPADE_SEED_INDEX", None)
+    env.update(extra_env or {})
     walls, cpus, imports, makes = [], [], [], []
     for _ in range(repeats):
         cpu0, started = _children_cpu(), time.perf_counter()
@@ -196,6 +200,10 @@ def import_and_make_table(store_path: Path, n: int, work: Path, repeats: int) ->
         )
         table.add_row(f"import + first make, {n // 1000}k store", mode, f"{r['wall']:.3f}", f"{r['cpu']:.3f}",
                       f"{r['import']:.3f}", f"{r['make']:.3f}", f"{r['cpu'] / floor['cpu']:.2f}x", ok)
+        if mode == "in-process":  # what an interpreter pays when the seed index is stale or off
+            r = fresh_interpreter(home, make, repeats, {"SPADE_SEED_INDEX": "0"})
+            table.add_row("  same, seed index off (plugins loaded)", mode, f"{r['wall']:.3f}", f"{r['cpu']:.3f}",
+                          f"{r['import']:.3f}", f"{r['make']:.3f}", f"{r['cpu'] / floor['cpu']:.2f}x", "")
     table.caption = f"{table.caption or ''} {_load()} when the table was done.".strip()
     return table
 
