@@ -8,12 +8,13 @@ unit-length vectors by environment id and answers the most similar one by cosine
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 from spade_core.errors import PluginError
+
+from .row_index import RowIndex
 
 Embedder = Callable[[list[str]], "list[list[float]] | None"]
 
@@ -53,13 +54,10 @@ class DescriptionIndex:
 
     def __init__(self, embedder: Embedder) -> None:
         self.embedder = embedder
-        self._ids: list[str] = []
-        self._rows: list[np.ndarray] = []
-        self._matrix: np.ndarray | None = None
-        self._lock = threading.Lock()
+        self._rows = RowIndex()
 
     def __len__(self) -> int:
-        return len(self._ids)
+        return len(self._rows)
 
     def embed(self, texts: list[str]) -> np.ndarray | None:
         """Unit rows for ``texts``, or ``None`` when no embedder answers."""
@@ -69,33 +67,23 @@ class DescriptionIndex:
     def add(self, items: list[tuple[str, str]]) -> None:
         """Index ``(env_id, description)`` pairs (one embedder call); ids already indexed
         are skipped."""
-        with self._lock:
-            new = [(i, d) for i, d in items if i not in self._ids]
+        new = [(i, d) for i, d in items if i not in self._rows]
         if not new:
             return
         rows = self.embed([d for _, d in new])
         if rows is None:
             return
-        with self._lock:
-            for (env_id, _), row in zip(new, rows, strict=True):
-                self._ids.append(env_id)
-                self._rows.append(row)
-            self._matrix = None
+        for (env_id, _), row in zip(new, rows, strict=True):
+            self._rows.add(env_id, row)
 
     def nearest(self, vector: np.ndarray, *, exclude: str | None = None) -> tuple[str, float] | None:
         """The indexed description most similar to a unit ``vector`` (cosine), or ``None``."""
-        with self._lock:
-            if not self._ids:
-                return None
-            if self._matrix is None:
-                self._matrix = np.vstack(self._rows)
-            matrix, ids = self._matrix, list(self._ids)
-        if matrix.shape[1] != vector.shape[0]:
-            raise PluginError(
-                f"the embedding plugin changed its vector size ({matrix.shape[1]} indexed, {vector.shape[0]} now)"
-            )
-        scores = matrix @ vector
-        for i in np.argsort(-scores, kind="stable"):
-            if ids[i] != exclude:
-                return ids[i], float(scores[i])
-        return None
+
+        def cosine(matrix: np.ndarray) -> np.ndarray:
+            if matrix.shape[1] != vector.shape[0]:
+                raise PluginError(
+                    f"the embedding plugin changed its vector size ({matrix.shape[1]} indexed, {vector.shape[0]} now)"
+                )
+            return matrix @ vector
+
+        return self._rows.best(cosine, exclude=exclude)

@@ -14,7 +14,6 @@ import builtins
 import hashlib
 import io
 import keyword
-import threading
 import tokenize
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -22,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .descriptions import DescriptionIndex, Embedder
+from .row_index import RowIndex
 
 _PRIME = np.uint64(4_294_967_311)  # smallest prime above 2**32
 _KEEP = frozenset(keyword.kwlist) | frozenset(dir(builtins)) | {"self", "cls", "super"}
@@ -104,19 +104,15 @@ class NoveltyIndex:
     def __init__(self, hasher: MinHasher | None = None, *, embedder: Embedder | None = None) -> None:
         self.hasher = hasher or MinHasher()
         self.descriptions = DescriptionIndex(embedder) if embedder is not None else None
-        self._ids: list[str] = []
-        self._rows: list[np.ndarray] = []
-        self._matrix: np.ndarray | None = None
+        self._signatures = RowIndex()
         self._by_hash: dict[str, np.ndarray] = {}
-        self._known_ids: set[str] = set()
         self._synced: dict[tuple[int, str], int] = {}
-        self._lock = threading.Lock()
 
     def __len__(self) -> int:
-        return len(self._ids)
+        return len(self._signatures)
 
     def __contains__(self, env_id: object) -> bool:
-        return env_id in self._known_ids
+        return env_id in self._signatures
 
     def peers(self) -> NoveltyIndex:
         """An empty index comparable with this one (same hasher and embedder): a batch's
@@ -134,14 +130,7 @@ class NoveltyIndex:
             sig = self.hasher.signature(source)
             if code_hash:
                 self._by_hash[code_hash] = sig
-        with self._lock:
-            if env_id in self._known_ids:
-                return False
-            self._known_ids.add(env_id)
-            self._ids.append(env_id)
-            self._rows.append(sig)
-            self._matrix = None
-        return True
+        return self._signatures.add(env_id, sig)
 
     def sync(self, store: object) -> int:
         """Add every environment of an ``EnvStore`` not indexed yet; returns how many were added.
@@ -156,7 +145,7 @@ class NoveltyIndex:
             return 0
         added: list[tuple[str, str]] = []
         for meta in store.find():  # type: ignore[attr-defined]
-            if meta.id in self._known_ids:
+            if meta.id in self._signatures:
                 continue
             if self._add(meta.id, store.get_source(meta.id), meta.code_hash or None):  # type: ignore[attr-defined]
                 added.append((meta.id, meta.description))
@@ -170,15 +159,4 @@ class NoveltyIndex:
         return self.nearest_signature(self.hasher.signature(source), exclude=exclude)
 
     def nearest_signature(self, sig: np.ndarray, *, exclude: str | None = None) -> tuple[str, float] | None:
-        with self._lock:
-            if not self._ids:
-                return None
-            if self._matrix is None:
-                self._matrix = np.vstack(self._rows)
-            matrix, ids = self._matrix, list(self._ids)
-        scores = (matrix == sig[None, :]).mean(axis=1)
-        order = np.argsort(-scores, kind="stable")
-        for i in order:
-            if ids[i] != exclude:
-                return ids[i], float(scores[i])
-        return None
+        return self._signatures.best(lambda matrix: (matrix == sig[None, :]).mean(axis=1), exclude=exclude)
