@@ -12,12 +12,15 @@ from pathlib import Path
 import pytest
 from accelerate.commands.config.config_args import load_config_from_file
 from accelerate.utils import DistributedType
-from spade_trainer.selfplay import process_rank, rank_folder
+from spade_trainer.launch import process_rank, rank_folder
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs" / "accelerate"
 
 EXPECTED = {
     "cpu.yaml": (DistributedType.NO, None),
+    # accelerate starts several local processes only through its multi-GPU launcher; they
+    # run on the CPU (gloo) because the self-play config asks for the CPU (test_multiprocess.py)
+    "cpu_ddp.yaml": (DistributedType.MULTI_GPU, None),
     "single_gpu.yaml": (DistributedType.NO, None),
     "multi_gpu_ddp.yaml": (DistributedType.MULTI_GPU, None),
     "deepspeed_zero2.yaml": (DistributedType.DEEPSPEED, 2),
@@ -37,7 +40,7 @@ def test_each_config_parses_with_accelerate(name: str) -> None:
     assert cfg.num_processes >= 1 and cfg.num_machines == 1
     if zero is not None:
         assert cfg.deepspeed_config["zero_stage"] == zero
-    assert cfg.use_cpu is (name == "cpu.yaml")
+    assert cfg.use_cpu is name.startswith("cpu")
 
 
 def test_accelerate_launch_reaches_the_selfplay_command() -> None:

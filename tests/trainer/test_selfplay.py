@@ -8,54 +8,21 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
 import pytest
 import torch
-from spade_core.metadata import EnvMetadata, EnvStatus
+from spade_core.metadata import EnvStatus
 from spade_trainer.config import load_selfplay_config
-from spade_trainer.design import DesignedCandidate
 from spade_trainer.errors import CheckpointError
 from spade_trainer.progress import design_progress
 from spade_trainer.selfplay import SelfPlayRun, latest_checkpoint
 
-from .envs import GUESS_ENV
+from .scripted import ScriptedDesignStage
 
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
-
-
-class ScriptedDesignStage:
-    """Test double: each round admits one working environment and produces one invalid one."""
-
-    def __init__(self, run: SelfPlayRun) -> None:
-        self.run = run
-        self.remembered: list[tuple[str, float, float]] = []
-        self.rounds = 0
-
-    def design(self, skill: str, n: int, *, seed: int, agent_stats: dict[str, float] | None = None
-               ) -> Sequence[DesignedCandidate]:
-        self.rounds += 1
-        tok = self.run.tokenizer
-        prompt = tok(f"Design a {skill} game.", add_special_tokens=False)["input_ids"]
-        good = tok("class GuessEnv:", add_special_tokens=False)["input_ids"]
-        bad = tok("print(1)", add_special_tokens=False)["input_ids"]
-        name = f"guess_{seed}"
-        source = GUESS_ENV + f"\n# variant {seed}\n"
-        meta = self.run.store.add(source, EnvMetadata(name=name, domain="games", skill=skill, max_turns=3))
-        self.run.store.set_status(meta.id, EnvStatus.admitted)
-        return [
-            DesignedCandidate(skill, True, True, meta.id, None, ("static", "load"), 0.8, prompt, good, [-1.0] * len(good)),
-            DesignedCandidate(skill, False, False, None, "load", ("static",), None, prompt, bad, [-1.0] * len(bad)),
-        ][:n]
-
-    def write_hint(self, source: str, *, seed: int) -> str:
-        return "Try small numbers first."
-
-    def remember(self, env_id: str, *, win_rate: float, regret: float) -> None:
-        self.remembered.append((env_id, win_rate, regret))
 
 
 def _config(tmp_path: Path, iterations: int = 2, **extra: Any) -> Any:
@@ -117,6 +84,7 @@ def test_resuming_continues_identically(tmp_path: Path) -> None:
     a = [json.loads(x) for x in (tmp_path / "a" / "run" / "metrics.jsonl").read_text().splitlines()]
     b = [json.loads(x) for x in (tmp_path / "b" / "run" / "metrics.jsonl").read_text().splitlines()]
     assert [r["per_env"] for r in a] == [r["per_env"] for r in b]
+    assert [r["rng_at_start"] for r in a] == [r["rng_at_start"] for r in b]  # the random state resumed too
     assert [r["train"]["loss"] for r in a] == pytest.approx([r["train"]["loss"] for r in b])
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 import torch
 from transformers import TrainerCallback
@@ -132,7 +132,7 @@ def build_trainer(
     dataset = Dataset.from_dict({"prompt": [f"self-play slot {i}" for i in range(slots)]})
     trainer = SelfPlayGRPOTrainer(
         model=model,
-        reward_funcs=[sample_reward],
+        reward_funcs=[cast(Any, sample_reward)],  # TRL types reward functions as returning float | None
         args=args,
         train_dataset=dataset,
         processing_class=tokenizer,
@@ -251,6 +251,9 @@ class SelfPlayGRPOTrainer(GRPOTrainer):
     """GRPOTrainer whose advantages are the per-role advantages of the samples."""
 
     _pending_advantages: list[float] | None = None
+    #: set by :func:`build_trainer`: the rollout (its last fill) and the weight-change meter
+    _spade_rollout: SelfPlayRollout
+    _spade_delta: ParameterDelta
 
     def set_pending_advantages(self, advantages: list[float]) -> None:
         self._pending_advantages = list(advantages)

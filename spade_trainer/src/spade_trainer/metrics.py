@@ -53,7 +53,7 @@ class MetricsLog:
             self._tb = SummaryWriter(str(Path(run_dir) / "tensorboard"))
         if settings.wandb:
             try:
-                import wandb  # type: ignore[import-not-found]
+                import wandb
             except ImportError as exc:
                 raise ConfigError("logging.wandb needs the wandb package (pip install wandb)") from exc
             self._wandb = wandb.init(project=settings.wandb_project, name=run_name, dir=str(run_dir), reinit=True)

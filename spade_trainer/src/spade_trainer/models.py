@@ -44,8 +44,9 @@ def _load_embedded(settings: ModelSettings, dtype: Any) -> tuple[Any, Any]:
         tok.save_pretrained(tmp)
         tmp.rename(cache)  # a crash mid-write never leaves a half cache behind
     tok = AutoTokenizer.from_pretrained(str(cache), local_files_only=True)
-    model = AutoModelForCausalLM.from_pretrained(str(cache), dtype=dtype, local_files_only=True).to(settings.device)
-    return model, tok
+    # typed as Any: transformers' decorated ``to`` confuses mypy about its ``self``
+    cached: Any = AutoModelForCausalLM.from_pretrained(str(cache), dtype=dtype, local_files_only=True)
+    return cached.to(settings.device), tok
 
 
 def load_policy(settings: ModelSettings) -> tuple[Any, Any]:
@@ -66,9 +67,8 @@ def load_policy(settings: ModelSettings) -> tuple[Any, Any]:
 
         try:
             tok = AutoTokenizer.from_pretrained(settings.source, gguf_file=settings.gguf_file)
-            model = AutoModelForCausalLM.from_pretrained(
-                settings.source, gguf_file=settings.gguf_file, dtype=dtype
-            ).to(settings.device)
+            loaded: Any = AutoModelForCausalLM.from_pretrained(settings.source, gguf_file=settings.gguf_file, dtype=dtype)
+            model = loaded.to(settings.device)
         except OSError as exc:
             raise ConfigError(f"model.source {settings.source!r} could not be loaded: {exc}") from None
     if tok.pad_token is None:

@@ -175,7 +175,7 @@ class VLLMPolicy:
     def _generate_colocated(
         self, prompts: Sequence[Sequence[int]], max_new_tokens: int, sampling: Sampling, seed: int | None
     ) -> list[Generation]:
-        from vllm import SamplingParams  # type: ignore[import-not-found]
+        from vllm import SamplingParams
 
         params = SamplingParams(
             n=1,

@@ -7,9 +7,11 @@ pulls one iteration's samples from :meth:`SelfPlayRun.collect` through the GRPO
 (metrics, registration, checkpoint state).
 
 Checkpoints (every ``checkpoint_every`` iterations) are TRL/transformers checkpoints —
-policy, optimizer, scheduler, RNG states, step counter — plus ``selfplay_state.json``
-(iteration, config fingerprint) and a consistent copy of the run's store (environments,
-hints, stats; the designer's memory is rebuilt from it). Resuming restores all of them.
+policy, optimizer, scheduler, RNG states (one file per process), step counter — plus, for
+each process, ``selfplay_state.json`` (iteration, config fingerprint, number of processes)
+and a consistent copy of its store (environments, hints, stats; the designer's memory is
+rebuilt from it). Resuming restores all of them; a checkpoint counts only once every
+process of the launch has written its part.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from transformers import TrainerCallback
 from .config import SelfPlayConfig
 from .design import DesignedCandidate, DesignStage
 from .errors import CheckpointError
+from .launch import collection_seed, process_rank, rank_folder, rng_digest
 from .metrics import MetricsLog
 from .policy import Sampling, TokenPolicy
 from .regret import RegretEstimate, RegretEstimator, RegretMeasurement
@@ -60,28 +63,22 @@ class IterationRecord:
         return {"iteration": self.iteration, **self.data, "timings": dict(self.timings)}
 
 
-def latest_checkpoint(run_dir: Path) -> Path | None:
-    """The newest ``checkpoint-N`` folder of a run that holds our state, or ``None``."""
+__all__ = ["CHECKPOINTS", "STATE_FILE", "STORE_FILE", "IterationRecord", "SelfPlayCallback", "SelfPlayRun",
+           "latest_checkpoint", "process_rank", "rank_folder"]
+
+
+def _is_complete(checkpoint: Path, world_size: int) -> bool:
+    # each process writes its state file last, after the trainer saved its own part
+    return all((checkpoint / rank_folder(r) / STATE_FILE).is_file() for r in range(world_size))
+
+
+def latest_checkpoint(run_dir: Path, world_size: int = 1) -> Path | None:
+    """The newest ``checkpoint-N`` folder of a run that holds the state of every one of
+    ``world_size`` processes, or ``None``. A checkpoint that a crash left without some
+    process's state is passed over, so every process of a resumed launch reads the same one."""
     root = Path(run_dir) / CHECKPOINTS
-    found = [p for p in root.glob("checkpoint-*") if (p / STATE_FILE).is_file()] if root.is_dir() else []
+    found = [p for p in root.glob("checkpoint-*") if _is_complete(p, world_size)] if root.is_dir() else []
     return max(found, key=lambda p: int(p.name.rsplit("-", 1)[1]), default=None)
-
-
-def process_rank() -> tuple[int, int]:
-    """``(rank, world_size)`` of this process under ``accelerate launch`` / ``torchrun``
-    (which set ``RANK`` and ``WORLD_SIZE``); ``(0, 1)`` for a plain process."""
-    import os
-
-    try:
-        return int(os.environ.get("RANK", "0")), max(1, int(os.environ.get("WORLD_SIZE", "1")))
-    except ValueError:
-        return 0, 1
-
-
-def rank_folder(rank: int) -> str:
-    """Sub-folder of a process's own state (store, metrics) under the run folder and under
-    each checkpoint: none for rank 0, ``rank-<r>`` for the others."""
-    return "" if rank == 0 else f"rank-{rank}"
 
 
 def _copy_sqlite(src: Path, dst: Path) -> None:
@@ -201,6 +198,25 @@ class SelfPlayRun:
 
         return build_designer_stage(self)
 
+    def _checkpoint_to_resume(self) -> Path:
+        """The newest checkpoint that every process of this launch can resume from."""
+        checkpoint = latest_checkpoint(self.root_dir, self.world_size)
+        newest = latest_checkpoint(self.root_dir, 1)  # rank 0's part is there
+        for candidate in sorted({c for c in (newest, checkpoint) if c is not None}):
+            state = json.loads((candidate / STATE_FILE).read_text(encoding="utf-8"))
+            written_by = int(state.get("world_size", 1))
+            if written_by != self.world_size:
+                # each process's store, metrics and RNG stream belong to its rank: another
+                # number of processes could not continue the same run
+                raise CheckpointError(
+                    f"{candidate} was written by a launch of {written_by} process(es) and this launch has "
+                    f"{self.world_size}; resume with the same number (accelerate launch --num_processes {written_by})"
+                )
+        if checkpoint is None:
+            raise CheckpointError(f"nothing to resume: no checkpoint with the {STATE_FILE} of all {self.world_size} "
+                                  f"process(es) under {self.root_dir / CHECKPOINTS}")
+        return checkpoint
+
     def setup(self, *, resume: bool = False) -> Path | None:
         """Prepare the run folder, store, model, trainer and stages; returns the checkpoint to resume."""
         from .grpo import UpdateShape, build_trainer, grpo_config
@@ -208,13 +224,9 @@ class SelfPlayRun:
 
         cfg = self.config
         self.run_dir.mkdir(parents=True, exist_ok=True)
-        checkpoint = latest_checkpoint(self.root_dir) if resume else None
-        if resume and checkpoint is None:
-            raise CheckpointError(f"nothing to resume: no checkpoint with {STATE_FILE} under {self.root_dir / CHECKPOINTS}")
+        checkpoint = self._checkpoint_to_resume() if resume else None
         if checkpoint is not None:
             mine = checkpoint / rank_folder(self.rank)
-            if not (mine / STATE_FILE).is_file():
-                raise CheckpointError(f"{checkpoint} holds no state of process rank {self.rank} ({mine / STATE_FILE})")
             state = json.loads((mine / STATE_FILE).read_text(encoding="utf-8"))
             if state.get("fingerprint") != cfg.fingerprint():
                 raise CheckpointError(
@@ -299,8 +311,8 @@ class SelfPlayRun:
                  if m.latest_stats is not None]
         if not metas:
             return None
-        wins = [m.latest_stats.win_rate for m in metas]  # type: ignore[union-attr]
-        regrets = [m.latest_stats.regret or 0.0 for m in metas]  # type: ignore[union-attr]
+        wins = [m.latest_stats.win_rate for m in metas]
+        regrets = [m.latest_stats.regret or 0.0 for m in metas]
         return {"win_rate": sum(wins) / len(wins), "regret": sum(regrets) / len(regrets), "envs": float(len(metas))}
 
     def choose_envs(self, new_ids: Sequence[str], rng: random.Random) -> list[EnvMetadata]:
@@ -335,9 +347,11 @@ class SelfPlayRun:
         """Run one iteration up to the update; returns both roles' samples (the GRPO rollout)."""
         cfg = self.config
         it = self.iteration + 1
-        seed = cfg.seed * 100_003 + it
+        seed = collection_seed(cfg.seed, it, self.rank)
         rng = random.Random(seed)
         record = IterationRecord(it)
+        # the global generators as the iteration starts: a resumed run must match a straight one here
+        record.data["rng_at_start"] = rng_digest()
         snapshot = f"step-{self.iteration}"
         t0 = time.perf_counter()
 
@@ -521,7 +535,7 @@ class SelfPlayRun:
         checkpoint_dir = checkpoint_dir / rank_folder(self.rank)
         checkpoint_dir.mkdir(parents=True, exist_ok=True)
         _copy_sqlite(self.store_path, checkpoint_dir / STORE_FILE)
-        state = {"iteration": self.iteration, "fingerprint": self.config.fingerprint()}
+        state = {"iteration": self.iteration, "fingerprint": self.config.fingerprint(), "world_size": self.world_size}
         (checkpoint_dir / STATE_FILE).write_text(json.dumps(state), encoding="utf-8")
 
     # --- the whole run ----------------------------------------------------------------------

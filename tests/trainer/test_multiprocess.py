@@ -1,0 +1,149 @@
+"""Checkpoints and resume under a multi-process launch, for real: ``accelerate launch`` starts
+two CPU processes (DDP over gloo) that run the tiny self-play config with the scripted
+design stage, real sandbox, stores and TRL steps.
+
+Three launches: two iterations straight; one iteration; a resume of that run to the
+second iteration. The resumed launch must end where the straight one did, on both ranks,
+and the two ranks must hold the same weights although they trained on different samples
+(DDP averaged their gradients).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+from spade_trainer.config import load_selfplay_config
+from spade_trainer.errors import CheckpointError
+from spade_trainer.selfplay import CHECKPOINTS, STATE_FILE, STORE_FILE, SelfPlayRun, latest_checkpoint
+
+pytestmark = pytest.mark.slow
+
+TESTS = Path(__file__).resolve().parents[1]
+CPU_DDP = TESTS.parent / "configs" / "accelerate" / "cpu_ddp.yaml"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _launch(run_dir: Path, out: Path, iterations: int, *, resume: bool = False) -> dict[int, dict[str, Any]]:
+    """One ``accelerate launch`` of two processes; returns what each rank wrote, by rank."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")]),
+           "TRL_EXPERIMENTAL_SILENCE": "1", "OMP_NUM_THREADS": "1"}
+    cmd = [sys.executable, "-m", "accelerate.commands.launch", "--config_file", str(CPU_DDP),
+           "--num_processes", "2", "--main_process_port", str(_free_port()),
+           "-m", "trainer.launched_selfplay", "--run-dir", str(run_dir), "--iterations", str(iterations),
+           "--out", str(out), *(["--resume"] if resume else [])]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env, cwd=TESTS.parent)
+    assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
+    return {r: torch.load(out / f"rank-{r}.pt", weights_only=False) for r in (0, 1)}
+
+
+@pytest.fixture(scope="module")
+def launches(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    root = tmp_path_factory.mktemp("multiprocess")
+    straight = _launch(root / "straight" / "run", root / "straight" / "out", 2)
+    _launch(root / "resumed" / "run", root / "resumed" / "first", 1)
+    resumed = _launch(root / "resumed" / "run", root / "resumed" / "out", 2, resume=True)
+    initial = load_selfplay_config(preset="tiny")  # the tiny model's weights before any update
+    from spade_trainer.models import load_policy
+
+    model, _ = load_policy(initial.model)
+    return {"root": root, "straight": straight, "resumed": resumed,
+            "initial": {k: v.detach().clone() for k, v in model.state_dict().items()}}
+
+
+def _same(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor], *, atol: float = 0.0) -> bool:
+    assert a.keys() == b.keys()
+    return all(torch.allclose(a[k], b[k], atol=atol, rtol=0) for k in a)
+
+
+def test_the_launch_runs_two_processes_in_gloo_data_parallel(launches: dict[str, Any]) -> None:
+    for r, out in launches["straight"].items():
+        assert out["rank"] == out["process_index"] == r
+        assert out["world_size"] == out["num_processes"] == 2
+        assert out["distributed_type"] == "DistributedType.MULTI_CPU"
+        assert out["global_step"] == 2
+
+
+def test_each_process_collects_its_own_samples(launches: dict[str, Any]) -> None:
+    rank0, rank1 = (launches["straight"][r]["records"] for r in (0, 1))
+    assert [r["iteration"] for r in rank0] == [r["iteration"] for r in rank1] == [1, 2]
+    for a, b in zip(rank0, rank1, strict=True):
+        assert a["per_env"].keys() != b["per_env"].keys()  # other designs, other pool draws
+        assert a["samples"]["nonzero_advantages"] >= 2 and b["samples"]["nonzero_advantages"] >= 2
+    assert rank0[1]["rng_at_start"] != rank1[1]["rng_at_start"]
+
+
+def test_ddp_keeps_both_ranks_weights_equal_and_moved(launches: dict[str, Any]) -> None:
+    for name in ("straight", "resumed"):
+        w0, w1 = (launches[name][r]["weights"] for r in (0, 1))
+        # different samples on each rank: equal weights mean the gradients were averaged
+        assert _same(w0, w1)
+        assert not _same(w0, launches["initial"], atol=1e-6)
+
+
+def test_resuming_the_launch_ends_with_the_straight_runs_weights(launches: dict[str, Any]) -> None:
+    for r in (0, 1):
+        assert _same(launches["resumed"][r]["weights"], launches["straight"][r]["weights"], atol=1e-6)
+        assert launches["resumed"][r]["global_step"] == 2
+
+
+def test_each_rank_resumes_its_own_iteration_and_random_state(launches: dict[str, Any]) -> None:
+    for r in (0, 1):
+        straight_2 = launches["straight"][r]["records"][1]
+        (resumed_2,) = launches["resumed"][r]["records"]
+        assert resumed_2["iteration"] == 2
+        assert resumed_2["rng_at_start"] == straight_2["rng_at_start"]
+        assert resumed_2["per_env"] == straight_2["per_env"]
+        assert resumed_2["train"]["loss"] == pytest.approx(straight_2["train"]["loss"])
+    metrics = [launches["root"] / "resumed" / "run" / sub / "metrics.jsonl" for sub in ("", "rank-1")]
+    for path in metrics:  # one line per iteration: the resumed launch appended iteration 2 only
+        assert [json.loads(x)["iteration"] for x in path.read_text().splitlines()] == [1, 2]
+
+
+def test_a_checkpoint_holds_every_ranks_state(launches: dict[str, Any]) -> None:
+    checkpoint = latest_checkpoint(launches["root"] / "straight" / "run", world_size=2)
+    assert checkpoint is not None and checkpoint.name == "checkpoint-2"
+    for r, sub in ((0, ""), (1, "rank-1")):
+        state = json.loads((checkpoint / sub / STATE_FILE).read_text())
+        assert state["iteration"] == 2 and state["world_size"] == 2
+        assert (checkpoint / sub / STORE_FILE).is_file()
+        assert (checkpoint / f"rng_state_{r}.pth").is_file()
+
+
+def test_a_two_process_checkpoint_refuses_a_one_process_resume(
+    launches: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("RANK", raising=False)
+    monkeypatch.delenv("WORLD_SIZE", raising=False)
+    run_dir = launches["root"] / "straight" / "run"
+    cfg = load_selfplay_config(preset="tiny", overrides=[f'run_dir="{run_dir}"', "iterations=3",
+                                                         "envs_per_iteration=2"])
+    with pytest.raises(CheckpointError, match=r"2 process\(es\).*this launch has 1.*--num_processes 2"):
+        SelfPlayRun(cfg).setup(resume=True)
+
+
+def _state(folder: Path, world_size: int) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / STATE_FILE).write_text(json.dumps({"iteration": 1, "world_size": world_size}))
+
+
+def test_a_checkpoint_missing_a_ranks_state_is_passed_over(tmp_path: Path) -> None:
+    root = tmp_path / CHECKPOINTS
+    for n in (1, 2):
+        _state(root / f"checkpoint-{n}", 2)
+    _state(root / "checkpoint-1" / "rank-1", 2)  # checkpoint-2 lost rank 1's part (a crash)
+    assert latest_checkpoint(tmp_path, world_size=2) == root / "checkpoint-1"
+    assert latest_checkpoint(tmp_path, world_size=1) == root / "checkpoint-2"
+    assert latest_checkpoint(tmp_path, world_size=3) is None
