@@ -112,6 +112,18 @@ def test_a_changed_seed_file_invalidates_the_index(index_home: Path, tmp_path: P
     assert seed_index.load() is None
 
 
+def test_a_new_file_beside_the_seeds_invalidates_the_index(index_home: Path, tmp_path: Path) -> None:
+    seeds = tmp_path / "seeds"
+    seeds.mkdir()
+    (seeds / "a.py").write_text("class Env: pass\n")
+    _save_one(seeds / "a.py")
+    assert seed_index.load() is not None
+    (seeds / "b.py").write_text("class Env: pass\n")  # what a plugin globbing seeds/*.py would add
+    st = seeds.stat()  # make the change visible even on a coarse-mtime file system
+    os.utime(seeds, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))
+    assert seed_index.load() is None
+
+
 def test_a_removed_seed_file_invalidates_the_index(index_home: Path, tmp_path: Path) -> None:
     seed_file = tmp_path / "seed.py"
     seed_file.write_text("class Env: pass\n")

@@ -13,7 +13,7 @@ never a source of truth:
   version, and only while every file it depends on has the size and modification time it
   had: each ``sys.path`` directory (installing or removing a distribution changes its
   entries), every module file of the plugin packages and of spade-core, and every seed
-  file;
+  file and the folder it is in (a plugin that globs its seed folder sees new files);
 * it is written only after a registration without problems, only when ``SPADE_HOME``
   exists (importing never creates it), atomically, and any failure to read or write it
   just means the plugins are loaded as before;
@@ -113,7 +113,8 @@ def save(seeds: list[dict[str, Any]], allowed_modules: dict[str, list[str]], plu
         return
     depends = [p for p in sys.path[1:] if p and os.path.isdir(p)]
     depends += _plugin_module_files(plugin_modules)
-    depends += [seed["path"] for seed in seeds]
+    for seed in seeds:  # the folder too: a seed added beside the others changes its mtime
+        depends += [seed["path"], os.path.dirname(seed["path"])]
     stamped = []
     for path in dict.fromkeys(depends):
         stamp = _stamp(path)
