@@ -263,13 +263,12 @@ def _timed(fn: Callable[[], object], repeats: int, reset: Callable[[], None]) ->
 
 def registration_table(store_path: Path, sizes: list[int], loop_sizes: list[int], work: Path, repeats: int) -> Table:
     saved = dict(gym.registry)
-    saved_stored = set(registry._registered_stored)
+    saved_stored = list(registry._registered_stored)
 
     def reset() -> None:
         gym.registry.clear()
         gym.registry.update(saved)
-        registry._registered_stored.clear()
-        registry._registered_stored.update(saved_stored)
+        registry._registered_stored[:] = saved_stored
 
     table = Table(
         title=f"Registration cost (in-process, median of {repeats}; gym.register at 10k: one run)",
