@@ -66,7 +66,14 @@ def test_an_index_from_another_setup_is_ignored_and_rewritten(home: Path) -> Non
 
 def test_a_corrupt_index_is_ignored(home: Path) -> None:
     first = probe(home)
-    (home / "cache" / "seed-index.json").write_text("{not json")
+    index = home / "cache" / "seed-index.json"
+    valid = json.loads(index.read_text())
+    index.write_text("{not json")
+    again = probe(home)
+    assert again["plugins_loaded"] and again["seeds"] == first["seeds"]
+    # a well-keyed index whose entries are malformed is not trusted either
+    valid["seeds"][0].pop("path")
+    index.write_text(json.dumps(valid))
     again = probe(home)
     assert again["plugins_loaded"] and again["seeds"] == first["seeds"]
 

@@ -84,11 +84,26 @@ def load() -> dict[str, Any] | None:
             if _stamp(path) != stamp:
                 return None
         seeds, allowed = data["seeds"], data["allowed_modules"]
-        if not isinstance(seeds, list) or not isinstance(allowed, dict):
+        if not (isinstance(seeds, list) and all(map(_is_seed, seeds)) and _is_allowed(allowed)):
             return None
         return {"seeds": seeds, "allowed_modules": allowed}
     except (OSError, ValueError, KeyError, TypeError):
         return None
+
+
+def _is_seed(seed: Any) -> bool:
+    return (
+        isinstance(seed, dict)
+        and all(isinstance(seed.get(k), str) for k in ("gym_id", "path", "domain"))
+        and (seed.get("class_name") is None or isinstance(seed["class_name"], str))
+        and type(seed.get("max_turns")) is int
+    )
+
+
+def _is_allowed(allowed: Any) -> bool:
+    return isinstance(allowed, dict) and all(
+        isinstance(k, str) and isinstance(v, list) and all(isinstance(m, str) for m in v) for k, v in allowed.items()
+    )
 
 
 def _plugin_module_files(plugin_modules: list[str]) -> list[str]:
