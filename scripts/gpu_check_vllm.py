@@ -46,6 +46,17 @@ def main() -> None:
     parser.add_argument("--round", action="store_true", help="also run a design round with this backend")
     args = parser.parse_args()
 
+    # stop at once, with the reason, where this check cannot run
+    import importlib.util
+
+    import torch
+
+    if not torch.cuda.is_available():
+        build = f"CUDA {torch.version.cuda}" if torch.version.cuda else "a CPU-only build"
+        fail(f"torch {torch.__version__} ({build}) sees no CUDA device: this check needs an NVIDIA GPU")
+    if importlib.util.find_spec("vllm") is None:
+        fail("vllm is not installed: pip install 'spade-designer[vllm]'")
+
     from rich.console import Console
     from rich.table import Table
     from spade_designer.llm import VLLMBackend, default_model_path

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 
@@ -19,6 +19,9 @@ def register(cli: typer.Typer) -> None:
         run_dir: Annotated[Optional[Path], typer.Option(help="Run folder (overrides run_dir).")] = None,  # noqa: UP045
         iterations: Annotated[Optional[int], typer.Option(help="Total iterations (overrides).")] = None,  # noqa: UP045
         resume: Annotated[bool, typer.Option(help="Continue from the run folder's latest checkpoint.")] = False,
+        check: Annotated[bool, typer.Option(
+            "--check", help="Validate the configuration and this machine for it, print what would run, and exit "
+                            "(nothing is loaded or trained; exit code 3 when the machine lacks something).")] = False,
     ) -> None:
         """Run self-play: the shared policy designs environments and learns to solve them."""
         import os
@@ -27,12 +30,8 @@ def register(cli: typer.Typer) -> None:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
         from rich.console import Console
-        from spade_designer.llm.transformers_backend import use_flush_denormal_for_process
 
         from .config import load_selfplay_config
-
-        use_flush_denormal_for_process()  # this process is ours: CPU training/generation at full speed
-        from .selfplay import SelfPlayRun
 
         overrides = list(set_ or [])
         if run_dir is not None:
@@ -41,6 +40,14 @@ def register(cli: typer.Typer) -> None:
             overrides.append(f"iterations={iterations}")
         cfg = load_selfplay_config(preset=preset, path=config, overrides=overrides)
         console = Console()
+        if check:  # before anything changes this process's state
+            _check(cfg, console, preset)
+            return
+        from spade_designer.llm.transformers_backend import use_flush_denormal_for_process
+
+        use_flush_denormal_for_process()  # this process is ours: CPU training/generation at full speed
+        from .selfplay import SelfPlayRun
+
         console.print(f"[bold]spade selfplay[/] preset={preset or '-'} run_dir={cfg.run_dir} iterations={cfg.iterations}")
         run = SelfPlayRun(cfg, console=console)
         records = run.run(resume=resume)
@@ -57,3 +64,25 @@ def register(cli: typer.Typer) -> None:
 
         page = write_report(run_dir, out)
         typer.echo(f"report: {page}")
+
+
+def _check(cfg: Any, console: Any, preset: str | None) -> None:
+    """``spade selfplay --check``: the plan of the run and what this machine lacks for it."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    from .plan import machine_problems, plan_run
+
+    plan = plan_run(cfg)
+    table = Table(title=f"spade selfplay --check (preset {preset or '-'})", show_header=False)
+    table.add_column("what", style="bold")
+    table.add_column("value")
+    for what, value in plan.rows():
+        table.add_row(what, escape(value))
+    console.print(table)
+    problems = machine_problems(cfg)
+    if problems:
+        for p in problems:
+            console.print(f"[red]missing:[/] {escape(p)}", soft_wrap=True)
+        raise typer.Exit(3)
+    console.print("[green]ready:[/] the configuration is valid and this machine has what it needs")

@@ -19,6 +19,7 @@ from .design import DesignedCandidate
 from .progress import code_structure
 
 if TYPE_CHECKING:
+    from .config import SelfPlayConfig
     from .selfplay import SelfPlayRun
 
 #: Used when no leak-free hint could be written: hinted plays then measure no help (regret ~ 0).
@@ -26,12 +27,18 @@ FALLBACK_HINT = "Read the rules in the first message carefully and plan each mov
 
 
 def designer_config(run: SelfPlayRun) -> Any:
-    """The ``DesignerConfig``: the run's ``[selfplay.designer]`` table, with sampling
-    budgets taken from ``[selfplay.generation]`` unless set there explicitly."""
+    """The ``DesignerConfig`` of a run (see :func:`designer_config_of`)."""
+    return designer_config_of(run.config)
+
+
+def designer_config_of(config: SelfPlayConfig) -> Any:
+    """The ``DesignerConfig``: the ``[selfplay.designer]`` table, with sampling budgets
+    taken from ``[selfplay.generation]`` unless set there explicitly. Raises pydantic's
+    ``ValidationError`` for a table the designer does not accept."""
     from spade_designer.config import DesignerConfig
 
-    gen = run.config.generation
-    table = dict(run.config.designer)
+    gen = config.generation
+    table = dict(config.designer)
     sampling = {"max_new_tokens": gen.designer_max_new_tokens, "temperature": gen.temperature or 1.0,
                 "top_p": gen.top_p, **dict(table.get("sampling", {}))}
     hint = {"max_new_tokens": gen.hint_max_new_tokens, **dict(table.get("hint", {}))}

@@ -57,7 +57,22 @@ def _gcd(a: int, b: int) -> int:
     return a
 
 
-def grpo_config(
+def grpo_config(output_dir: str, shape: UpdateShape, **kwargs: Any) -> GRPOConfig:
+    """The ``GRPOConfig`` of a self-play run (arguments of :func:`grpo_config_kwargs`)."""
+    return GRPOConfig(**grpo_config_kwargs(output_dir, shape, **kwargs))
+
+
+def unknown_grpo_arguments(kwargs: dict[str, Any]) -> list[str]:
+    """Keyword arguments that this TRL's ``GRPOConfig`` has no field for (a renamed or
+    removed option), checked without building the config: building it checks the
+    machine too (bf16 needs a GPU), and a CPU must be able to check a GPU run's settings."""
+    import dataclasses
+
+    fields = {f.name for f in dataclasses.fields(GRPOConfig)}
+    return sorted(k for k in kwargs if k not in fields)
+
+
+def grpo_config_kwargs(
     output_dir: str,
     shape: UpdateShape,
     *,
@@ -72,8 +87,8 @@ def grpo_config(
     report_to: Sequence[str] = (),
     logging_dir: str | None = None,
     **extra: Any,
-) -> GRPOConfig:
-    """The ``GRPOConfig`` of a self-play run: one optimizer step per iteration."""
+) -> dict[str, Any]:
+    """The ``GRPOConfig`` keyword arguments of a self-play run: one optimizer step per iteration."""
     kwargs: dict[str, Any] = dict(
         output_dir=output_dir,
         per_device_train_batch_size=shape.micro_batch,
@@ -108,7 +123,7 @@ def grpo_config(
     if logging_dir:
         extra.setdefault("logging_dir", logging_dir)
     kwargs.update(extra)
-    return GRPOConfig(**kwargs)
+    return kwargs
 
 
 def sample_reward(prompts: list[Any], completions: list[Any], role_reward: list[float], **_: Any) -> list[float]:

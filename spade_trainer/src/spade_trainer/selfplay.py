@@ -38,6 +38,7 @@ from .design import DesignedCandidate, DesignStage
 from .errors import CheckpointError
 from .launch import collection_seed, process_rank, rank_folder, rng_digest
 from .metrics import MetricsLog
+from .plan import CHECKPOINTS, plan_run
 from .policy import Sampling, TokenPolicy
 from .regret import RegretEstimate, RegretEstimator, RegretMeasurement
 from .rewards import designer_reward
@@ -48,7 +49,6 @@ from .threads import apply_threads
 
 STATE_FILE = "selfplay_state.json"
 STORE_FILE = "store.db"
-CHECKPOINTS = "checkpoints"
 
 
 @dataclass
@@ -219,10 +219,13 @@ class SelfPlayRun:
 
     def setup(self, *, resume: bool = False) -> Path | None:
         """Prepare the run folder, store, model, trainer and stages; returns the checkpoint to resume."""
-        from .grpo import UpdateShape, build_trainer, grpo_config
+        from trl import GRPOConfig
+
+        from .grpo import build_trainer
         from .models import load_policy
 
         cfg = self.config
+        plan = plan_run(cfg, self.run_dir)  # before anything is written: a bad setting fails here
         self.run_dir.mkdir(parents=True, exist_ok=True)
         checkpoint = self._checkpoint_to_resume() if resume else None
         if checkpoint is not None:
@@ -248,29 +251,9 @@ class SelfPlayRun:
         apply_threads(cfg.model.threads)
         model, tokenizer = load_policy(cfg.model)
         self.tokenizer = tokenizer
-        shape = UpdateShape.for_samples(cfg.expected_samples, cfg.optim.micro_batch)
-        report_to = [*(["tensorboard"] if cfg.logging.tensorboard else []), *(["wandb"] if cfg.logging.wandb else [])]
+        args = GRPOConfig(**plan.trainer_args)
         gen = cfg.generation
-        extra: dict[str, Any] = {"temperature": gen.temperature if gen.temperature > 0 else 1.0,
-                                 "max_grad_norm": cfg.optim.max_grad_norm}
-        if gen.backend == "vllm":
-            extra["vllm_gpu_memory_utilization"] = gen.vllm_gpu_memory_utilization
-        args = grpo_config(
-            str(self.root_dir / CHECKPOINTS),
-            shape,
-            max_steps=cfg.iterations,
-            learning_rate=cfg.optim.learning_rate,
-            seed=cfg.seed,
-            use_cpu=cfg.model.device == "cpu",
-            bf16=cfg.model.dtype == "bfloat16",
-            use_vllm=gen.backend == "vllm",
-            vllm_mode=gen.vllm_mode,
-            save_steps=cfg.checkpoint_every,
-            report_to=report_to,
-            logging_dir=str(self.run_dir / "tensorboard") if cfg.logging.tensorboard else None,
-            **extra,
-        )
-        self.shape = shape
+        self.shape = plan.shape
         self.trainer = build_trainer(model, tokenizer, self.collect, args, callbacks=[SelfPlayCallback(self)])
         self.policy = self._build_policy(self.trainer, tokenizer)
         self.backend = self._env_backend if self._env_backend is not None else self._default_backend()

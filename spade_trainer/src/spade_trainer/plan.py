@@ -1,0 +1,159 @@
+"""What a self-play configuration would run, and what this machine lacks for it, found
+without loading a model or starting anything (``spade selfplay --check``).
+
+:func:`plan_run` is also how :meth:`~.selfplay.SelfPlayRun.setup` derives the trainer's
+arguments, so a check reports exactly what a run would use. It fails with a
+:class:`~.errors.ConfigError` on settings that cannot run anywhere (an option this TRL no
+longer has, a designer table the designer rejects); :func:`machine_problems` lists what
+this machine lacks for the configuration (a CUDA device, vLLM, a package), so a GPU
+script can stop in seconds instead of after installing and loading a model.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from .config import SelfPlayConfig
+from .errors import ConfigError
+from .grpo import UpdateShape, grpo_config_kwargs, unknown_grpo_arguments
+
+#: Sub-folder of the run folder that holds the trainer's checkpoints.
+CHECKPOINTS = "checkpoints"
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    """A validated configuration and the update it implies."""
+
+    config: SelfPlayConfig
+    shape: UpdateShape
+    #: Keyword arguments of TRL's ``GRPOConfig`` (every key is one of its fields).
+    trainer_args: dict[str, Any]
+
+    def rows(self) -> list[tuple[str, str]]:
+        """``(what, value)`` lines describing the run, for a table."""
+        c, g = self.config, self.config.generation
+        generation = g.backend + (f" ({g.vllm_mode}, {g.vllm_gpu_memory_utilization:.0%} of GPU memory)"
+                                  if g.backend == "vllm" else "")
+        return [
+            ("model", f"{c.model.source} on {c.model.device}, {c.model.dtype}"),
+            ("generation", generation),
+            ("iterations", f"{c.iterations} (checkpoint every {c.checkpoint_every})"),
+            ("designs per iteration", f"{c.designs_per_skill} for each of {c.skills_per_iteration} skill(s)"),
+            ("episodes per iteration",
+             f"{c.envs_per_iteration} envs x {c.plays_per_condition} hinted + {c.plays_per_condition} unhinted"),
+            ("token budgets", f"design {g.designer_max_new_tokens}, agent turn {g.agent_max_new_tokens}, "
+                              f"episode {g.episode_token_budget}, {g.max_turns} turns"),
+            ("update", f"{self.shape.capacity} sample slots, micro batch {self.shape.micro_batch}, "
+                       f"{self.shape.steps_per_generation} accumulation steps, lr {c.optim.learning_rate:g}"),
+            ("gradient checkpointing", str(self.trainer_args["gradient_checkpointing"])),
+            ("rollout executor", c.rollout.executor),
+            ("run folder", str(c.run_dir)),
+        ]
+
+
+def plan_run(config: SelfPlayConfig, run_dir: Path | None = None) -> RunPlan:
+    """The plan of ``config``; ``run_dir`` is this process's own folder (default the run
+    folder), where TensorBoard logs go."""
+    cfg = config
+    root = Path(cfg.run_dir)
+    own = Path(run_dir) if run_dir is not None else root
+    shape = UpdateShape.for_samples(cfg.expected_samples, cfg.optim.micro_batch)
+    gen = cfg.generation
+    report_to = [*(["tensorboard"] if cfg.logging.tensorboard else []), *(["wandb"] if cfg.logging.wandb else [])]
+    extra: dict[str, Any] = {"temperature": gen.temperature if gen.temperature > 0 else 1.0,
+                             "max_grad_norm": cfg.optim.max_grad_norm}
+    if gen.backend == "vllm":
+        extra["vllm_gpu_memory_utilization"] = gen.vllm_gpu_memory_utilization
+    kwargs = grpo_config_kwargs(
+        str(root / CHECKPOINTS),
+        shape,
+        max_steps=cfg.iterations,
+        learning_rate=cfg.optim.learning_rate,
+        seed=cfg.seed,
+        use_cpu=cfg.model.device == "cpu",
+        bf16=cfg.model.dtype == "bfloat16",
+        use_vllm=gen.backend == "vllm",
+        vllm_mode=gen.vllm_mode,
+        save_steps=cfg.checkpoint_every,
+        report_to=report_to,
+        logging_dir=str(own / "tensorboard") if cfg.logging.tensorboard else None,
+        **extra,
+    )
+    unknown = unknown_grpo_arguments(kwargs)
+    if unknown:
+        raise ConfigError(f"this TRL's GRPOConfig has no option {unknown}: the trainer and TRL disagree "
+                          "(install the TRL version of spade-trainer's tests)")
+    _check_designer_table(cfg)
+    return RunPlan(cfg, shape, kwargs)
+
+
+def _check_designer_table(cfg: SelfPlayConfig) -> None:
+    from .designer_stage import designer_config_of
+
+    try:
+        designer_config_of(cfg)
+    except ValidationError as exc:
+        lines = ["invalid [selfplay.designer] table:"]
+        for err in exc.errors():
+            lines.append(f"  designer.{'.'.join(str(p) for p in err['loc'])}: {err['msg']}")
+        raise ConfigError("\n".join(lines)) from None
+
+
+def _installed(module: str) -> bool:
+    return importlib.util.find_spec(module) is not None
+
+
+def machine_problems(config: SelfPlayConfig) -> list[str]:
+    """What this machine lacks to run ``config``, one sentence each (empty: nothing)."""
+    import torch
+
+    problems: list[str] = []
+    device = config.model.device
+    if device.startswith("cuda"):
+        if not torch.cuda.is_available():
+            build = f"CUDA {torch.version.cuda}" if torch.version.cuda else "a CPU-only build"
+            problems.append(f"model.device = {device!r} but torch {torch.__version__} ({build}) sees no CUDA device")
+        elif config.model.dtype == "bfloat16" and not torch.cuda.is_bf16_supported():
+            problems.append("model.dtype = 'bfloat16' but this GPU does not support bfloat16 (use float16)")
+    if config.generation.backend == "vllm":
+        if not _installed("vllm"):
+            problems.append("generation.backend = 'vllm' but vllm is not installed (pip install 'spade-trainer[vllm]')")
+        else:
+            from trl.import_utils import is_vllm_available
+
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                is_vllm_available()
+            # TRL states the vLLM versions it supports in this warning
+            problems.extend(f"vllm: {w.message}" for w in caught if "vLLM" in str(w.message))
+    if config.model.source == "embedded":
+        try:
+            from spade_designer.llm.transformers_backend import default_model_path
+
+            default_model_path()
+        except Exception as exc:  # the designer's error names the package to install
+            problems.append(f"model.source = 'embedded': {exc}")
+    elif config.model.source != "tiny" and not Path(config.model.source).exists():
+        from huggingface_hub import try_to_load_from_cache
+
+        try:
+            cached = try_to_load_from_cache(config.model.source, "config.json")
+        except ValueError:  # not a repository id at all (a path that does not exist, say)
+            cached = None
+        if not isinstance(cached, str):
+            problems.append(f"model.source {config.model.source!r} is neither a local folder nor in the Hugging "
+                            "Face cache (runs are offline: download it first)")
+    if config.rollout.executor == "ray" and not _installed("ray"):
+        problems.append("rollout.executor = 'ray' but ray is not installed (pip install 'spade-trainer[ray]')")
+    if config.logging.tensorboard and not _installed("tensorboard"):
+        problems.append("logging.tensorboard = true but tensorboard is not installed")
+    if config.logging.wandb and not _installed("wandb"):
+        problems.append("logging.wandb = true but wandb is not installed")
+    return problems
