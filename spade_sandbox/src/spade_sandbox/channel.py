@@ -238,6 +238,11 @@ class WorkerLink:
         #: decoding); a frame it cannot decode exactly kills the worker, so its state never
         #: carries over.
         self._unpacker = protocol.untrusted_unpacker(self.max_frame_bytes)
+        #: Bytes fed to ``_unpacker`` so far (its ``tell()`` after an exact decode).
+        self._fed = 0
+        self._size_of = protocol.HEADER.unpack_from
+        self._encode_step = protocol.encode_step_request
+        self._step_reply = protocol.STEP_REPLY.unpack_from
         self._call_timeout_ms = max(1, int(self.call_timeout_s * 1000))
 
     @property
@@ -262,13 +267,12 @@ class WorkerLink:
         """Decode exactly one msgpack object filling ``view`` (one frame's payload)."""
         unpacker = self._unpacker
         try:
-            start = unpacker.tell()
             unpacker.feed(view)
             value = unpacker.unpack()
-            exact = unpacker.tell() - start == len(view)
         except Exception as exc:
             self.fail(what, f"sent an undecodable reply ({type(exc).__name__})", SandboxCrash)
-        if not exact:
+        self._fed += len(view)
+        if unpacker.tell() != self._fed:
             self.fail(what, "sent an undecodable reply (bytes after the value)", SandboxCrash)
         return value
 
@@ -299,15 +303,103 @@ class WorkerLink:
             have = 0
         if have == 0:
             self.fail(what, None, None)
-        if have > 4:
-            size = protocol.HEADER.unpack_from(self._buf)[0]
-            if have == size + 4:
-                return self._decode(self._view[4:have], what)
+        if have > 4 and have == self._size_of(self._buf)[0] + 4:
+            # _decode, written out (one frame less on the hot path): exactly one value
+            # must fill the frame. ``_fed`` counts every byte fed, so one ``tell`` says
+            # whether the decoder stopped exactly at the frame's end.
+            unpacker = self._unpacker
+            try:
+                unpacker.feed(self._view[4:have])
+                value = unpacker.unpack()
+            except Exception as exc:
+                self.fail(what, f"sent an undecodable reply ({type(exc).__name__})", SandboxCrash)
+            self._fed += have - 4
+            if unpacker.tell() != self._fed:
+                self.fail(what, "sent an undecodable reply (bytes after the value)", SandboxCrash)
+            return value
         timeout = self.call_timeout_s
         return self._finish(what, time.monotonic() + timeout, timeout, have)
 
-    def _finish(self, what: str, deadline: float, timeout: float, have: int) -> Any:
-        """Read the rest of a frame of which ``have`` bytes are in the buffer, and decode it."""
+    def step(self, iid: int, action: str) -> Any:
+        """``step(action)`` of instance ``iid`` as one binary step frame
+        (:data:`protocol.STEP_MARK`), with :meth:`call`'s deadline and transport.
+
+        Returns a tuple ``(obs, reward, terminated, truncated, {})`` when the worker sent a
+        binary reply (its types are fixed by the encoding; the caller still checks that
+        the reward is finite and the observation's length), else the decoded msgpack reply
+        (an error, or a result the worker converted). A binary reply that is not
+        well-formed kills the worker (:class:`SandboxCrash`)."""
+        if self.death is not None:
+            raise self.lost_error()
+        try:
+            data = self._encode_step(iid, action)
+        except UnicodeEncodeError:  # msgpack refuses it the same way: keep its behaviour
+            return self.call(["step", iid, action], "step()")
+        try:
+            if len(data) > 4096 or os.write(self._wfd, data) != len(data):
+                self._send_bytes(data, "step()")
+        except BlockingIOError:
+            self._send_bytes(data, "step()")
+        except OSError:
+            self.fail("step()", None, None)
+        if not self._wait(self._call_timeout_ms):
+            self.fail("step()", f"did not answer within {self.call_timeout_s:g} s", SandboxTimeout)
+        try:
+            have = os.readv(self._rfd, self._bufs)
+        except OSError:
+            have = 0
+        buf = self._buf
+        if have > 4 and have == self._size_of(buf)[0] + 4:
+            if buf[4] == 0xC1:  # protocol.STEP_MARK
+                if have < 14:
+                    self.fail("step()", "sent an undecodable reply (a malformed binary step reply)", SandboxCrash)
+                _, flags, reward = self._step_reply(buf, 4)
+                try:
+                    obs = str(self._view[14:have], "utf-8")
+                except UnicodeDecodeError:
+                    obs = None
+                if obs is None or flags > 3:
+                    self.fail("step()", "sent an undecodable reply (a malformed binary step reply)", SandboxCrash)
+                return obs, reward, flags & 1 == 1, flags & 2 == 2, {}
+            unpacker = self._unpacker
+            try:
+                unpacker.feed(self._view[4:have])
+                value = unpacker.unpack()
+            except Exception as exc:
+                self.fail("step()", f"sent an undecodable reply ({type(exc).__name__})", SandboxCrash)
+            self._fed += have - 4
+            if unpacker.tell() != self._fed:
+                self.fail("step()", "sent an undecodable reply (bytes after the value)", SandboxCrash)
+            return value
+        if have == 0:
+            self.fail("step()", None, None)
+        timeout = self.call_timeout_s
+        payload = self._finish("step()", time.monotonic() + timeout, timeout, have, raw=True)
+        if not payload or payload[0] != 0xC1:
+            return self._decode(memoryview(payload), "step()")
+        if len(payload) < 10:
+            self.fail("step()", "sent an undecodable reply (a malformed binary step reply)", SandboxCrash)
+        _, flags, reward = self._step_reply(payload, 0)
+        try:
+            obs = str(payload[10:], "utf-8")
+        except UnicodeDecodeError:
+            obs = None
+        if obs is None or flags > 3:
+            self.fail("step()", "sent an undecodable reply (a malformed binary step reply)", SandboxCrash)
+        return obs, reward, flags & 1 == 1, flags & 2 == 2, {}
+
+    def _send_bytes(self, data: bytes, what: str) -> None:
+        """Write a whole frame, waiting for room up to the call's deadline."""
+        try:
+            self.sock.sendall(data, self.call_timeout_s)
+        except TimeoutError:
+            self.fail(what, "stopped reading requests", SandboxTimeout)
+        except OSError:
+            self.fail(what, None, None)
+
+    def _finish(self, what: str, deadline: float, timeout: float, have: int, raw: bool = False) -> Any:
+        """Read the rest of a frame of which ``have`` bytes are in the buffer, and decode
+        it (``raw``: return its payload as bytes instead)."""
         buf = self._buf
         view = memoryview(buf)
         need = protocol.HEADER.size
@@ -340,6 +432,8 @@ class WorkerLink:
                 have += k
             if have > need:
                 self.fail(what, "sent more than one reply", SandboxCrash)
+            if raw:
+                return bytes(view[protocol.HEADER.size : need])
             return self._decode(view[protocol.HEADER.size : need], what)
         finally:
             view.release()

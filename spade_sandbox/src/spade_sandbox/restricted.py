@@ -241,6 +241,10 @@ class InProcessLink:
         """One request with this link's ``call_timeout_s`` (what the pool's single calls use)."""
         return self.request(message, what, self.call_timeout_s)
 
+    def step(self, iid: int, action: str) -> Any:
+        """A single step (the pool's ``step``): the msgpack reply, as :meth:`call` gives."""
+        return self.call(["step", iid, action], "step()")
+
     def send(self, message: Any, what: str, timeout: float) -> None:
         self.pending = message
 
