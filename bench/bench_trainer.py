@@ -5,10 +5,15 @@ work (prompt building, batched tokenisation, action extraction, bookkeeping). Ta
 under 1 ms per agent turn across 256 concurrent episodes, so that generation, not our
 code, bounds the self-play loop.
 
+The third table runs the tiny self-play config (2-layer model, real designer, sandbox, store
+and TRL steps; 2 iterations) under ``accelerate launch`` with one process (``cpu.yaml``) and
+with two (``cpu_ddp.yaml``, DDP over gloo), wall and CPU time of the whole launch and the
+samples that each update averages over: what a second process costs and adds here.
+
 The second table times the embedded SmolLM2 policy (a 400-token forward pass and a short
 greedy generation) with 1 and with 2 torch threads in the same run, wall and CPU time, with
 the load average: the measurement behind ``model.threads = 1`` in the quickstart preset.
-Run: ``python -m bench.bench_trainer``.
+Run: ``python -m bench.bench_trainer [engine] [threads] [launch]`` (default: all three).
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from __future__ import annotations
 import statistics
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from rich.console import Console
@@ -91,8 +97,22 @@ def _measure(backend_factory: Any, tokenizer: Any, episodes: int, source: str) -
     return statistics.median(totals), statistics.median(engine_only)
 
 
-def main() -> None:
+def main(tables: Sequence[str] = ()) -> None:
+    """Print the named tables (``engine``, ``threads``, ``launch``; default all)."""
     console = Console()
+    unknown = set(tables) - {"engine", "threads", "launch"}
+    if unknown:
+        raise SystemExit(f"unknown table(s) {sorted(unknown)}: choose from engine, threads, launch")
+    if not tables or "engine" in tables:
+        engine_table(console)
+    if not tables or "threads" in tables:
+        threads_table(console)
+    if not tables or "launch" in tables:
+        launch_table(console)
+
+
+def engine_table(console: Console) -> None:
+    """Rollout-engine overhead per agent turn (see module docstring)."""
     tokenizer = build_tiny_tokenizer()
     table = Table(title=f"Rollout engine overhead per agent turn (instant policy, {TURNS} turns/episode, "
                   f"median of {REPEATS})")
@@ -106,7 +126,6 @@ def main() -> None:
             total, engine = _measure(factory, tokenizer, episodes, source)
             table.add_row(str(episodes), label, f"{total:.3f}", f"{engine:.3f}", f"{total / TARGET_MS:.2f}x")
     console.print(table)
-    threads_table(console)
 
 
 def _timed(fn: Any, repeats: int) -> tuple[float, float]:
@@ -158,5 +177,69 @@ def threads_table(console: Console, repeats: int = 3) -> None:
     console.print(table)
 
 
+def _launch_once(processes: int, folder: Path) -> tuple[float, float, int]:
+    """One ``accelerate launch`` of the tiny self-play config: (wall s, CPU s of the launch and
+    all its processes, samples per update summed over ranks in the last iteration)."""
+    import json
+    import os
+    import resource
+    import socket
+    import subprocess
+    import sys
+
+    configs = Path(__file__).resolve().parents[1] / "configs" / "accelerate"
+    config = configs / ("cpu.yaml" if processes == 1 else "cpu_ddp.yaml")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {**os.environ, "SPADE_HOME": str(folder / "home"), "TRL_EXPERIMENTAL_SILENCE": "1", "OMP_NUM_THREADS": "1"}
+    cmd = [sys.executable, "-m", "accelerate.commands.launch", "--config_file", str(config),
+           "--num_processes", str(processes), "--main_process_port", str(port),
+           "-m", "spade_trainer", "--preset", "tiny", "--run-dir", str(folder / "run"), "--iterations", "2"]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    done = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if done.returncode != 0:
+        raise RuntimeError(f"launch of {processes} process(es) failed:\n{done.stderr[-3000:]}")
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    samples = 0
+    for rank in range(processes):
+        metrics = folder / "run" / (f"rank-{rank}" if rank else "") / "metrics.jsonl"
+        last = json.loads(metrics.read_text().splitlines()[-1])
+        samples += int(last["samples"]["samples"])
+    return wall, cpu, samples
+
+
+def launch_table(console: Console, repeats: int = 3) -> None:
+    """Tiny self-play under accelerate, 1 vs 2 CPU processes (see module docstring)."""
+    import os
+    import tempfile
+
+    load = os.getloadavg()
+    rows = []
+    for processes in (1, 2):
+        runs = []
+        for _ in range(repeats):
+            with tempfile.TemporaryDirectory(prefix="bench-launch-") as d:
+                runs.append(_launch_once(processes, Path(d)))
+        rows.append((processes, statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs),
+                     runs[0][2]))
+    load_after = os.getloadavg()
+    table = Table(title=f"Tiny self-play (2 iterations, real designer) under accelerate launch on CPU, median of "
+                  f"{repeats} (load average {load[0]:.1f} -> {load_after[0]:.1f} on {os.cpu_count()} cores)")
+    for col in ("processes", "wall s", "CPU s", "samples per update", "wall vs 1", "CPU vs 1",
+                "CPU per sample vs 1"):
+        table.add_column(col, justify="right")
+    _, wall1, cpu1, samples1 = rows[0]
+    for processes, wall, cpu, samples in rows:
+        table.add_row(str(processes), f"{wall:.1f}", f"{cpu:.1f}", str(samples), f"{wall / wall1:.2f}x",
+                      f"{cpu / cpu1:.2f}x", f"{(cpu / samples) / (cpu1 / samples1):.2f}x")
+    console.print(table)
+
+
 if __name__ == "__main__":
-    main()
+    import sys
+
+    main(sys.argv[1:])
