@@ -12,7 +12,7 @@ samples that each update averages over: what a second process costs and adds her
 
 The second table times the embedded SmolLM2 policy (a 400-token forward pass and a short
 greedy generation) with 1 and with 2 torch threads in the same run, wall and CPU time, with
-the load average: the measurement behind ``model.threads = 1`` in the quickstart preset.
+the load average: the measurement behind ``model.threads = "auto"`` in the quickstart preset.
 Run: ``python -m bench.bench_trainer [engine] [threads] [launch]`` (default: all three).
 """
 
