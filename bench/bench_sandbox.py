@@ -339,7 +339,7 @@ def bench_round_trip(progress: Progress, n: int = 3000, rounds: int = 3) -> list
     so that a burst of other load hits them alike; medians over all rounds."""
     rows = []
     ncpu = len(os.sched_getaffinity(0))
-    task = progress.add_task("step round trip", total=2 * rounds * (n + len(TRANSPORTS) * n))
+    task = progress.add_task("step round trip", total=2 * rounds * (2 * n + len(TRANSPORTS) * n))
     original = os.sched_getaffinity(0)
     with SandboxPool() as pool:
         h = pool.spawn(TRIVIAL)
@@ -347,11 +347,17 @@ def bench_round_trip(progress: Progress, n: int = 3000, rounds: int = 3) -> list
         worker = pool.worker_of(h).pid
         for label, cpu in (("same core", 0), ("cross core", 1)):
             if cpu >= ncpu or not (_pin(0, 0) and _pin(worker, cpu)):
-                progress.advance(task, rounds * (n + len(TRANSPORTS) * n))
+                progress.advance(task, rounds * (2 * n + len(TRANSPORTS) * n))
                 continue
             floors: dict[str, tuple[list[float], list[float]]] = {t: ([], []) for t in TRANSPORTS}
             times: list[float] = []
             cpus: list[float] = []
+            # The same step as one msgpack request and reply (the protocol before binary
+            # step frames), through the link the pool uses: the encoding's share, same run.
+            link = pool._links[h.worker_id]  # type: ignore[attr-defined]
+            message = ["step", h.instance_id, "a"]
+            mp_times: list[float] = []
+            mp_cpus: list[float] = []
             for _ in range(rounds):
                 for transport in TRANSPORTS:
                     walls, cpu_per = raw_rtt_us(transport, cpu, n)
@@ -367,7 +373,15 @@ def bench_round_trip(progress: Progress, n: int = 3000, rounds: int = 3) -> list
                         pool.step(h, "a")
                         times.append(time.perf_counter() - t0)
                     cpus.append((_cpu([worker]) - c0) / CHUNK)
-                progress.advance(task, n)
+                for _ in range(n // CHUNK):
+                    c0 = _cpu([worker])
+                    for _ in range(CHUNK):
+                        t0 = time.perf_counter()
+                        with link.lock:
+                            link.call(message, "step()")
+                        mp_times.append(time.perf_counter() - t0)
+                    mp_cpus.append((_cpu([worker]) - c0) / CHUNK)
+                progress.advance(task, 2 * n)
             cpu_us = statistics.median(cpus) * 1e6
             med = statistics.median(times) * 1e6
             same = cpu == 0
@@ -380,18 +394,31 @@ def bench_round_trip(progress: Progress, n: int = 3000, rounds: int = 3) -> list
             rows.append(Row(f"step() round trip, {label}", "< 20 us" if same else "report", med,
                             _q(times, 0.9) * 1e6, "us", pipe_wall, "raw pipe pair RTT", med < 20 if same else None,
                             cpu_us, pipe_cpu, cpu_us < 20 if same else None))
+            mp_med = statistics.median(mp_times) * 1e6
+            rows.append(Row(f"  same step as msgpack frames (link.call), {label}", "report", mp_med,
+                            _q(mp_times, 0.9) * 1e6, "us", med, "step() above", None,
+                            statistics.median(mp_cpus) * 1e6, cpu_us))
     os.sched_setaffinity(0, original)
     return rows
 
 
 def bench_batched(progress: Progress, base: float, reps: int = 400) -> list[Row]:
+    """``step_many`` of 256 instances: in one worker with the scheduler placing caller and
+    worker (the target row), the same pinned to one core, and spread over 16 workers."""
     rows = []
-    task = progress.add_task("batched steps", total=2 * reps)
+    task = progress.add_task("batched steps", total=3 * reps)
+    original = os.sched_getaffinity(0)
     with SandboxPool() as pool:
         one = [pool.spawn(TRIVIAL) for _ in range(256)]
         spread = [pool.spawn(_variant(i % 16)) for i in range(256)]
         pool.reset_many([(h, None) for h in one + spread])
-        for label, handles in (("256 instances, 1 worker", one), ("256 instances, 16 workers", spread)):
+        one_worker = pool.worker_of(one[0]).pid
+        cases = (("256 instances, 1 worker", one, False), ("256 instances, 1 worker, same core", one, True),
+                 ("256 instances, 16 workers", spread, False))
+        for label, handles, pinned in cases:
+            if pinned and not (_pin(0, 0) and _pin(one_worker, 0)):
+                progress.advance(task, reps)
+                continue
             items = [(h, "a") for h in handles]
             pool.step_many(items)
             per: list[float] = []
@@ -411,6 +438,9 @@ def bench_batched(progress: Progress, base: float, reps: int = 400) -> list[Row]
             rows.append(Row(f"step_many, {label}", "< 2 us/env-step" if single else "report", med, _q(per, 0.9) * 1e6,
                             "us/step", base, "in-process step", med < 2 if single else None,
                             cpu_us, base, cpu_us < 2 if single else None))
+            if pinned:
+                os.sched_setaffinity(0, original)
+                os.sched_setaffinity(one_worker, original)
     return rows
 
 
@@ -514,20 +544,24 @@ def bench_domain_worker_memory() -> list[Row]:
     return [Row(f"worker USS, tool-use env ({envs[0].stem})", "< 8 MB", uss, uss, "MiB", None, "", uss < 8)]
 
 
-def main() -> None:
+def main(only: str = "all") -> None:
+    """Run every section (``only="all"``), or only the per-call ones (``only="steps"``: the
+    step round trips and batched steps, with their floors)."""
     console = Console()
     gc.collect()
     load = os.getloadavg()
     rows: list[Row] = []
     with Progress(console=console, transient=True) as progress:
-        rows += bench_cold_start(progress)
-        rows += bench_first_start(progress)
+        if only == "all":
+            rows += bench_cold_start(progress)
+            rows += bench_first_start(progress)
         base = in_process_step_us()
         rows += bench_round_trip(progress)
         rows += bench_batched(progress, base)
-        rows += bench_scale(progress)
-        rows += bench_domain_worker_memory()
-        rows += bench_backends(progress)
+        if only == "all":
+            rows += bench_scale(progress)
+            rows += bench_domain_worker_memory()
+            rows += bench_backends(progress)
     end_load = os.getloadavg()
     table = Table(expand=True, title=f"spade_sandbox (native backend, {len(os.sched_getaffinity(0))} CPUs, "
                         f"load avg {load[0]:.1f} at start, {end_load[0]:.1f} at end)")
@@ -548,8 +582,11 @@ def main() -> None:
     console.print(table)
     out = Path(__file__).parent / "results"
     out.mkdir(exist_ok=True)
-    (out / "sandbox.json").write_text(json.dumps([asdict(r) for r in rows], indent=2))
+    name = "sandbox.json" if only == "all" else f"sandbox_{only}.json"
+    (out / name).write_text(json.dumps([asdict(r) for r in rows], indent=2))
 
 
 if __name__ == "__main__":
-    main()
+    if len(sys.argv) > 2 or (len(sys.argv) == 2 and sys.argv[1] not in ("all", "steps")):
+        sys.exit("usage: python -m bench.bench_sandbox [all|steps]")
+    main(sys.argv[1] if len(sys.argv) == 2 else "all")

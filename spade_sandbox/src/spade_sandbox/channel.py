@@ -241,7 +241,7 @@ class WorkerLink:
         #: Bytes fed to ``_unpacker`` so far (its ``tell()`` after an exact decode).
         self._fed = 0
         self._size_of = protocol.HEADER.unpack_from
-        self._encode_step = protocol.encode_step_request
+        self._step_head = protocol.STEP_REQUEST.pack
         self._step_reply = protocol.STEP_REPLY.unpack_from
         self._call_timeout_ms = max(1, int(self.call_timeout_s * 1000))
 
@@ -332,9 +332,10 @@ class WorkerLink:
         if self.death is not None:
             raise self.lost_error()
         try:
-            data = self._encode_step(iid, action)
+            text = action.encode("utf-8")
         except UnicodeEncodeError:  # msgpack refuses it the same way: keep its behaviour
             return self.call(["step", iid, action], "step()")
+        data = self._step_head(len(text) + 9, 0xC1, iid) + text  # protocol.encode_step_request
         try:
             if len(data) > 4096 or os.write(self._wfd, data) != len(data):
                 self._send_bytes(data, "step()")

@@ -42,6 +42,8 @@ STEP_REQUEST = struct.Struct(">IBq")
 #: observation follows as UTF-8. Only for a result that needs no conversion: str
 #: observation, float reward, bool flags, empty info (the info is ``{}``).
 STEP_REPLY = struct.Struct(">BBd")
+#: Frame header and binary step reply body in one.
+STEP_REPLY_HEAD = struct.Struct(">IBBd")
 
 # A worker's exit codes, for when it could not say why it ended (defined here, not in the
 # worker module, so that the pool can read them without importing the worker's layers).
@@ -238,7 +240,7 @@ def encode_step_reply(obs: str, reward: float, terminated: bool, truncated: bool
     """A whole binary step reply frame (header included). Raises ``UnicodeEncodeError``
     for an observation that is not valid Unicode (lone surrogates), as msgpack would."""
     text = obs.encode("utf-8")
-    return HEADER.pack(len(text) + STEP_REPLY.size) + STEP_REPLY.pack(STEP_MARK, terminated | truncated << 1, reward) + text
+    return STEP_REPLY_HEAD.pack(len(text) + STEP_REPLY.size, STEP_MARK, terminated | truncated << 1, reward) + text
 
 
 def encode_step_request(iid: int, action: str) -> bytes:

@@ -675,22 +675,19 @@ def serve(sock: protocol.PipeChannel, instances: Instances, budget: CpuBudget) -
     ok = protocol.OK
     pack = protocol.new_packer().pack
     header = protocol.HEADER.pack
-    fast_reply = protocol.encode_step_reply
+    reply_head = protocol.STEP_REPLY_HEAD.pack
     sendall = sock.sendall
     write = os.write
     wfd = sock.wfd
     while True:
         try:
             have = readv(rfd, bufs)
-            if have > 4 and have == size_of(buf)[0] + 4:  # the whole frame in one read
-                if buf[4] == mark:
-                    if have < 13:
-                        raise ValueError("a step request shorter than its fields")
-                    _, _, iid = request_of(buf)
-                    action = str(view[13:have], "utf-8")
-                    msg = None
-                else:
-                    msg = decode(view[4:have], strict_map_key=False)
+            if have >= 13 and buf[4] == mark and have == (head := request_of(buf))[0] + 4:
+                iid = head[2]  # a whole binary step request in one read (the usual case)
+                action = str(view[13:have], "utf-8")
+                msg = None
+            elif have > 4 and have == size_of(buf)[0] + 4 and buf[4] != mark:
+                msg = decode(view[4:have], strict_map_key=False)
             else:
                 payload = reader.read_rest(have)
                 if payload[0] == mark:
@@ -732,7 +729,8 @@ def serve(sock: protocol.PipeChannel, instances: Instances, budget: CpuBudget) -
                                 and type(inf) is dict
                                 and not inf
                             ):
-                                data = fast_reply(o, rw, te, tr)
+                                text = o.encode("utf-8")  # lone surrogates raise, as msgpack would
+                                data = reply_head(len(text) + 10, mark, te | tr << 1, rw) + text
                         if data is None:
                             try:
                                 reply = [ok, wire_step(r, limit)]
