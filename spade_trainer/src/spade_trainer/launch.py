@@ -15,18 +15,43 @@ import os
 import pickle
 import random
 
+from .errors import TrainerError
+
 #: Distance between the seed streams of two ranks: far above any iteration count, so the
 #: seeds of rank r never meet those of another rank within a run.
 RANK_SEED_STRIDE = 1_000_003
 
 
+#: Where launchers put this process's rank and the number of processes: torchrun /
+#: accelerate / DeepSpeed, then MPI (accelerate's multi-CPU launch through ``mpirun`` sets
+#: ``RANK`` only once its state is built, after a run has chosen its folders).
+RANK_VARIABLES = ("RANK", "PMI_RANK", "OMPI_COMM_WORLD_RANK", "MV2_COMM_WORLD_RANK")
+SIZE_VARIABLES = ("WORLD_SIZE", "PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "MV2_COMM_WORLD_SIZE")
+
+
+def _first_int(names: tuple[str, ...], default: int) -> tuple[int, str | None]:
+    for name in names:
+        raw = os.environ.get(name)
+        if raw is not None and raw.strip():
+            try:
+                return int(raw), name
+            except ValueError:
+                raise TrainerError(f"{name}={raw!r} is not an integer: the launcher's process settings are "
+                                   "broken (every process would take the same run folder)") from None
+    return default, None
+
+
 def process_rank() -> tuple[int, int]:
-    """``(rank, world_size)`` of this process under ``accelerate launch`` / ``torchrun``
-    (which set ``RANK`` and ``WORLD_SIZE``); ``(0, 1)`` for a plain process."""
-    try:
-        return int(os.environ.get("RANK", "0")), max(1, int(os.environ.get("WORLD_SIZE", "1")))
-    except ValueError:
-        return 0, 1
+    """``(rank, world_size)`` of this process under ``accelerate launch`` / ``torchrun`` /
+    ``mpirun`` (see :data:`RANK_VARIABLES`); ``(0, 1)`` for a plain process. Raises
+    :class:`~.errors.TrainerError` for settings that are not integers or not a rank of
+    the world."""
+    rank, rank_name = _first_int(RANK_VARIABLES, 0)
+    size, size_name = _first_int(SIZE_VARIABLES, 1)
+    if size < 1 or not 0 <= rank < size:
+        raise TrainerError(f"process rank {rank} ({rank_name or 'unset'}) is not a rank of a world of {size} "
+                           f"process(es) ({size_name or 'unset'})")
+    return rank, size
 
 
 def rank_folder(rank: int) -> str:
