@@ -82,6 +82,9 @@ def test_each_process_collects_its_own_samples(launches: dict[str, Any]) -> None
     for a, b in zip(rank0, rank1, strict=True):
         assert a["per_env"].keys() != b["per_env"].keys()  # other designs, other pool draws
         assert a["samples"]["nonzero_advantages"] >= 2 and b["samples"]["nonzero_advantages"] >= 2
+        # advantages were computed over both processes' rewards
+        pool = a["samples"]["samples"] + b["samples"]["samples"]
+        assert a["samples"]["advantage_pool"] == b["samples"]["advantage_pool"] == pool
     assert rank0[1]["rng_at_start"] != rank1[1]["rng_at_start"]
 
 

@@ -6,7 +6,9 @@ checkpoints, vLLM weight sync). We plug in through its ``rollout_func``: each ca
 returns their token ids, sampling logprobs and ``env_mask``. The only behaviour we change
 is the advantage: :class:`SelfPlayGRPOTrainer` replaces GRPO's per-prompt-group
 advantages with the per-role ones computed in :mod:`.samples`, because self-play groups
-(skills, environments) do not match TRL's fixed-size prompt groups.
+(skills, environments) do not match TRL's fixed-size prompt groups. Under a multi-process
+launch the advantages are computed over every process's rewards (gathered), so a group's
+baseline covers all of its samples.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from transformers import TrainerCallback
 from trl import GRPOConfig, GRPOTrainer
 
 from .errors import TrainerError
-from .samples import PolicySample, Role, fit_to_capacity, with_advantages
+from .samples import PolicySample, Role, fit_to_capacity, reward_keys, with_advantages, with_pooled_advantages
 
 #: TRL requires at least two generations per prompt; our groups are our own, so the minimum does.
 _NUM_GENERATIONS = 2
@@ -187,10 +189,21 @@ class SelfPlayRollout:
         self.last_fill: dict[str, int] = {}
 
     def __call__(self, prompts: list[Any], trainer: Any) -> dict[str, Any]:
-        samples = with_advantages(self.source(trainer))
+        local = list(self.source(trainer))
+        acc = getattr(trainer, "accelerator", None)
+        if acc is not None and acc.num_processes > 1:
+            # every process collected its own samples: one baseline per group over all of them
+            from accelerate.utils import gather_object
+
+            everyone = gather_object([reward_keys(local)])
+            samples = with_pooled_advantages(local, everyone, acc.process_index)
+            pooled = sum(len(keys) for keys in everyone)
+        else:
+            samples, pooled = with_advantages(local), len(local)
         fitted, padded, dropped = fit_to_capacity(samples, len(prompts))
         self.last_fill = {
             "samples": len(samples),
+            "advantage_pool": pooled,
             "padded": padded,
             "dropped": dropped,
             "designer_samples": sum(s.role is Role.designer for s in samples),

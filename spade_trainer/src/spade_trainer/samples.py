@@ -64,6 +64,44 @@ def with_advantages(samples: Sequence[PolicySample]) -> list[PolicySample]:
     return out
 
 
+#: What advantages are computed from: ``(role, group, reward)`` of one sample.
+RewardKey = tuple[str, str, float]
+
+
+def reward_keys(samples: Sequence[PolicySample]) -> list[RewardKey]:
+    """The ``(role, group, reward)`` of each sample: all that other processes need to see."""
+    return [(s.role.value, s.group, s.reward) for s in samples]
+
+
+def with_pooled_advantages(
+    samples: Sequence[PolicySample], everyone: Sequence[Sequence[RewardKey]], rank: int
+) -> list[PolicySample]:
+    """``samples`` (this process's, in order) with advantages computed over the samples of
+    every process of a launch: ``everyone[r]`` holds process ``r``'s :func:`reward_keys`.
+
+    Under data parallelism every process collects its own samples of the same skills (and
+    sometimes the same environments); pooling makes one group's baseline the mean over all
+    of its samples, as one process collecting them all would compute. With one process it
+    is :func:`with_advantages`.
+    """
+    if not 0 <= rank < len(everyone):
+        raise TrainerError(f"rank {rank} is not one of the {len(everyone)} processes whose rewards were gathered")
+    if list(everyone[rank]) != reward_keys(samples):
+        raise TrainerError(f"the rewards gathered for rank {rank} are not this process's samples")
+    offset = sum(len(keys) for keys in everyone[:rank])
+    flat = [k for keys in everyone for k in keys]
+    out = list(samples)
+    for role, compute in ((Role.designer, centre_by_group), (Role.agent, normalise_by_group)):
+        idx = [i for i, k in enumerate(flat) if k[0] == role.value]
+        if not idx:
+            continue
+        adv = compute([flat[i][2] for i in idx], [flat[i][1] for i in idx])
+        for i, a in zip(idx, adv, strict=True):
+            if offset <= i < offset + len(out):
+                out[i - offset] = replace(out[i - offset], advantage=a)
+    return out
+
+
 def fit_to_capacity(samples: Sequence[PolicySample], capacity: int) -> tuple[list[PolicySample], int, int]:
     """Exactly ``capacity`` samples for one GRPO step: ``(samples, padded, dropped)``.
 
