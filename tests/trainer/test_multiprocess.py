@@ -150,3 +150,15 @@ def test_a_checkpoint_missing_a_ranks_state_is_passed_over(tmp_path: Path) -> No
     assert latest_checkpoint(tmp_path, world_size=2) == root / "checkpoint-1"
     assert latest_checkpoint(tmp_path, world_size=1) == root / "checkpoint-2"
     assert latest_checkpoint(tmp_path, world_size=3) is None
+
+
+def test_a_one_process_checkpoint_refuses_a_two_process_resume(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _state(tmp_path / "run" / CHECKPOINTS / "checkpoint-1", 1)
+    monkeypatch.setenv("RANK", "1")
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    cfg = load_selfplay_config(preset="tiny", overrides=[f'run_dir="{tmp_path / "run"}"', "iterations=2"])
+    with pytest.raises(CheckpointError, match=r"1 process\(es\) and this launch has 2.*--num_processes 1"):
+        SelfPlayRun(cfg).setup(resume=True)
+    assert not (tmp_path / "run" / "rank-1" / STORE_FILE).exists()  # refused before touching anything
