@@ -299,8 +299,78 @@ def _eventfd_ends():
     return ping, echo, (stop, lambda: os.close(request), lambda: os.close(reply))
 
 
-#: Raw transports measured side by side: the floor of a process sandbox on each.
-TRANSPORTS = {"socketpair": _socketpair_ends, "pipe pair": _pipe_ends, "eventfd + shared memory": _eventfd_ends}
+class _BareEnv:
+    """TRIVIAL's class, defined here for the bare Python floor below."""
+
+    def __init__(self) -> None:
+        self.n = 0
+
+    def step(self, action: str) -> tuple[str, float, bool, bool, dict]:
+        self.n += 1
+        return "ok", 0.0, False, False, {}
+
+
+def _bare_step_ends():
+    """The least Python a sandboxed step can do over the pipe pair: the pool's binary step
+    frames, a ``poll`` for the deadline, the reply checks on both sides and the step of a
+    plain object, with no pool, lock, handle checks, guard or hardening. What the pool
+    costs above this row is its own structure; what this row costs above the raw pipe is
+    the Python any implementation of these checks pays."""
+    import select
+
+    from spade_sandbox import protocol
+
+    to_child_r, to_child_w = os.pipe()
+    to_parent_r, to_parent_w = os.pipe()
+    buf = bytearray(65536)
+    bufs = (buf,)
+    view = memoryview(buf)
+    waiter = select.poll()
+    waiter.register(to_parent_r, select.POLLIN)
+    wait = waiter.poll
+    request_head = protocol.STEP_REQUEST.pack
+    request_of = protocol.STEP_REQUEST.unpack_from
+    reply_head = protocol.STEP_REPLY_HEAD.pack
+    reply_of = protocol.STEP_REPLY_HEAD.unpack_from
+
+    action = "a"
+
+    def ping() -> None:
+        text = action.encode("utf-8")
+        os.write(to_child_w, request_head(len(text) + 9, protocol.STEP_MARK, 0) + text)
+        wait(10_000)
+        have = os.readv(to_parent_r, bufs)
+        size, mark, flags, reward = reply_of(buf)
+        if have != size + 4 or mark != protocol.STEP_MARK or flags > 3 or reward - reward != 0.0:
+            raise AssertionError("bad reply")
+        obs = str(view[14:have], "utf-8")
+        if len(obs) > 65536:
+            raise AssertionError("bad reply")
+
+    def echo() -> None:
+        live = {0: _BareEnv()}
+        while True:
+            have = os.readv(to_child_r, bufs)
+            if not have:
+                break
+            size, mark, iid = request_of(buf)
+            if have != size + 4 or mark != protocol.STEP_MARK:
+                break
+            o, rw, te, tr, inf = live[iid].step(str(view[13:have], "utf-8"))
+            if not (type(o) is str and len(o) <= 65536 and type(rw) is float and rw - rw == 0.0
+                    and (te is True or te is False) and (tr is True or tr is False) and type(inf) is dict
+                    and not inf):
+                break
+            text = o.encode("utf-8")
+            os.write(to_parent_w, reply_head(len(text) + 10, protocol.STEP_MARK, te | tr << 1, rw) + text)
+
+    return ping, echo, tuple(lambda fd=fd: os.close(fd) for fd in (to_child_r, to_child_w, to_parent_r, to_parent_w))
+
+
+#: Raw transports measured side by side: the floor of a process sandbox on each; and the
+#: pipe pair carrying a bare Python step (the floor of a Python implementation).
+TRANSPORTS = {"socketpair": _socketpair_ends, "pipe pair": _pipe_ends, "eventfd + shared memory": _eventfd_ends,
+              "pipe pair + bare Python step": _bare_step_ends}
 
 
 def raw_rtt_us(transport: str, cpu: int, n: int = 3000) -> tuple[list[float], float]:
