@@ -101,3 +101,23 @@ def test_spade_design_unknown_domain_is_one_clear_error(tmp_path):
     result = CliRunner().invoke(app, [*base, "design", "--domain", "chess", "--skill", "x"])
     assert result.exit_code == 2
     assert "unknown domain 'chess'" in result.output
+
+
+def test_building_the_spade_command_does_not_import_the_validation_pipeline(tmp_path):
+    """Every ``spade`` invocation registers ``validate`` and ``fuzz``; the pipeline (and
+    hypothesis, a quarter of a second) loads only when one of them runs."""
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from spade_core.cli import build_app\n"
+        "build_app()\n"
+        "print(sorted(m for m in ('hypothesis', 'spade_designer.validation.pipeline') if m in sys.modules))\n"
+    )
+    env = {**os.environ, "SPADE_HOME": str(tmp_path)}
+    env.pop("SPADE_PLUGINS", None)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"

@@ -15,11 +15,30 @@ feasibility, degenerate, novelty. Failing findings carry a reason code
 
 from __future__ import annotations
 
-from .codes import STAGE_ORDER, Reason, Stage
-from .config import ValidationConfig
-from .errors import ValidationInputError
-from .minhash import MinHasher, NoveltyIndex
-from .pipeline import ValidationRequest, Validator, fuzz
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .codes import STAGE_ORDER, Reason, Stage
+    from .config import ValidationConfig
+    from .errors import ValidationInputError
+    from .minhash import MinHasher, NoveltyIndex
+    from .pipeline import ValidationRequest, Validator, fuzz
+
+# Imported on first access: ``spade validate`` / ``spade fuzz`` are registered on every
+# ``spade`` command, and the pipeline pulls in hypothesis (a quarter of a second).
+_LAZY = {
+    "STAGE_ORDER": ".codes",
+    "Reason": ".codes",
+    "Stage": ".codes",
+    "ValidationConfig": ".config",
+    "ValidationInputError": ".errors",
+    "MinHasher": ".minhash",
+    "NoveltyIndex": ".minhash",
+    "ValidationRequest": ".pipeline",
+    "Validator": ".pipeline",
+    "fuzz": ".pipeline",
+}
 
 __all__ = [
     "STAGE_ORDER",
@@ -33,3 +52,12 @@ __all__ = [
     "Validator",
     "fuzz",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(module, __name__), name)
+    globals()[name] = value
+    return value
