@@ -30,6 +30,13 @@ from .errors import (
     SandboxUnavailable,
 )
 
+#: The binary step frame's layout (``protocol.STEP_REQUEST``, ``protocol.STEP_REPLY``):
+#: its mark, the request's fields after the header, and where a reply's text starts.
+_STEP_MARK = protocol.STEP_MARK
+_REQUEST_FIELDS = protocol.STEP_REQUEST.size - protocol.HEADER.size
+_REPLY_FIELDS = protocol.STEP_REPLY.size
+_REPLY_TEXT = protocol.HEADER.size + protocol.STEP_REPLY.size
+
 _KIND_ERRORS: dict[str, type[SandboxError]] = {
     "timeout": SandboxTimeout,
     "memory": SandboxMemoryError,
@@ -335,7 +342,7 @@ class WorkerLink:
             text = action.encode("utf-8")
         except UnicodeEncodeError:  # msgpack refuses it the same way: keep its behaviour
             return self.call(["step", iid, action], "step()")
-        data = self._step_head(len(text) + 9, 0xC1, iid) + text  # protocol.encode_step_request
+        data = self._step_head(len(text) + _REQUEST_FIELDS, _STEP_MARK, iid) + text  # protocol.encode_step_request
         try:
             if len(data) > 4096 or os.write(self._wfd, data) != len(data):
                 self._send_bytes(data, "step()")
@@ -351,12 +358,12 @@ class WorkerLink:
             have = 0
         buf = self._buf
         if have > 4 and have == self._size_of(buf)[0] + 4:
-            if buf[4] == 0xC1:  # protocol.STEP_MARK
-                if have < 14:
+            if buf[4] == _STEP_MARK:
+                if have < _REPLY_TEXT:
                     self.fail("step()", "sent an undecodable reply (a malformed binary step reply)", SandboxCrash)
                 _, flags, reward = self._step_reply(buf, 4)
                 try:
-                    obs = str(self._view[14:have], "utf-8")
+                    obs = str(self._view[_REPLY_TEXT:have], "utf-8")
                 except UnicodeDecodeError:
                     obs = None
                 if obs is None or flags > 3:
@@ -376,13 +383,13 @@ class WorkerLink:
             self.fail("step()", None, None)
         timeout = self.call_timeout_s
         payload = self._finish("step()", time.monotonic() + timeout, timeout, have, raw=True)
-        if not payload or payload[0] != 0xC1:
+        if not payload or payload[0] != _STEP_MARK:
             return self._decode(memoryview(payload), "step()")
-        if len(payload) < 10:
+        if len(payload) < _REPLY_FIELDS:
             self.fail("step()", "sent an undecodable reply (a malformed binary step reply)", SandboxCrash)
         _, flags, reward = self._step_reply(payload, 0)
         try:
-            obs = str(payload[10:], "utf-8")
+            obs = str(payload[_REPLY_FIELDS:], "utf-8")
         except UnicodeDecodeError:
             obs = None
         if obs is None or flags > 3:

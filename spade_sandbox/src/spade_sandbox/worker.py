@@ -666,6 +666,8 @@ def serve(sock: protocol.PipeChannel, instances: Instances, budget: CpuBudget) -
     bufs = (buf,)
     size_of = protocol.HEADER.unpack_from
     request_of = protocol.STEP_REQUEST.unpack_from
+    request_size = protocol.STEP_REQUEST.size
+    reply_fields = protocol.STEP_REPLY.size
     mark = protocol.STEP_MARK
     decode = msgpack.unpackb
     handle = instances.handle
@@ -682,9 +684,9 @@ def serve(sock: protocol.PipeChannel, instances: Instances, budget: CpuBudget) -
     while True:
         try:
             have = readv(rfd, bufs)
-            if have >= 13 and buf[4] == mark and have == (head := request_of(buf))[0] + 4:
+            if have >= request_size and buf[4] == mark and have == (head := request_of(buf))[0] + 4:
                 iid = head[2]  # a whole binary step request in one read (the usual case)
-                action = str(view[13:have], "utf-8")
+                action = str(view[request_size:have], "utf-8")
                 msg = None
             elif have > 4 and have == size_of(buf)[0] + 4 and buf[4] != mark:
                 msg = decode(view[4:have], strict_map_key=False)
@@ -730,7 +732,7 @@ def serve(sock: protocol.PipeChannel, instances: Instances, budget: CpuBudget) -
                                 and not inf
                             ):
                                 text = o.encode("utf-8")  # lone surrogates raise, as msgpack would
-                                data = reply_head(len(text) + 10, mark, te | tr << 1, rw) + text
+                                data = reply_head(len(text) + reply_fields, mark, te | tr << 1, rw) + text
                         if data is None:
                             try:
                                 reply = [ok, wire_step(r, limit)]
