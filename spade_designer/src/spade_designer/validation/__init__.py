@@ -15,8 +15,9 @@ feasibility, degenerate, novelty. Failing findings carry a reason code
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from spade_core.lazy import lazy_attributes
 
 if TYPE_CHECKING:
     from .codes import STAGE_ORDER, Reason, Stage
@@ -54,10 +55,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(module, __name__), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_attributes(__name__, _LAZY, globals())
