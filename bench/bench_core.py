@@ -116,17 +116,30 @@ def _children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
+def child_env(home: Path | None = None) -> dict[str, str]:
+    """The environment of a timed child interpreter. ``PYTHONDONTWRITEBYTECODE`` is dropped:
+    an installed package has its bytecode cached (pip compiles it at install; an editable
+    one caches it on first import), so a child that recompiled spade_core's modules on
+    every import (about 0.02 s) would measure a setup no user has. ``SPADE_HOME`` is set
+    when given."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    if home is not None:
+        env["SPADE_HOME"] = str(home)
+    return env
+
+
 def fresh_interpreter(
     home: Path, make: str = "", repeats: int = 7, extra_env: dict[str, str] | None = None
 ) -> dict[str, float]:
     """Medians over ``repeats`` fresh interpreters: wall and CPU time of the whole process,
-    and the import / make split measured inside it."""
-    env = {**os.environ, "SPADE_HOME": str(home)}
+    and the import / make split measured inside it. One untimed run goes first: it caches
+    the bytecode of the modules this case imports and warms the page cache."""
+    env = child_env(home)
     env.pop("SPADE_PLUGINS", None)
     env.pop("SPADE_SEED_INDEX", None)
     env.update(extra_env or {})
     walls, cpus, imports, makes = [], [], [], []
-    for _ in range(repeats):
+    for run in range(repeats + 1):
         cpu0, started = _children_cpu(), time.perf_counter()
         out = subprocess.run(
             [sys.executable, "-c", _PROBE.format(make=make)],
@@ -136,6 +149,8 @@ def fresh_interpreter(
             cwd=home,
             check=True,
         )
+        if run == 0:
+            continue
         walls.append(time.perf_counter() - started)
         cpus.append(_children_cpu() - cpu0)
         imp, mk = (float(x) for x in out.stdout.split())
@@ -163,11 +178,10 @@ def import_and_make_table(store_path: Path, n: int, work: Path, repeats: int) ->
     for col in ("case", "store code runs", "wall (s)", "CPU (s)", "import (s)", "make (s)", "CPU / floor", "< 0.5 s"):
         table.add_column(col, justify="left" if col in ("case", "store code runs") else "right")
 
-    fresh_interpreter(work, "", 1)  # warm the page cache before timing anything
     floor_cmd = {"wall": [], "cpu": []}
     for _ in range(repeats):
         cpu0, started = _children_cpu(), time.perf_counter()
-        subprocess.run([sys.executable, "-c", "import gymnasium"], check=True)
+        subprocess.run([sys.executable, "-c", "import gymnasium"], check=True, env=child_env())
         floor_cmd["wall"].append(time.perf_counter() - started)
         floor_cmd["cpu"].append(_children_cpu() - cpu0)
     floor = {k: _median(v) for k, v in floor_cmd.items()}
@@ -211,7 +225,7 @@ def import_and_make_table(store_path: Path, n: int, work: Path, repeats: int) ->
 def import_breakdown_table(home: Path, repeats: int = 5) -> Table:
     """Where ``import spade_core`` spends its time (python -X importtime, self times summed
     per top-level package; ``spade_core`` includes the registration work itself)."""
-    env = {**os.environ, "SPADE_HOME": str(home)}
+    env = child_env(home)
     env.pop("SPADE_PLUGINS", None)
     runs: list[dict[str, float]] = []
     for _ in range(repeats):

@@ -196,6 +196,24 @@ def test_the_stdlib_fast_path_and_the_store_agree_on_admitted_ids(tmp_path: Path
     assert sorted(quick_read.admitted_prefixed_ids(path, "spade/")) == sorted(f"spade/{i}" for i in expected)
 
 
+@pytest.mark.parametrize("folder", ["100% sure", "what?", "#1", "dé jà vu", "a%3Fb", "x?mode=rwc"])
+def test_the_stdlib_fast_path_opens_stores_in_folders_with_uri_characters(tmp_path: Path, folder: str) -> None:
+    """The fast path opens the store read-only through a ``file:`` URI: characters that
+    mean something in a URI must still name the file (and never open another one)."""
+    from spade_core.store import quick_read
+
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    with EnvStore(url(plain / "store.db")) as store:
+        for i in range(4):
+            store.add(env_source(f"u{i}"), meta(f"u{i}"))
+        expected = store.admitted_ids()
+    odd = tmp_path / folder
+    plain.rename(odd)
+    assert quick_read.admitted_ids(odd / "store.db") == expected
+    assert not (tmp_path / "plain").exists()
+
+
 def test_under_ci_a_missing_postgres_url_fails_the_run_instead_of_skipping(tmp_path: Path) -> None:
     import os
     import subprocess
