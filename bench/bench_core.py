@@ -8,7 +8,8 @@ Targets (from the Foundation issue):
   ``gym.register`` in a loop at 2k / 5k / 10k shown for contrast;
 * store: >= 1,000 inserts/s sustained from one writer; lookup by id < 1 ms median.
 
-Run: ``python -m bench.bench_core`` (``--quick`` for a 20k-environment smoke run). The
+Run: ``python -m bench.bench_core`` (``--quick`` for a 20k-environment smoke run,
+``--store-only`` for the store table alone). The
 machine is shared and noisy: every figure is a median over repeats, and the tables show
 ratios side by side rather than absolute timings alone. Set ``SPADE_TEST_POSTGRES_URL``
 to add the PostgreSQL rows.
@@ -333,30 +334,59 @@ def registration_table(store_path: Path, sizes: list[int], loop_sizes: list[int]
 
 
 def _driver_floor_row(store: EnvStore, label: str, offset: int, inserts: int, add_rate: float) -> tuple[str, ...]:
-    """The same two inserts per transaction as add(), straight on a stdlib sqlite3
-    connection with the store's settings: what SQLite itself costs here and now, so the
-    add() row can be read as a ratio against it whatever the machine's load."""
-    from spade_core.store import codec
-    from spade_core.store import env_store as es
+    """add()'s own statements for a free id, straight on a bare driver connection with the
+    store's settings and no pool, retries or error translation: what the database itself
+    costs here and now, so the add() row can be read as a ratio against it whatever the
+    machine's load. SQLite: the same inserts in a BEGIN IMMEDIATE transaction each;
+    PostgreSQL: the same one-statement claim in autocommit mode."""
+    from spade_core.store import claims
 
     prepared = [store._prepared(ENV_SOURCE.format(tag=f"f{offset + i}"), _meta(offset + i, status="candidate"))
                 for i in range(inserts)]
-    assert store.path is not None
-    conn = sqlite3.connect(store.path, isolation_level=None, timeout=30)
-    conn.execute("PRAGMA synchronous = NORMAL")
-    conn.execute("PRAGMA foreign_keys = ON")
-    conn.execute("PRAGMA wal_autocheckpoint = 0")  # as the store's writers (checkpoints in a thread)
+    if store.path is not None:
+        conn = sqlite3.connect(store.path, isolation_level=None, timeout=30)
+        conn.execute("PRAGMA synchronous = NORMAL")
+        conn.execute("PRAGMA foreign_keys = ON")
+        conn.execute("PRAGMA wal_autocheckpoint = 0")  # as the store's writers (checkpoints in a thread)
+
+        def one(source: str, meta: EnvMetadata, document: str) -> None:
+            conn.execute("BEGIN IMMEDIATE")
+            claims.claim_sqlite(conn, source, meta, document)
+            conn.execute("COMMIT")
+        what = "same inserts on bare sqlite3 (floor)"
+    else:
+        import psycopg
+        from sqlalchemy.engine import make_url
+
+        conninfo = make_url(store.url).set(drivername="postgresql").render_as_string(hide_password=False)
+        conn = psycopg.connect(conninfo, autocommit=True)
+
+        def one(source: str, meta: EnvMetadata, document: str) -> None:
+            assert claims.claim_postgres(conn, source, meta, document)
+        what = "same statement on bare psycopg (floor)"
     cpu0, started = time.process_time(), time.perf_counter()
     for source, meta, document in prepared:
-        conn.execute("BEGIN IMMEDIATE")
-        conn.execute(es._SQLITE_UPSERT_BLOB, (meta.code_hash, source, len(source), "now"))
-        conn.execute(es._SQLITE_CLAIM_ENV, codec.row_tuple(meta, document)).fetchall()
-        conn.execute("COMMIT")
+        one(source, meta, document)
     rate = inserts / (time.perf_counter() - started)
     cpu_rate = inserts / (time.process_time() - cpu0)
     conn.close()
-    return (label, "same inserts on bare sqlite3 (floor)", f"{inserts:,}", f"{rate:,.0f} /s", f"{cpu_rate:,.0f} /s",
+    return (label, what, f"{inserts:,}", f"{rate:,.0f} /s", f"{cpu_rate:,.0f} /s",
             f"add() = {add_rate / rate:.0%} of floor (wall)", "")
+
+
+def _full_rules_row(store: EnvStore, label: str, offset: int, inserts: int, add_rate: float) -> tuple[str, ...]:
+    """add() of free ids through the full rules (SQLAlchemy Core: name lock, code upsert,
+    claim, edges, each a round trip, in a BEGIN/COMMIT transaction): PostgreSQL's add()
+    before the one-statement claim, measured in the same run as the baseline."""
+    prepared = [store._prepared(ENV_SOURCE.format(tag=f"r{offset + i}"), _meta(offset + i, status="candidate"))
+                for i in range(inserts)]
+    cpu0, started = time.process_time(), time.perf_counter()
+    for source, meta, document in prepared:
+        store._write("bench", lambda conn, s=source, m=meta, d=document: store._add_in(conn, s, m, d, False))
+    rate = inserts / (time.perf_counter() - started)
+    cpu_rate = inserts / (time.process_time() - cpu0)
+    return (label, "free ids through the full rules (Core, before)", f"{inserts:,}", f"{rate:,.0f} /s",
+            f"{cpu_rate:,.0f} /s", f"add() = {add_rate / rate:.2f}x (wall)", "")
 
 
 def store_rows(url: str, label: str, store_size: int, inserts: int, lookups: int) -> list[tuple[str, ...]]:
@@ -376,8 +406,9 @@ def store_rows(url: str, label: str, store_size: int, inserts: int, lookups: int
         rows.append((label, "add(), one per transaction", f"{inserts:,}", f"{rate:,.0f} /s",
                      f"{cpu_rate:,.0f} /s", f">= {INSERT_TARGET_PER_S:,} /s", ok))
 
-        if store.path is not None:
-            rows.append(_driver_floor_row(store, label, offset + 10 * inserts, inserts, rate))
+        rows.append(_driver_floor_row(store, label, offset + 10 * inserts, inserts, rate))
+        if store.path is None:
+            rows.append(_full_rules_row(store, label, offset + 20 * inserts, inserts, rate))
 
         metas = [_meta(offset + inserts + i, status="candidate") for i in range(inserts * 2)]
         cpu0, started = time.process_time(), time.perf_counter()
@@ -441,6 +472,7 @@ def store_table(store_path: Path, store_size: int, inserts: int, lookups: int) -
 def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
     quick = "--quick" in argv
+    store_only = "--store-only" in argv  # just the store table (on a store of the same size)
     n = 20_000 if quick else 100_000
     sizes = [2_000, 10_000, 20_000] if quick else [10_000, 50_000, 100_000]
     loop_sizes = [500, 1_000, 2_000] if quick else [2_000, 5_000, 10_000]
@@ -453,9 +485,10 @@ def main(argv: list[str] | None = None) -> None:
         console.print(f"bulk-built {n:,} admitted environments at {rate:,.0f} rows/s (add_many, 2,500 per transaction)")
         with sqlite3.connect(store_path) as conn:
             conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        console.print(import_and_make_table(store_path, n, work, repeats))
-        console.print(import_breakdown_table(work / "home-in-process", repeats))
-        console.print(registration_table(store_path, sizes, loop_sizes, work, 5 if not quick else 3))
+        if not store_only:
+            console.print(import_and_make_table(store_path, n, work, repeats))
+            console.print(import_breakdown_table(work / "home-in-process", repeats))
+            console.print(registration_table(store_path, sizes, loop_sizes, work, 5 if not quick else 3))
         console.print(store_table(store_path, n, 5_000 if not quick else 1_000, 2_000))
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -6,12 +6,16 @@ write transaction starts with ``BEGIN IMMEDIATE``: taking the write lock up fron
 concurrent writers queue on the busy timeout instead of failing with "database is locked"
 when a deferred transaction tries to upgrade its read lock. PostgreSQL needs neither;
 its races (two writers claiming the same new version) surface as integrity errors and
-the whole transaction is retried.
+the whole transaction is retried. A pooled PostgreSQL connection is pinged on checkout
+only when it sat idle for more than :data:`PING_AFTER_IDLE_S` (a ping is a round trip,
+a third of a one-statement add), and a write that meets a dropped connection is retried
+on a fresh one: every write of the store is safe to run again.
 """
 
 from __future__ import annotations
 
 import random
+import select
 import sqlite3
 import time
 from collections.abc import Callable, Iterator
@@ -34,6 +38,15 @@ BUSY_TIMEOUT_S = 30.0
 #: Whole-transaction retries after a lock timeout or a lost race.
 WRITE_RETRIES = 8
 
+#: A pooled PostgreSQL connection idle longer than this is pinged before use; one used more
+#: recently is trusted (a connection that died in between fails its statement, and writes
+#: retry that on a fresh connection).
+PING_AFTER_IDLE_S = 1.0
+
+#: SQLSTATEs of PostgreSQL after which the whole transaction is retried: serialization
+#: failure, deadlock detected.
+RETRY_SQLSTATES = frozenset({"40001", "40P01"})
+
 #: Bytes the WAL file is truncated to after a checkpoint.
 JOURNAL_SIZE_LIMIT = 64 * 1024 * 1024
 
@@ -55,6 +68,10 @@ class Database:
     @property
     def is_sqlite(self) -> bool:
         return self.url.get_backend_name() == "sqlite"
+
+    @property
+    def is_postgresql(self) -> bool:
+        return self.engine.dialect.name == "postgresql"
 
     @contextmanager
     def reading(self, action: str) -> Iterator[Connection]:
@@ -110,6 +127,55 @@ class Database:
             return result
         raise AssertionError("unreachable")  # pragma: no cover
 
+    def write_statement(self, action: str, work: Callable[[Any], T]) -> T:
+        """:meth:`write` for PostgreSQL in one round trip: ``work`` gets the psycopg
+        connection of a pooled connection in autocommit mode, so each statement it runs is
+        its own transaction; ``work`` must put everything that belongs together into one
+        statement and be safe to run again. Retried whole on serialization failures,
+        deadlocks and dropped connections (the connection is then discarded); anything
+        else becomes :class:`StoreError` naming the store.
+        """
+        if not self.is_postgresql:
+            raise TypeError("write_statement() is for PostgreSQL stores")
+        driver_error: type[BaseException] = self.engine.dialect.loaded_dbapi.Error
+
+        def retryable(err: BaseException) -> bool:
+            if isinstance(err, exc.DBAPIError):  # from the pool, checking a connection out
+                return _retryable(err) and not isinstance(err, exc.IntegrityError)
+            return getattr(err, "sqlstate", None) in RETRY_SQLSTATES
+
+        delay = 0.01
+        for attempt in range(WRITE_RETRIES + 1):
+            try:
+                with translate_errors(self.where, action, reraise=retryable, driver_errors=(driver_error,)):
+                    return self._in_autocommit(work, driver_error)
+            except (exc.DBAPIError, driver_error, _DroppedConnection) as err:
+                if attempt == WRITE_RETRIES:
+                    raise StoreError(f"{self.where}: {action} failed: {_driver_message(err)}") from None
+                time.sleep(delay * (1 + random.random()))
+                delay = min(delay * 2, 1.0)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _in_autocommit(self, work: Callable[[Any], T], driver_error: type[BaseException]) -> T:
+        pooled = self.engine.raw_connection()
+        driver = pooled.driver_connection
+        assert driver is not None  # a checked-out connection is open
+        try:
+            driver.autocommit = True
+            try:
+                return work(driver)
+            except driver_error as err:
+                if driver.broken or driver.closed:
+                    raise _DroppedConnection(_driver_message(err)) from None
+                raise
+            finally:
+                if not (driver.broken or driver.closed):
+                    driver.autocommit = False  # as the pool and SQLAlchemy's Connection expect it
+        finally:
+            if driver.broken or driver.closed:
+                pooled.invalidate()  # the pool opens a fresh connection next time
+            pooled.close()
+
     def read(self, action: str, work: Callable[[Connection], T]) -> T:
         """Run ``work`` in one read transaction, retried on lock timeouts: a connection's
         first ``PRAGMA journal_mode = WAL`` can meet "database is locked" without waiting
@@ -142,11 +208,18 @@ class Database:
 def _retryable(err: BaseException) -> bool:
     if isinstance(err, exc.IntegrityError):
         return True
+    if isinstance(err, exc.DBAPIError) and err.connection_invalidated:
+        return True  # a dropped connection: SQLAlchemy discarded it; the retry gets another
     if isinstance(err, exc.OperationalError):
         text = str(getattr(err, "orig", err)).lower()
         code = getattr(getattr(err, "orig", None), "sqlstate", None)
-        return "locked" in text or "busy" in text or code in {"40001", "40P01"}
+        return "locked" in text or "busy" in text or code in RETRY_SQLSTATES
     return False
+
+
+class _DroppedConnection(Exception):
+    """The connection broke under a statement (whether it committed is unknown): retry the
+    write, which is safe to run again, on a fresh connection."""
 
 
 def _retryable_driver(err: BaseException) -> bool:
@@ -170,17 +243,23 @@ def _driver_message(err: BaseException) -> str:
 
 @contextmanager
 def translate_errors(
-    where: str, action: str, *, reraise: Callable[[BaseException], bool] | None = None
+    where: str,
+    action: str,
+    *,
+    reraise: Callable[[BaseException], bool] | None = None,
+    driver_errors: tuple[type[BaseException], ...] = (),
 ) -> Iterator[None]:
     """Turn driver and SQLAlchemy failures into StoreError naming ``where``.
 
-    Errors for which ``reraise`` says yes pass through untouched (the caller retries them).
+    ``driver_errors``: further base classes to translate (a driver used without SQLAlchemy
+    in between; sqlite3's are always translated). Errors for which ``reraise`` says yes
+    pass through untouched (the caller retries them).
     """
     try:
         yield
     except StoreError:
         raise
-    except (exc.SQLAlchemyError, sqlite3.Error) as err:
+    except (exc.SQLAlchemyError, sqlite3.Error, *driver_errors) as err:
         if reraise is not None and reraise(err):
             raise
         error = StoreError(f"{where}: {action} failed: {_driver_message(err)}")
@@ -203,9 +282,10 @@ def open_database(url: str, *, create: bool) -> Database:
     where = describe(parsed)
     if parsed.get_backend_name() != "sqlite":
         try:
-            engine = create_engine(parsed, pool_pre_ping=True, future=True)
+            engine = create_engine(parsed, future=True)
         except (exc.SQLAlchemyError, ImportError) as err:
             raise StoreError(f"{where}: cannot use this store URL: {err}") from None
+        _ping_idle_connections(engine)
         return Database(parsed, engine, where, None)
 
     database = parsed.database
@@ -235,6 +315,47 @@ def open_database(url: str, *, create: bool) -> Database:
     _configure_sqlite(engine, wal=not memory)
     checkpointer = Checkpointer(path, int(BUSY_TIMEOUT_S * 1000)) if path is not None else None
     return Database(parsed, engine, where, path, checkpointer)
+
+
+_USED_AT = "spade_used_at"
+
+
+def _ping_idle_connections(engine: Engine) -> None:
+    """SQLAlchemy's ``pool_pre_ping``, but only for connections idle more than
+    :data:`PING_AFTER_IDLE_S` or with input waiting: a writer adding in a loop would
+    otherwise pay a round trip per add for a check that almost never fails between two
+    uses a millisecond apart. Input on an idle connection (we never LISTEN) is the
+    server's goodbye when it terminated the session or shut down; checking for it is a
+    local poll, not a round trip."""
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(_dbapi_conn: Any, record: Any) -> None:
+        record.info[_USED_AT] = time.monotonic()
+
+    @event.listens_for(engine, "checkin")
+    def _on_checkin(_dbapi_conn: Any, record: Any) -> None:
+        record.info[_USED_AT] = time.monotonic()
+
+    @event.listens_for(engine, "checkout")
+    def _on_checkout(dbapi_conn: Any, record: Any, _proxy: Any) -> None:
+        used_at = record.info.get(_USED_AT)
+        if used_at is not None and time.monotonic() - used_at <= PING_AFTER_IDLE_S and not _input_waiting(dbapi_conn):
+            return
+        try:
+            engine.dialect.do_ping(dbapi_conn)
+        except engine.dialect.loaded_dbapi.Error as err:
+            # The pool discards this connection and checks out (or opens) another.
+            raise exc.DisconnectionError(f"pooled connection failed its ping: {err}") from None
+
+
+def _input_waiting(dbapi_conn: Any) -> bool:
+    """Whether the server sent something to an idle connection (or it has no socket)."""
+    try:
+        poller = select.poll()
+        poller.register(dbapi_conn.fileno(), select.POLLIN)
+        return bool(poller.poll(0))
+    except Exception:  # a closed connection's fileno() raises the driver's own error
+        return True  # let the ping decide
 
 
 def _configure_sqlite(engine: Engine, *, wal: bool) -> None:

@@ -18,7 +18,6 @@ Contracts:
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
@@ -34,8 +33,9 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from ..errors import EnvNotFound, InvalidTransition, StoreError
 from ..metadata import TRANSITIONS, EnvMetadata, EnvStatus, StatsSnapshot, ValidationReport, code_hash
 from . import codec, migrations
+from .claims import claim_postgres, claim_sqlite, name_lock_key
 from .database import Database, open_database
-from .layout import ADMITTED_IDS_SQL, BLOBS_TABLE, ENVS_TABLE, PARENTS_TABLE, STORE_SCHEMA_VERSION
+from .layout import ADMITTED_IDS_SQL, STORE_SCHEMA_VERSION
 from .schema import MAX_ID_LENGTH, blobs, envs, parents
 
 if TYPE_CHECKING:
@@ -72,19 +72,6 @@ _UPSERT_BLOB = {
     "sqlite": sqlite_insert(blobs).on_conflict_do_nothing(index_elements=["code_hash"]),
     "postgresql": postgresql_insert(blobs).on_conflict_do_nothing(index_elements=["code_hash"]),
 }
-#: The common case of :meth:`EnvStore.add` on SQLite, run on the driver connection inside
-#: the SQLAlchemy transaction: SQLAlchemy's per-statement work (compiling parameters,
-#: result objects, events) costs several times what SQLite spends on these inserts, and
-#: it was what kept one writer under 1,000 adds/s. Same statements as the Core ones above.
-_SQLITE_UPSERT_BLOB = (
-    f"INSERT INTO {BLOBS_TABLE} (code_hash, source, size, created_at) VALUES (?, ?, ?, ?) "
-    "ON CONFLICT (code_hash) DO NOTHING"
-)
-_SQLITE_CLAIM_ENV = (
-    f"INSERT INTO {ENVS_TABLE} ({', '.join(codec.ENV_COLUMNS)}) VALUES ({', '.join('?' * len(codec.ENV_COLUMNS))}) "
-    "ON CONFLICT DO NOTHING RETURNING seq"
-)
-_SQLITE_INSERT_PARENT = f"INSERT INTO {PARENTS_TABLE} (child_id, position, parent_id) VALUES (?, ?, ?)"
 #: Rows per transaction in :meth:`EnvStore.add_many`.
 DEFAULT_BATCH = 500
 
@@ -177,6 +164,10 @@ class EnvStore:
         self._check_open()
         return self._db.write_sqlite(action, work)
 
+    def _write_statement(self, action: str, work: Callable[[Any], Any]) -> Any:
+        self._check_open()
+        return self._db.write_statement(action, work)
+
     def _write(self, action: str, work: Callable[[Connection], Any]) -> Any:
         self._check_open()
         return self._db.write(action, work)
@@ -192,19 +183,25 @@ class EnvStore:
         """
         source, meta, document = self._prepared(source, metadata)
         action = f"adding {meta.id}"
+        # The common case (a free name and version) at the driver level (see .claims); an
+        # existing id (idempotent add, refusal, new_version) writes nothing there and
+        # takes the full rules.
         if self._db.is_sqlite:
-            # The common case (a free name and version) on the driver connection; anything
-            # else (an existing id: idempotent add, refusal, new_version) is rolled back
-            # here and takes the full rules.
+            _check_parents(meta)
+
             def claim(driver: Any) -> None:
-                if not _claim_sqlite(driver, source, meta, document):
-                    raise _Taken
+                if not claim_sqlite(driver, source, meta, document):
+                    raise _Taken  # rolls back the code stored by the claim
 
             try:
                 self._write_sqlite(action, claim)
                 return meta
             except _Taken:
                 pass
+        elif self._db.is_postgresql:
+            _check_parents(meta)
+            if self._write_statement(action, lambda driver: claim_postgres(driver, source, meta, document)):
+                return meta
         return self._write(action, lambda conn: self._add_in(conn, source, meta, document, new_version))
 
     def add_many(
@@ -298,7 +295,8 @@ class EnvStore:
         if conn.dialect.name == "sqlite":
             driver = conn.connection.driver_connection
             assert driver is not None  # open inside a transaction
-            if _claim_sqlite(driver, source, meta, document):
+            _check_parents(meta)
+            if claim_sqlite(driver, source, meta, document):
                 return meta
             claim = None  # taken: the full rules below decide
         else:
@@ -559,7 +557,7 @@ def _lock_names(conn: Connection, names: Iterable[str]) -> None:
     """
     if conn.dialect.name != "postgresql":
         return
-    keys = sorted({int.from_bytes(hashlib.sha256(n.encode()).digest()[:8], "big", signed=True) for n in names})
+    keys = sorted({name_lock_key(n) for n in names})
     for key in keys:
         conn.execute(_LOCK_NAME, {"key": key})
 
@@ -576,20 +574,6 @@ def _check_columns(meta: EnvMetadata) -> None:
 
 class _Taken(Exception):
     """The id is taken: roll the fast claim back and apply the full rules."""
-
-
-def _claim_sqlite(driver: Any, source: str, meta: EnvMetadata, document: str) -> bool:
-    """Store the code and claim ``meta``'s (name, version) on a SQLite driver connection
-    inside a write transaction; ``False`` (nothing of the row written) when the id is taken.
-    The same statements and rules as the generic claim in :meth:`EnvStore._add_in`."""
-    _check_parents(meta)
-    size = len(source.encode("utf-8"))
-    driver.execute(_SQLITE_UPSERT_BLOB, (meta.code_hash, source, size, _now().isoformat()))
-    if not driver.execute(_SQLITE_CLAIM_ENV, codec.row_tuple(meta, document)).fetchall():
-        return False
-    if meta.parent_ids:
-        driver.executemany(_SQLITE_INSERT_PARENT, [(meta.id, i, p) for i, p in enumerate(meta.parent_ids)])
-    return True
 
 
 def _check_parents(meta: EnvMetadata) -> None:
