@@ -63,3 +63,8 @@ def test_spade_sandbox_check_command():
     assert {layer["name"] for layer in data["layers"] if layer["active"]} >= {"seccomp", "landlock"}
     table = CliRunner().invoke(build_app(), ["sandbox", "check"])
     assert table.exit_code == 0 and "seccomp" in table.output and "untrusted code will run" in table.output
+    # Which step path runs (the C extension, or why not) is part of the report.
+    from spade_sandbox import native
+
+    assert data["c_fast_path"] is native.active()
+    assert ("C step fast path: active" if native.active() else "C step fast path: off") in table.output

@@ -92,6 +92,8 @@ class ZygoteBackend:
             if len(reply) > 2:  # the reply to constructing instance 0, asked for in the spec
                 link.first_reply = reply[2]
                 link.next_instance = 1
+            # What the worker says about itself (a hostile one may lie: it only costs it speed).
+            link.c_fast_path = info.get("c_fast_path") is True
             missing = info.get("missing", {})
             if isinstance(missing, dict):
                 link.missing_layers = {str(k): str(v) for k, v in missing.items()}

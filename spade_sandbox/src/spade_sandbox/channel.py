@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
-from . import protocol
+from . import native, protocol
 from .errors import (
     SandboxCrash,
     SandboxError,
@@ -36,6 +36,10 @@ _STEP_MARK = protocol.STEP_MARK
 _REQUEST_FIELDS = protocol.STEP_REQUEST.size - protocol.HEADER.size
 _REPLY_FIELDS = protocol.STEP_REPLY.size
 _REPLY_TEXT = protocol.HEADER.size + protocol.STEP_REPLY.size
+
+#: The C step call (None: the pure-Python path) and the codes it answers with.
+_step_call = native.fast.step_call if native.fast is not None else None
+_NOT_SENT, _TIMED_OUT, _MALFORMED, _STOPPED_READING = -1, -3, -4, -5
 
 _KIND_ERRORS: dict[str, type[SandboxError]] = {
     "timeout": SandboxTimeout,
@@ -120,7 +124,8 @@ class ZygoteProcess:
         try:
             self.proc = subprocess.Popen(
                 cmd,
-                env={},
+                # Nothing of this environment but the step path's choice (native.py).
+                env={native.DISABLE_VARIABLE: "1"} if native.disabled else {},
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
@@ -217,6 +222,8 @@ class WorkerLink:
     killed_by_us: str | None = None
     #: The worker's reply to constructing instance 0 while loading (not yet claimed by a spawn).
     first_reply: Any = None
+    #: Whether the worker serves binary steps with the C fast path (its ready report).
+    c_fast_path: bool = False
 
     #: Deadline of single calls.
     call_timeout_s: float = 10.0
@@ -335,9 +342,21 @@ class WorkerLink:
         binary reply (its types are fixed by the encoding; the caller still checks that
         the reward is finite and the observation's length), else the decoded msgpack reply
         (an error, or a result the worker converted). A binary reply that is not
-        well-formed kills the worker (:class:`SandboxCrash`)."""
+        well-formed kills the worker (:class:`SandboxCrash`).
+
+        With the C fast path (:mod:`.native`) one C call writes, waits, reads and parses a
+        whole binary reply; anything else it hands back as a code, and the Python code
+        below continues from exactly that state."""
         if self.death is not None:
             raise self.lost_error()
+        if _step_call is not None:
+            got = _step_call(self._wfd, self._rfd, self._buf, iid, action, self._call_timeout_ms)
+            if type(got) is tuple:
+                return got
+            if got > 0:
+                return self._step_received(got)
+            if got != _NOT_SENT:
+                self._step_failed(got)
         try:
             text = action.encode("utf-8")
         except UnicodeEncodeError:  # msgpack refuses it the same way: keep its behaviour
@@ -356,6 +375,21 @@ class WorkerLink:
             have = os.readv(self._rfd, self._bufs)
         except OSError:
             have = 0
+        return self._step_received(have)
+
+    def _step_failed(self, code: int) -> NoReturn:
+        """The error of a C step call's failure ``code`` (:mod:`._fast`'s constants)."""
+        if code == _TIMED_OUT:
+            self.fail("step()", f"did not answer within {self.call_timeout_s:g} s", SandboxTimeout)
+        if code == _MALFORMED:
+            self.fail("step()", "sent an undecodable reply (a malformed binary step reply)", SandboxCrash)
+        if code == _STOPPED_READING:
+            self.fail("step()", "stopped reading requests", SandboxTimeout)
+        self.fail("step()", None, None)  # the write failed, or the channel closed
+
+    def _step_received(self, have: int) -> Any:
+        """The reply to a step request of which the first ``have`` bytes (from one read)
+        are in the link's buffer: a binary reply's tuple, or the decoded msgpack reply."""
         buf = self._buf
         if have > 4 and have == self._size_of(buf)[0] + 4:
             if buf[4] == _STEP_MARK:
@@ -395,6 +429,15 @@ class WorkerLink:
         if obs is None or flags > 3:
             self.fail("step()", "sent an undecodable reply (a malformed binary step reply)", SandboxCrash)
         return obs, reward, flags & 1 == 1, flags & 2 == 2, {}
+
+    def receive_payload(self, what: str, deadline: float, timeout: float) -> bytes:
+        """Wait for one reply frame until ``deadline`` and return its payload undecoded
+        (for :meth:`decode_payload`, or a C decoder that checks it first)."""
+        return self._finish(what, deadline, timeout, 0, raw=True)
+
+    def decode_payload(self, payload: bytes, what: str) -> Any:
+        """Decode a payload from :meth:`receive_payload` as :meth:`receive` would have."""
+        return self._decode(memoryview(payload), what)
 
     def _send_bytes(self, data: bytes, what: str) -> None:
         """Write a whole frame, waiting for room up to the call's deadline."""

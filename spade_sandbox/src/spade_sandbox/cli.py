@@ -41,6 +41,12 @@ def register(cli: typer.Typer) -> None:
                           f"cgroup: {status.cgroup or 'none'}")
             jails = ", ".join(f"{k}: {v or 'not found'}" for k, v in status.outer_jails.items())
             console.print(f"outer jails: {escape(jails)}")
+            if status.c_fast_path:
+                worker = {True: "in workers too", False: "[red]but not in the probe worker", None: "(no worker probed)"}
+                fast = f"[green]active[/] {worker[status.c_fast_path_worker]}"
+            else:
+                fast = f"[yellow]off[/] ({escape(status.c_fast_path_detail)}): steps take the pure-Python path"
+            console.print(f"C step fast path: {fast}")
             if status.error:
                 console.print(f"[red]probe failed:[/] {escape(status.error)}")
             verdict = (

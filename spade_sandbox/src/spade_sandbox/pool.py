@@ -19,7 +19,7 @@ from typing import Any
 
 from spade_core.metadata import code_hash
 
-from . import protocol
+from . import native, protocol
 from .backends import Backend, resolve_backend
 from .channel import WorkerLink
 from .errors import (
@@ -42,6 +42,8 @@ _INSTANCE_ID = operator.attrgetter("instance_id")
 _CODE_HASH = operator.attrgetter("code_hash")
 _FIRST = operator.itemgetter(0)
 _SECOND = operator.itemgetter(1)
+#: The C decoder of columnar step replies (None: the pure-Python path).
+_decode_columns = native.fast.decode_step_columns if native.fast is not None else None
 
 
 @dataclass(frozen=True)
@@ -519,7 +521,23 @@ class SandboxPool:
                 if len(idx) != len(results) or results.count(None) != len(results):
                     idx = [i for i in idx if results[i] is None]
                 try:
-                    reply = link.receive(what, start + self.limits.call_timeout_s, self.limits.call_timeout_s)
+                    if op == "step_many" and _decode_columns is not None and type(link) is WorkerLink:
+                        # The C decoder takes a reply of plain results straight to the
+                        # 5-tuples, with _unpack_columns' checks; anything else (None)
+                        # goes through msgpack and those checks as before.
+                        raw = link.receive_payload(what, start + self.limits.call_timeout_s,
+                                                   self.limits.call_timeout_s)
+                        rows = _decode_columns(raw, len(idx), self._max_output_chars)
+                        if rows is not None:
+                            if len(idx) == len(results):  # the whole batch, in order
+                                results[:] = rows
+                            else:
+                                for i, row in zip(idx, rows, strict=True):
+                                    results[i] = row
+                            continue
+                        reply = link.decode_payload(raw, what)
+                    else:
+                        reply = link.receive(what, start + self.limits.call_timeout_s, self.limits.call_timeout_s)
                 except SandboxError as exc:
                     self._fill(results, idx, exc)
                     continue

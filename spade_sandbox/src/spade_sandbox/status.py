@@ -12,6 +12,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from . import native
 from .hardening import landlock_abi, secure_enough
 
 #: Layers in the order a worker applies them.
@@ -49,6 +50,11 @@ class SandboxStatus(BaseModel):
     landlock_abi: int
     cgroup: str | None
     outer_jails: dict[str, str | None]
+    #: Whether the C step fast path (spade_sandbox._fast) is in use: in this process, and in
+    #: the probe worker (None: no worker answered); ``c_fast_path_detail`` says why not.
+    c_fast_path: bool = False
+    c_fast_path_worker: bool | None = None
+    c_fast_path_detail: str = ""
     error: str | None = None
 
     def active(self) -> list[str]:
@@ -79,12 +85,14 @@ def sandbox_status(backend: str = "native") -> SandboxStatus:
     active: list[str] = []
     missing: dict[str, str] = {}
     error = None
+    worker_fast: bool | None = None
     try:
         with SandboxPool(backend=backend, allow_insecure=True) as pool:
             h = pool.spawn("class ProbeEnv:\n    def reset(self, seed=None):\n        return 'ok', {}\n"
                            "    def step(self, a):\n        return 'ok', 0.0, True, False, {}\n")
             link = pool._link(h)
             active, missing = list(link.layers), dict(link.missing_layers)
+            worker_fast = getattr(link, "c_fast_path", None)
     except SandboxError as exc:
         error = str(exc)
     layers = []
@@ -107,5 +115,8 @@ def sandbox_status(backend: str = "native") -> SandboxStatus:
         landlock_abi=landlock_abi(),
         cgroup=_cgroup(),
         outer_jails=jails,
+        c_fast_path=native.active(),
+        c_fast_path_worker=worker_fast,
+        c_fast_path_detail=native.reason,
         error=error,
     )

@@ -31,7 +31,7 @@ from typing import Any
 
 import msgpack
 
-from . import protocol
+from . import native, protocol
 from .allowlist import DEFAULT_ALLOWED_MODULES
 from .guard import guard_format_access, make_builtins
 from .hardening import LayerOptions, apply_layers, secure_enough
@@ -282,6 +282,11 @@ class Instances:
         #: ``cls.step`` when it is a plain function found on the class itself or a base
         #: (batches may then call it directly); ``None`` otherwise.
         self.step_function: Any = None
+        #: ``native.fast.encode_step_columns`` in a worker serving with the C fast path
+        #: (set by :func:`serve`): a batch of plain results is then answered with its
+        #: msgpack payload encoded in one pass (``bytes``), byte for byte what packing the
+        #: reply list gives.
+        self.encode_columns: Any = None
         for klass in cls.__mro__:
             if "step" in klass.__dict__:
                 found = klass.__dict__["step"]
@@ -290,7 +295,7 @@ class Instances:
         if any("__getattribute__" in klass.__dict__ for klass in cls.__mro__[:-1]):
             self.step_function = None  # attribute access is the class's own business
 
-    def handle(self, msg: list[Any]) -> list[Any]:
+    def handle(self, msg: list[Any]) -> list[Any] | bytes:
         op = msg[0]
         if op == "step":
             return self.step(msg[1], msg[2])
@@ -360,7 +365,7 @@ class Instances:
         except BaseException as exc:
             return classify(exc, "step()")
 
-    def step_columns(self, iids: list[int], actions: list[str]) -> list[Any]:
+    def step_columns(self, iids: list[int], actions: list[str]) -> list[Any] | bytes:
         """Batched step with a columnar reply: ``["ok", obs, rewards, terminated, truncated,
         infos, errors]`` where ``errors`` is ``[[index, *error_reply], ...]`` (in index
         order) and the columns hold neutral placeholders at those indexes.
@@ -392,6 +397,10 @@ class Instances:
                 bad.append([n, *classify(exc, "step()")])
                 append(None)
         limit = self.limit
+        if not bad and self.encode_columns is not None:
+            encoded = self.encode_columns(out, limit)
+            if encoded is not None:
+                return encoded
         if not bad and out and set(map(type, out)) == {tuple} and set(map(len, out)) == {5}:
             obs, rewards, terms, truncs, infos = zip(*out, strict=True)
             if (
@@ -598,6 +607,7 @@ def run(sock: protocol.PipeChannel, hardening: dict[str, Any], seccomp_program: 
         "layers": report.active,
         "missing": report.missing,
         "timings_us": report.timings_us,
+        "c_fast_path": native.active(),
     }
     if hardening.get("require_secure", True) and not secure_enough(report.active):
         missing = ", ".join(f"{k}: {v}" for k, v in report.missing.items()) or "none"
@@ -681,10 +691,25 @@ def serve(sock: protocol.PipeChannel, instances: Instances, budget: CpuBudget) -
     sendall = sock.sendall
     write = os.write
     wfd = sock.wfd
+    # The C loop (native.fast.serve_steps) answers binary steps of plain results itself and
+    # returns here for everything else: a frame it did not handle (``0, have``: the first
+    # ``have`` bytes are in ``buf``, not counted yet), or a step it called whose result
+    # (``1, result``) or exception (``2, exc``) needs the Python code below.
+    fast = native.fast
+    serve_steps = fast.serve_steps if fast is not None else None
+    live = instances.live
+    if fast is not None:
+        instances.encode_columns = fast.encode_step_columns
     while True:
+        stepped = 0
         try:
-            have = readv(rfd, bufs)
-            if have >= request_size and buf[4] == mark and have == (head := request_of(buf))[0] + 4:
+            if serve_steps is None:
+                have = readv(rfd, bufs)
+            else:
+                stepped, have = serve_steps(rfd, wfd, buf, live, limit, budget)
+            if stepped:
+                msg = None
+            elif have >= request_size and buf[4] == mark and have == (head := request_of(buf))[0] + 4:
                 iid = head[2]  # a whole binary step request in one read (the usual case)
                 action = str(view[request_size:have], "utf-8")
                 msg = None
@@ -701,23 +726,32 @@ def serve(sock: protocol.PipeChannel, instances: Instances, budget: CpuBudget) -
             os._exit(0)
         except BaseException:
             os._exit(EXIT_PROTOCOL)
-        budget.request += 1
+        if not stepped:
+            budget.request += 1
         data = None
         try:
             if msg is not None:
                 reply = handle(msg)
             else:
-                inst = live_get(iid)
-                if inst is None:
+                inst: Any = live_get(iid) if not stepped else None
+                if inst is None and not stepped:
                     reply = step(iid, action)  # its error reply
                 else:
                     # Instances.step, inline; a result it would pass unconverted goes back
                     # as a binary reply, everything else as msgpack from wire_step/classify.
                     reply = None
-                    try:
-                        r = inst.step(action)
-                    except BaseException as exc:
-                        reply = classify(exc, "step()")
+                    raised: Any = None
+                    if stepped == 1:
+                        r = have
+                    elif stepped == 2:
+                        raised = have
+                    else:
+                        try:
+                            r = inst.step(action)
+                        except BaseException as exc:
+                            raised = exc
+                    if raised is not None:
+                        reply = classify(raised, "step()")
                     else:
                         if type(r) is tuple and len(r) == 5:
                             o, rw, te, tr, inf = r
@@ -745,8 +779,9 @@ def serve(sock: protocol.PipeChannel, instances: Instances, budget: CpuBudget) -
             os._exit(EXIT_PROTOCOL)
         try:
             if data is None:
-                payload = pack(reply)
-                data = header(len(payload)) + payload
+                # A bytes reply is an already encoded payload (Instances.encode_columns).
+                encoded = reply if type(reply) is bytes else pack(reply)
+                data = header(len(encoded)) + encoded
             # A blocking pipe takes the whole frame unless a signal cuts the write short.
             sent = write(wfd, data)
             if sent != len(data):
