@@ -117,6 +117,16 @@ def test_an_environment_cannot_be_its_own_parent(store: EnvStore) -> None:
     assert store.count() == 1
 
 
+@pytest.mark.parametrize("version", [2**31, 2**63, 2**70])
+def test_a_version_beyond_what_every_backend_holds_is_refused_naming_the_limit(store: EnvStore, version: int) -> None:
+    with pytest.raises(StoreError, match=rf"counter-v{version}: version {version} is above the largest .*2147483647"):
+        store.add(env_source(), meta("counter", version=version))
+    assert store.add(env_source(), meta("counter", version=2**31 - 1)).version == 2**31 - 1
+    with pytest.raises(StoreError, match="above the largest"):  # no room for a next version either
+        store.add(env_source("other"), meta("counter", version=2**31 - 1), new_version=True)
+    assert store.count() == 1
+
+
 def test_metadata_that_would_not_come_back_equal_is_refused_before_writing(store: EnvStore) -> None:
     report = ValidationReport(
         passed=True, findings=[Finding(stage="fuzz", ok=True, message="m", details={"pair": (1, 2)})]

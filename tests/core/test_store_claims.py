@@ -106,12 +106,13 @@ def _state(store: EnvStore, prefix: str, hashes: list[str]) -> tuple[Any, ...]:
     return records, sources, stored_hashes, edges
 
 
-# One add: which name, version and code (of three each), new_version, a skill (an idempotent
-# re-add with another skill must return the stored record), parents (by name and version,
-# "self" meaning the add's own id, or an id the store does not hold).
+# One add: which name, version (or one beyond what a store holds) and code (of three each),
+# new_version, a skill (an idempotent re-add with another skill must return the stored
+# record), parents (by name and version, "self" meaning the add's own id, or an id the
+# store does not hold).
 adds = st.tuples(
     st.integers(0, 2),
-    st.integers(1, 3),
+    st.integers(1, 3) | st.just(2**31),
     st.integers(0, 2),
     st.booleans(),
     st.sampled_from(["s", "t"]),

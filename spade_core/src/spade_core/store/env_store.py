@@ -36,7 +36,7 @@ from . import codec, migrations
 from .claims import claim_postgres, claim_sqlite, name_lock_key
 from .database import Database, open_database
 from .layout import ADMITTED_IDS_SQL, STORE_SCHEMA_VERSION
-from .schema import MAX_ID_LENGTH, blobs, envs, parents
+from .schema import MAX_ID_LENGTH, MAX_VERSION, blobs, envs, parents
 
 if TYPE_CHECKING:
     from ..config import SpadeConfig
@@ -333,6 +333,7 @@ class EnvStore:
             top = conn.execute(_SELECT_MAX_VERSION, {"name": name}).scalar_one()
             version = int(top) + 1
             meta = meta.model_copy(update={"version": version, "id": f"{name}-v{version}"})
+            _check_columns(meta)
         _check_parents(meta)
         self._store_code(conn, meta.code_hash, source)
         conn.execute(_INSERT_ENV, codec.row_values(meta, document if meta is prepared else codec.encode(meta)))
@@ -569,7 +570,10 @@ def _lock_names(conn: Connection, names: Iterable[str]) -> None:
 
 
 def _check_columns(meta: EnvMetadata) -> None:
-    """What every backend can index: no NUL in indexed text, parent ids that fit their column."""
+    """What every backend can index: no NUL in indexed text, parent ids that fit their column,
+    a version every backend's integer column holds."""
+    if meta.version > MAX_VERSION:
+        raise StoreError(f"{meta.id}: version {meta.version} is above the largest a store holds ({MAX_VERSION})")
     for field_name in ("domain", "skill"):
         if "\x00" in getattr(meta, field_name):
             raise StoreError(f"{meta.id}: {field_name} contains a NUL character")

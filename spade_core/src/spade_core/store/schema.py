@@ -30,6 +30,8 @@ metadata_obj = MetaData()
 
 #: Longest environment id (and parent id) a row holds.
 MAX_ID_LENGTH = 200
+#: Largest version an ``Integer`` column holds on every backend (PostgreSQL's 4-byte integer).
+MAX_VERSION = 2**31 - 1
 
 schema_table = Table(
     SCHEMA_TABLE,
