@@ -1,6 +1,11 @@
 """Sandbox benchmark: cold start, step round trip (same core / cross core), batched steps,
 and 1,000 live instances of 100 environments with per-worker memory (USS).
 
+The step rows come twice, side by side from the same run: through the C fast path
+(``spade_sandbox._fast``) and through the pure-Python path (``SPADE_SANDBOX_NO_C=1``),
+each sampled in a fresh interpreter whose pool, zygote and workers take that path, in
+alternating rounds so that other load hits both alike.
+
 Run: ``python -m bench.bench_sandbox`` (or ``python -m bench sandbox``). Prints one rich
 table: medians, p90, the baseline measured in the same run, and the ratio to it. The
 machine is shared and noisy, so every figure is a median of many repetitions.
@@ -403,48 +408,119 @@ def raw_rtt_us(transport: str, cpu: int, n: int = 3000) -> tuple[list[float], fl
     return [t * 1e6 for t in times], statistics.median(cpus) * 1e6
 
 
-def bench_round_trip(progress: Progress, n: int = 3000, rounds: int = 3) -> list[Row]:
-    """``pool.step`` of a trivial environment against the raw floor of each transport,
-    measured in interleaved rounds (transport floors, then the sandbox, ``rounds`` times)
-    so that a burst of other load hits them alike; medians over all rounds."""
-    rows = []
-    ncpu = len(os.sched_getaffinity(0))
-    task = progress.add_task("step round trip", total=2 * rounds * (2 * n + len(TRANSPORTS) * n))
-    original = os.sched_getaffinity(0)
+#: The two step paths compared side by side: the C fast path and the pure-Python one it
+#: mirrors (``SPADE_SANDBOX_NO_C``). Each sample runs in a fresh interpreter with the
+#: variable set, so the pool, its zygote and its workers all take that path.
+PATHS = {"C path": "0", "pure Python": "1"}
+
+
+def sample_steps(cpu: int, n: int) -> dict[str, list[float]]:
+    """``pool.step`` of a trivial environment, caller pinned to core 0 and its worker to
+    ``cpu``: every round trip's wall time and the CPU per round trip of each chunk of
+    :data:`CHUNK` (caller thread + worker), in us."""
+    from spade_sandbox import native
+
     with SandboxPool() as pool:
         h = pool.spawn(TRIVIAL)
         pool.reset(h)
         worker = pool.worker_of(h).pid
-        for label, cpu in (("same core", 0), ("cross core", 1)):
-            if cpu >= ncpu or not (_pin(0, 0) and _pin(worker, cpu)):
-                progress.advance(task, rounds * (2 * n + len(TRANSPORTS) * n))
-                continue
-            floors: dict[str, tuple[list[float], list[float]]] = {t: ([], []) for t in TRANSPORTS}
-            times: list[float] = []
-            cpus: list[float] = []
+        if not (_pin(0, 0) and _pin(worker, cpu)):
+            return {"times": [], "cpus": [], "active": [native.active()]}
+        for _ in range(300):
+            pool.step(h, "a")
+        times: list[float] = []
+        cpus: list[float] = []
+        for _ in range(n // CHUNK):
+            c0 = _cpu([worker])
+            for _ in range(CHUNK):
+                t0 = time.perf_counter()
+                pool.step(h, "a")
+                times.append((time.perf_counter() - t0) * 1e6)
+            cpus.append((_cpu([worker]) - c0) / CHUNK * 1e6)
+        return {"times": times, "cpus": cpus, "active": [native.active()]}
+
+
+def sample_batched(case: str, reps: int) -> dict[str, list[float]]:
+    """``step_many`` of 256 instances (``case``: "one" worker placed by the scheduler,
+    "pinned" one worker on the caller's core, "spread" over 16 workers): per env-step wall
+    time and CPU (caller thread + workers) of each repetition, in us."""
+    from spade_sandbox import native
+
+    with SandboxPool() as pool:
+        if case == "spread":
+            handles = [pool.spawn(_variant(i % 16)) for i in range(256)]
+        else:
+            handles = [pool.spawn(TRIVIAL) for _ in range(256)]
+        pool.reset_many([(h, None) for h in handles])
+        pids = sorted({pool.worker_of(h).pid for h in handles})
+        if case == "pinned" and not (_pin(0, 0) and _pin(pids[0], 0)):
+            return {"times": [], "cpus": [], "active": [native.active()]}
+        items = [(h, "a") for h in handles]
+        for _ in range(20):
+            results = pool.step_many(items)
+        assert all(isinstance(r, tuple) for r in results)
+        per: list[float] = []
+        cpus: list[float] = []
+        for _ in range(reps):
+            c0 = _cpu(pids)
+            t0 = time.perf_counter()
+            pool.step_many(items)
+            per.append((time.perf_counter() - t0) / len(items) * 1e6)
+            cpus.append((_cpu(pids) - c0) / len(items) * 1e6)
+        return {"times": per, "cpus": cpus, "active": [native.active()]}
+
+
+def _sample(path: str, what: str, *args: object) -> dict[str, list[float]]:
+    """Run ``sample_<what>(*args)`` in a fresh interpreter taking ``path`` (a key of
+    :data:`PATHS`) and return its samples."""
+    env = {**os.environ, "SPADE_SANDBOX_NO_C": PATHS[path]}
+    code = ("import json, sys; from bench import bench_sandbox as b; "
+            f"print(json.dumps(b.sample_{what}(*json.loads(sys.argv[1]))))")
+    done = subprocess.run([sys.executable, "-c", code, json.dumps(args)], env=env, check=True,
+                          capture_output=True, text=True, cwd=Path(__file__).parent.parent)
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+def bench_round_trip(progress: Progress, n: int = 3000, rounds: int = 3) -> list[Row]:
+    """``pool.step`` of a trivial environment through the C path and the pure-Python path,
+    against the raw floor of each transport, measured in interleaved rounds (transport
+    floors, then each path, ``rounds`` times) so that a burst of other load hits them alike;
+    medians over all rounds."""
+    rows = []
+    ncpu = len(os.sched_getaffinity(0))
+    per_round = len(TRANSPORTS) * n + len(PATHS) * n + n
+    task = progress.add_task("step round trip", total=2 * rounds * per_round)
+    original = os.sched_getaffinity(0)
+    for label, cpu in (("same core", 0), ("cross core", 1)):
+        if cpu >= ncpu or not _pin(0, 0):
+            progress.advance(task, rounds * per_round)
+            continue
+        floors: dict[str, tuple[list[float], list[float]]] = {t: ([], []) for t in TRANSPORTS}
+        paths: dict[str, tuple[list[float], list[float], bool]] = {}
+        mp_times: list[float] = []
+        mp_cpus: list[float] = []
+        with SandboxPool() as pool:
+            h = pool.spawn(TRIVIAL)
+            pool.reset(h)
+            worker = pool.worker_of(h).pid
+            _pin(worker, cpu)
             # The same step as one msgpack request and reply (the protocol before binary
-            # step frames), through the link the pool uses: the encoding's share, same run.
+            # step frames), through the link the pool uses: the encoding's share.
             link = pool._links[h.worker_id]  # type: ignore[attr-defined]
             message = ["step", h.instance_id, "a"]
-            mp_times: list[float] = []
-            mp_cpus: list[float] = []
             for _ in range(rounds):
                 for transport in TRANSPORTS:
                     walls, cpu_per = raw_rtt_us(transport, cpu, n)
                     floors[transport][0].extend(walls)
                     floors[transport][1].append(cpu_per)
                     progress.advance(task, n)
-                for _ in range(200):
-                    pool.step(h, "a")
-                # Chunks of the two encodings alternate, so that a burst of other load hits
-                # both alike.
+                for path in PATHS:
+                    got = _sample(path, "steps", cpu, n)
+                    old = paths.get(path, ([], [], True))
+                    paths[path] = (old[0] + got["times"], old[1] + got["cpus"], bool(got["active"][0]))
+                    progress.advance(task, n)
+                _pin(0, 0)
                 for _ in range(n // CHUNK):
-                    c0 = _cpu([worker])
-                    for _ in range(CHUNK):
-                        t0 = time.perf_counter()
-                        pool.step(h, "a")
-                        times.append(time.perf_counter() - t0)
-                    cpus.append((_cpu([worker]) - c0) / CHUNK)
                     c0 = _cpu([worker])
                     for _ in range(CHUNK):
                         t0 = time.perf_counter()
@@ -452,66 +528,69 @@ def bench_round_trip(progress: Progress, n: int = 3000, rounds: int = 3) -> list
                             link.call(message, "step()")
                         mp_times.append(time.perf_counter() - t0)
                     mp_cpus.append((_cpu([worker]) - c0) / CHUNK)
-                progress.advance(task, 2 * n)
-            cpu_us = statistics.median(cpus) * 1e6
-            med = statistics.median(times) * 1e6
-            same = cpu == 0
-            pipe_wall = statistics.median(floors["pipe pair"][0])
-            pipe_cpu = statistics.median(floors["pipe pair"][1])
-            for transport, (walls, cpu_per) in floors.items():
-                rows.append(Row(f"raw {transport} RTT, {label} (floor)", "report", statistics.median(walls),
-                                _q(walls, 0.9), "us", pipe_wall, "raw pipe pair", None, statistics.median(cpu_per),
-                                pipe_cpu))
-            rows.append(Row(f"step() round trip, {label}", "< 20 us" if same else "report", med,
-                            _q(times, 0.9) * 1e6, "us", pipe_wall, "raw pipe pair RTT", med < 20 if same else None,
-                            cpu_us, pipe_cpu, cpu_us < 20 if same else None))
+                progress.advance(task, n)
+        os.sched_setaffinity(0, original)
+        same = cpu == 0
+        pipe_wall = statistics.median(floors["pipe pair"][0])
+        pipe_cpu = statistics.median(floors["pipe pair"][1])
+        for transport, (walls, cpu_per) in floors.items():
+            rows.append(Row(f"raw {transport} RTT, {label} (floor)", "report", statistics.median(walls),
+                            _q(walls, 0.9), "us", pipe_wall, "raw pipe pair", None, statistics.median(cpu_per),
+                            pipe_cpu))
+        c_med = c_cpu = None
+        for path, (times, cpus, active) in paths.items():
+            if not times:
+                continue
+            med, cpu_us = statistics.median(times), statistics.median(cpus)
+            name = f"step() round trip, {label}, {path}" + ("" if active or path != "C path" else " (NOT BUILT)")
+            if path == "C path":
+                c_med, c_cpu = med, cpu_us
+                rows.append(Row(name, "< 20 us" if same else "report", med, _q(times, 0.9), "us", pipe_wall,
+                                "raw pipe pair RTT", med < 20 if same else None, cpu_us, pipe_cpu,
+                                cpu_us < 20 if same else None))
+            else:
+                rows.append(Row(f"  {name}", "report", med, _q(times, 0.9), "us", c_med, "C path above", None,
+                                cpu_us, c_cpu))
+        if c_med is not None:
             mp_med = statistics.median(mp_times) * 1e6
             rows.append(Row(f"  same step as msgpack frames (link.call), {label}", "report", mp_med,
-                            _q(mp_times, 0.9) * 1e6, "us", med, "step() above", None,
-                            statistics.median(mp_cpus) * 1e6, cpu_us))
+                            _q(mp_times, 0.9) * 1e6, "us", c_med, "C path above", None,
+                            statistics.median(mp_cpus) * 1e6, c_cpu))
     os.sched_setaffinity(0, original)
     return rows
 
 
-def bench_batched(progress: Progress, base: float, reps: int = 400) -> list[Row]:
-    """``step_many`` of 256 instances: in one worker with the scheduler placing caller and
-    worker (the target row), the same pinned to one core, and spread over 16 workers."""
+def bench_batched(progress: Progress, base: float, reps: int = 400, rounds: int = 2) -> list[Row]:
+    """``step_many`` of 256 instances through each path: in one worker with the scheduler
+    placing caller and worker (the target row), the same pinned to one core, and spread over
+    16 workers. Paths alternate in ``rounds`` so that other load hits them alike."""
     rows = []
-    task = progress.add_task("batched steps", total=3 * reps)
-    original = os.sched_getaffinity(0)
-    with SandboxPool() as pool:
-        one = [pool.spawn(TRIVIAL) for _ in range(256)]
-        spread = [pool.spawn(_variant(i % 16)) for i in range(256)]
-        pool.reset_many([(h, None) for h in one + spread])
-        one_worker = pool.worker_of(one[0]).pid
-        cases = (("256 instances, 1 worker", one, False), ("256 instances, 1 worker, same core", one, True),
-                 ("256 instances, 16 workers", spread, False))
-        for label, handles, pinned in cases:
-            if pinned and not (_pin(0, 0) and _pin(one_worker, 0)):
-                progress.advance(task, reps)
+    cases = (("one", "256 instances, 1 worker"), ("pinned", "256 instances, 1 worker, same core"),
+             ("spread", "256 instances, 16 workers"))
+    task = progress.add_task("batched steps", total=len(cases) * len(PATHS) * rounds)
+    for case, label in cases:
+        got: dict[str, tuple[list[float], list[float], bool]] = {p: ([], [], True) for p in PATHS}
+        for _ in range(rounds):
+            for path in PATHS:
+                sample = _sample(path, "batched", case, reps // rounds)
+                old = got[path]
+                got[path] = (old[0] + sample["times"], old[1] + sample["cpus"], bool(sample["active"][0]))
+                progress.advance(task)
+        single = case != "spread"
+        c_med = c_cpu = None
+        for path, (per, cpus, active) in got.items():
+            if not per:
                 continue
-            items = [(h, "a") for h in handles]
-            pool.step_many(items)
-            per: list[float] = []
-            cpus: list[float] = []
-            pids = sorted({pool.worker_of(h).pid for h in handles})
-            for _ in range(reps):
-                c0 = _cpu(pids)
-                t0 = time.perf_counter()
-                results = pool.step_many(items)
-                per.append((time.perf_counter() - t0) / len(items))
-                cpus.append((_cpu(pids) - c0) / len(items))
-            cpu_us = statistics.median(cpus) * 1e6
-            progress.advance(task, reps)
-            assert all(isinstance(r, tuple) for r in results)
-            med = statistics.median(per) * 1e6
-            single = "1 worker" in label
-            rows.append(Row(f"step_many, {label}", "< 2 us/env-step" if single else "report", med, _q(per, 0.9) * 1e6,
-                            "us/step", base, "in-process step", med < 2 if single else None,
-                            cpu_us, base, cpu_us < 2 if single else None))
-            if pinned:
-                os.sched_setaffinity(0, original)
-                os.sched_setaffinity(one_worker, original)
+            med, cpu_us = statistics.median(per), statistics.median(cpus)
+            name = f"step_many, {label}, {path}" + ("" if active or path != "C path" else " (NOT BUILT)")
+            if path == "C path":
+                c_med, c_cpu = med, cpu_us
+                rows.append(Row(name, "< 2 us/env-step" if single else "report", med, _q(per, 0.9), "us/step",
+                                base, "in-process step", med < 2 if single else None, cpu_us, base,
+                                cpu_us < 2 if single else None))
+            else:
+                rows.append(Row(f"  {name}", "report", med, _q(per, 0.9), "us/step", c_med, "C path above", None,
+                                cpu_us, c_cpu))
     return rows
 
 

@@ -94,6 +94,7 @@ class _Flag(enum.IntEnum):
 
 
 _Result = namedtuple("_Result", "obs reward terminated truncated info")
+_Pair = namedtuple("_Pair", "handle action")
 
 _plain = st.tuples(_clean_text, st.floats(allow_nan=False, allow_infinity=False), st.booleans(), st.booleans(),
                    st.just({}).map(dict))
@@ -270,6 +271,46 @@ def test_random_bytes_decode_to_none_or_exactly_the_python_rows(payload: bytes, 
 ])
 def test_hostile_replies_go_to_the_checked_path(payload: bytes):
     assert _fast.decode_step_columns(payload, 1, 65536) is None
+
+
+# --- the pool's split of a step batch -------------------------------------------------------------
+
+
+def _python_split(items: Any, limit: int) -> Any:
+    """SandboxPool._group_steps' pure-Python checks and columns (None: item by item)."""
+    try:
+        if not set(map(type, items)) <= {tuple, list} or set(map(len, items)) != {2}:
+            return None
+        handles = list(map(lambda x: x[0], items))
+        actions = list(map(lambda x: x[1], items))
+    except (TypeError, KeyError, IndexError):
+        return None
+    if set(map(type, actions)) != {str} or max(map(len, actions)) > limit:
+        return None
+    return handles, actions
+
+
+_item = st.one_of(
+    st.tuples(st.integers(), _any_text), st.tuples(st.integers(), _any_text).map(list),
+    st.tuples(st.integers(), _clean_text.map(_Str)), st.tuples(st.integers(), st.integers()),
+    st.tuples(st.integers()), st.tuples(st.integers(), _any_text, _any_text), st.none(), _any_text,
+    st.tuples(st.integers(), _any_text).map(lambda t: _Pair(*t)),  # a tuple subclass
+)
+
+
+@needs_c
+@settings(max_examples=400, deadline=None)
+@given(items=st.lists(st.one_of(st.tuples(st.integers(), _any_text), _item), min_size=1, max_size=12),
+       limit=_limits, as_tuple=st.booleans())
+def test_a_batch_splits_into_the_python_columns_or_none(items: list[Any], limit: int, as_tuple: bool):
+    batch = tuple(items) if as_tuple else items
+    split = _fast.split_steps(batch, limit)
+    python = _python_split(batch, limit)
+    if split is None:
+        assert python is None
+    else:
+        assert python is not None and split[0] == python[0] and split[1] == python[1]
+        assert all(a is b for a, b in zip(split[1], python[1], strict=True))
 
 
 # --- the pool's single step ---------------------------------------------------------------------
@@ -572,13 +613,15 @@ def test_repeated_calls_leak_no_references_and_no_memory():
     # Exactly one step request fits: the loop steps it, then reads the ping and returns.
     buf = bytearray(len(protocol.encode_step_request(0, action)))
     budget = _Budget()
-    watched = [results, payload, action, answer, inst, live, buf, budget, results[0], results[0][4]]
+    batch = [(inst, action)] * 32
+    watched = [results, payload, action, answer, inst, live, buf, budget, results[0], results[0][4], batch, batch[0]]
     p = _Pipes()
     req_r, req_w = os.pipe()
     rep_r, rep_w = os.pipe()
     reply = protocol.encode_step_reply("ok", 1.0, False, False)
 
     def once() -> None:
+        assert _fast.split_steps(batch, 100) is not None
         assert _fast.encode_step_columns(results, 100) is not None
         assert _fast.decode_step_columns(payload, 64, 100) is not None
         assert _fast.decode_step_columns(payload[:-1], 64, 100) is None

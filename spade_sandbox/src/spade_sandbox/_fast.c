@@ -8,6 +8,7 @@
  *   serve_steps           the worker's loop over binary step requests (worker.serve)
  *   encode_step_columns   a worker's columnar step_cols reply, as msgpack bytes
  *   decode_step_columns   the pool's decoding + checks of that reply (pool._unpack_columns)
+ *   split_steps           the pool's checks of a step batch's items and actions (_group_steps)
  *
  * decode_step_columns and step_call parse bytes written by an untrusted worker: every
  * length is checked against the bytes actually there, nothing recurses, and anything that
@@ -734,7 +735,55 @@ done:
     return result;
 }
 
+PyDoc_STRVAR(split_steps_doc,
+"split_steps(items, max_action_chars) -> (handles, actions) | None\n\n"
+"The two columns of a step batch (a list or tuple of (handle, action) pairs) in one pass:\n"
+"every item an exact tuple or list of two, every action an exact str of at most\n"
+"max_action_chars characters; None when any is not (the caller then checks item by\n"
+"item). The handles are not looked at.");
+
+static PyObject *
+split_steps(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "split_steps takes 2 arguments");
+        return NULL;
+    }
+    PyObject *items = args[0];
+    Py_ssize_t limit = PyLong_AsSsize_t(args[1]);
+    if (limit == -1 && PyErr_Occurred())
+        return NULL;
+    if (!PyList_CheckExact(items) && !PyTuple_CheckExact(items))
+        Py_RETURN_NONE;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(items);
+    PyObject **row = PySequence_Fast_ITEMS(items);
+    /* Check first: nothing below runs Python code, so the items cannot change meanwhile. */
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *item = row[i];
+        if (!((PyTuple_CheckExact(item) && PyTuple_GET_SIZE(item) == 2) ||
+              (PyList_CheckExact(item) && PyList_GET_SIZE(item) == 2)))
+            Py_RETURN_NONE;
+        PyObject *action = PySequence_Fast_ITEMS(item)[1];
+        if (!PyUnicode_CheckExact(action) || PyUnicode_GET_LENGTH(action) > limit)
+            Py_RETURN_NONE;
+    }
+    PyObject *handles = PyList_New(n);
+    PyObject *actions = PyList_New(n);
+    if (handles == NULL || actions == NULL) {
+        Py_XDECREF(handles);
+        Py_XDECREF(actions);
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject **pair = PySequence_Fast_ITEMS(row[i]);
+        PyList_SET_ITEM(handles, i, Py_NewRef(pair[0]));
+        PyList_SET_ITEM(actions, i, Py_NewRef(pair[1]));
+    }
+    return Py_BuildValue("(NN)", handles, actions);
+}
+
 static PyMethodDef methods[] = {
+    {"split_steps", (PyCFunction)(void (*)(void))split_steps, METH_FASTCALL, split_steps_doc},
     {"step_call", (PyCFunction)(void (*)(void))step_call, METH_FASTCALL, step_call_doc},
     {"serve_steps", (PyCFunction)(void (*)(void))serve_steps, METH_FASTCALL, serve_steps_doc},
     {"encode_step_columns", (PyCFunction)(void (*)(void))encode_step_columns, METH_FASTCALL, encode_step_columns_doc},

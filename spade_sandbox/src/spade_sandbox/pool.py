@@ -44,6 +44,8 @@ _FIRST = operator.itemgetter(0)
 _SECOND = operator.itemgetter(1)
 #: The C decoder of columnar step replies (None: the pure-Python path).
 _decode_columns = native.fast.decode_step_columns if native.fast is not None else None
+#: The C split of a step batch into checked columns (None: the pure-Python path).
+_split_steps = native.fast.split_steps if native.fast is not None else None
 
 
 @dataclass(frozen=True)
@@ -420,15 +422,22 @@ class SandboxPool:
         their workers are still this pool's."""
         if self._closed or not items:
             return None
-        try:
-            if not set(map(type, items)) <= {tuple, list} or set(map(len, items)) != {2}:
+        if _split_steps is not None and type(items) in (list, tuple):
+            # The checks below in one C pass (the same rules).
+            split = _split_steps(items, self._max_action_chars)
+            if split is None:
                 return None
-            handles = list(map(_FIRST, items))
-            actions = list(map(_SECOND, items))
-        except (TypeError, KeyError, IndexError):
-            return None
-        if set(map(type, actions)) != {str} or max(map(len, actions)) > self._max_action_chars:
-            return None
+            handles, actions = split
+        else:
+            try:
+                if not set(map(type, items)) <= {tuple, list} or set(map(len, items)) != {2}:
+                    return None
+                handles = list(map(_FIRST, items))
+                actions = list(map(_SECOND, items))
+            except (TypeError, KeyError, IndexError):
+                return None
+            if set(map(type, actions)) != {str} or max(map(len, actions)) > self._max_action_chars:
+                return None
         last = self._last_steps
         # List equality compares identical elements by identity: one C pass for the usual
         # batch of the same handle objects.
