@@ -255,11 +255,12 @@ def translate_errors(
     in between; sqlite3's are always translated). Errors for which ``reraise`` says yes
     pass through untouched (the caller retries them).
     """
+    translated: tuple[type[BaseException], ...] = (exc.SQLAlchemyError, sqlite3.Error, *driver_errors)
     try:
         yield
     except StoreError:
         raise
-    except (exc.SQLAlchemyError, sqlite3.Error, *driver_errors) as err:
+    except translated as err:
         if reraise is not None and reraise(err):
             raise
         error = StoreError(f"{where}: {action} failed: {_driver_message(err)}")
