@@ -48,7 +48,7 @@ from spade_core.env import ReferenceEnvAdapter
 from spade_core.source import load_trusted_class
 from spade_sandbox.backends import nsjail_binary
 
-from spade_sandbox import SandboxLimits, SandboxPool
+from spade_sandbox import SandboxLimits, SandboxPool, native
 
 TRIVIAL = '''
 class CounterEnv:
@@ -339,7 +339,8 @@ def run(progress: Progress, n_steps: int = 1000, n_fresh: int = 8) -> list[Measu
 
 
 def table(measures: list[Measure]) -> Table:
-    t = Table(title="Sandbox comparison: same environments, per-step round trip (median) and cold start")
+    path = "C step fast path" if native.active() else f"pure-Python step path: {native.reason}"
+    t = Table(title=f"Sandbox comparison: same environments, per-step round trip (median) and cold start ({path})")
     for col in ("environment", "scheme", "step (µs)", "ours ÷ this", "cold start (ms)", "memory / instance (MB)", "note"):
         t.add_column(col, justify="right" if col not in ("environment", "scheme", "note") else "left")
     ours = {m.env: m.step_us for m in measures if m.scheme == "ours: SandboxPool native" and m.step_us}
