@@ -156,26 +156,67 @@ def test_adding_a_free_id_runs_no_sqlalchemy_statement_and_a_taken_one_takes_the
 
 
 def _terminate(store: EnvStore, backend_pid: int) -> None:
+    """End a server session the way an administrator or a server restart does, and wait
+    until it is gone."""
     import psycopg
 
     conninfo = store._db.url.set(drivername="postgresql").render_as_string(hide_password=False)
     with psycopg.connect(conninfo, autocommit=True) as admin:
         admin.execute("SELECT pg_terminate_backend(%s)", (backend_pid,))
+        deadline = time.monotonic() + 10
+        while admin.execute("SELECT 1 FROM pg_stat_activity WHERE pid = %s", (backend_pid,)).fetchone():
+            assert time.monotonic() < deadline, "the session did not end"
+            time.sleep(0.01)
+
+
+def _pooled_backend(store: EnvStore) -> int:
+    pooled = store._db.engine.raw_connection()
+    try:
+        return int(pooled.driver_connection.info.backend_pid)  # type: ignore[union-attr]
+    finally:
+        pooled.close()
 
 
 @pytest.mark.postgres
 def test_an_add_on_a_connection_the_server_dropped_is_retried_on_a_fresh_one(postgres_url: str) -> None:
     with EnvStore(postgres_url) as store:
         store.add(env_source("before"), meta("before"))
-        pooled = store._db.engine.raw_connection()
-        dropped = pooled.driver_connection.info.backend_pid
-        pooled.close()
+        dropped = _pooled_backend(store)
         _terminate(store, dropped)
         stored = store.add(env_source("after"), meta("after"))
         assert store.get(stored.id) == stored
-        pooled = store._db.engine.raw_connection()
-        assert pooled.driver_connection.info.backend_pid != dropped
-        pooled.close()
+        assert _pooled_backend(store) != dropped
+
+
+@pytest.mark.postgres
+def test_a_read_right_after_the_server_dropped_the_connection_gets_a_fresh_one(postgres_url: str) -> None:
+    """Reads are not retried, and a connection used a moment ago is not pinged: the
+    server's goodbye waiting on the socket is what marks it as dead on checkout."""
+    with EnvStore(postgres_url) as store:
+        stored = store.add(env_source("kept"), meta("kept"))
+        for _ in range(3):
+            dropped = _pooled_backend(store)
+            _terminate(store, dropped)
+            assert store.get(stored.id) == stored
+            assert _pooled_backend(store) != dropped
+
+
+@pytest.mark.postgres
+def test_writes_through_sqlalchemy_on_a_connection_found_dead_only_in_use_are_retried(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With the checkout check blinded, the dead connection is only discovered by the
+    write's own statements: the whole transaction is run again on a fresh connection."""
+    from spade_core.store import database
+
+    with EnvStore(postgres_url) as store:
+        stored = store.add(env_source("kept"), meta("kept"))
+        monkeypatch.setattr(database, "_input_waiting", lambda _conn: False)
+        _terminate(store, _pooled_backend(store))
+        assert store.set_hint(stored.id, "look left").hint == "look left"
+        _terminate(store, _pooled_backend(store))
+        again = store.add(env_source("kept"), meta("kept"))  # dead connection, then taken: the full rules
+        assert again.hint == "look left"
 
 
 @pytest.mark.postgres
