@@ -70,8 +70,9 @@ class Database:
         return self.url.get_backend_name() == "sqlite"
 
     @property
-    def is_postgresql(self) -> bool:
-        return self.engine.dialect.name == "postgresql"
+    def is_psycopg(self) -> bool:
+        """PostgreSQL through psycopg 3 (what :meth:`write_statement` needs)."""
+        return self.engine.dialect.name == "postgresql" and self.engine.dialect.driver == "psycopg"
 
     @contextmanager
     def reading(self, action: str) -> Iterator[Connection]:
@@ -128,15 +129,15 @@ class Database:
         raise AssertionError("unreachable")  # pragma: no cover
 
     def write_statement(self, action: str, work: Callable[[Any], T]) -> T:
-        """:meth:`write` for PostgreSQL in one round trip: ``work`` gets the psycopg
+        """:meth:`write` for PostgreSQL (psycopg 3) in one round trip: ``work`` gets the psycopg
         connection of a pooled connection in autocommit mode, so each statement it runs is
         its own transaction; ``work`` must put everything that belongs together into one
         statement and be safe to run again. Retried whole on serialization failures,
         deadlocks and dropped connections (the connection is then discarded); anything
         else becomes :class:`StoreError` naming the store.
         """
-        if not self.is_postgresql:
-            raise TypeError("write_statement() is for PostgreSQL stores")
+        if not self.is_psycopg:
+            raise TypeError("write_statement() is for PostgreSQL stores reached through psycopg")
         driver_error: type[BaseException] = self.engine.dialect.loaded_dbapi.Error
 
         def retryable(err: BaseException) -> bool:

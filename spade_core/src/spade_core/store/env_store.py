@@ -204,7 +204,7 @@ class EnvStore:
                 return meta
             except _Taken:
                 pass
-        elif self._db.is_postgresql:
+        elif self._db.is_psycopg:  # other PostgreSQL drivers take the full rules
             _check_parents(meta)
             if self._write_statement(action, lambda driver: claim_postgres(driver, source, meta, document)):
                 return meta
