@@ -448,7 +448,7 @@ def test_a_full_request_pipe_sends_nothing_and_leaves_it_to_python(pipes: _Pipes
 
 
 @needs_c
-@pytest.mark.parametrize("action", ["\ud800", "a" * 5000])
+@pytest.mark.parametrize("action", ["\ud800", "a" * 5000, _Str("a")])
 def test_actions_msgpack_or_a_long_write_must_carry_are_not_sent(pipes: _Pipes, action: str):
     assert pipes.call(action=action) == _fast.NOT_SENT
     assert pipes.sent() == b""

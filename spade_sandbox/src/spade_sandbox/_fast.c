@@ -155,7 +155,8 @@ step_call(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         PyErr_SetString(PyExc_TypeError, "step_call needs a bytearray of at least 14 bytes");
         return NULL;
     }
-    if (!PyLong_CheckExact(args[3]) || !PyUnicode_Check(args[4]))
+    /* A str subclass may define its own encode(): the Python path calls it. */
+    if (!PyLong_CheckExact(args[3]) || !PyUnicode_CheckExact(args[4]))
         return PyLong_FromLong(NOT_SENT);
     int overflow = 0;
     long long iid = PyLong_AsLongLongAndOverflow(args[3], &overflow);

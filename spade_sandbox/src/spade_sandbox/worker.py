@@ -667,7 +667,10 @@ def serve(sock: protocol.PipeChannel, instances: Instances, budget: CpuBudget) -
     callables are bound once, a frame that arrived whole in the first ``readv`` is decoded
     straight from the buffer, and a binary ``step`` request whose result needs no
     conversion is answered here with a binary reply (:data:`protocol.STEP_MARK`).
-    Everything else goes through :meth:`Instances.handle` (and msgpack) as before."""
+    Everything else goes through :meth:`Instances.handle` (and msgpack) as before.
+
+    With the C fast path (:mod:`.native`), ``serve_steps`` runs that binary-step loop in C
+    and returns here, in a state the loop below continues from, for everything else."""
     reader = protocol.FrameReader(sock)
     buf = reader.buf
     view = reader.view
