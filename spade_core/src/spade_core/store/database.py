@@ -162,8 +162,8 @@ class Database:
         driver = pooled.driver_connection
         assert driver is not None  # a checked-out connection is open
         try:
-            driver.autocommit = True
             try:
+                driver.autocommit = True
                 return work(driver)
             except driver_error as err:
                 if driver.broken or driver.closed:
