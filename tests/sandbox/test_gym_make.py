@@ -42,9 +42,9 @@ GYM_MAKE = textwrap.dedent(
 def test_gym_make_of_a_stored_env_runs_in_a_hardened_worker(tmp_path: Path):
     home = tmp_path / "home"
     home.mkdir()
-    store = EnvStore(f"sqlite:///{home / 'store.db'}")
-    store.add(COUNTER, EnvMetadata(name="SandboxCounter", domain="games", skill="counting", max_turns=5))
-    store.set_status("SandboxCounter-v1", EnvStatus.admitted)
+    with EnvStore(f"sqlite:///{home / 'store.db'}") as store:
+        store.add(COUNTER, EnvMetadata(name="SandboxCounter", domain="games", skill="counting", max_turns=5))
+        store.set_status("SandboxCounter-v1", EnvStatus.admitted)
     env_vars = {**os.environ, "SPADE_HOME": str(home)}
     env_vars.pop("SPADE_PLUGINS", None)
     proc = subprocess.run(
