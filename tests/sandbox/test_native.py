@@ -23,10 +23,12 @@ from typing import Any
 import msgpack
 import psutil
 import pytest
+from envsrc import step_body
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
-from spade_sandbox.errors import EnvContractViolation, SandboxError
+from spade_sandbox.errors import EnvContractViolation, SandboxCrash, SandboxError
 from spade_sandbox.pool import check_step_reply
+from test_step_frames import FORGE
 
 from spade_sandbox import SandboxPool, channel, native, protocol, worker
 
@@ -684,3 +686,16 @@ class MixedEnv:
         assert pool.step_many([(h, "x") for h in hs]) == [("xx", 0.5, False, False, {})] * 5
         assert pool.step_many([(hs[1], "y"), (hs[3], "z")]) == [("yy", 0.5, False, False, {}),
                                                                 ("zz", 0.5, False, False, {})]
+
+
+@pytest.mark.parametrize("forged", ["_forge(7, 0.0, b'o')", "_forge(0, 0.0, b'\\xff\\xfe')"])
+def test_a_malformed_binary_reply_kills_the_worker_with_the_message_of_the_python_path(
+    os_layer_pool: SandboxPool, forged: str
+):
+    h = os_layer_pool.spawn(FORGE + step_body(forged, name="ForgerEnv"))
+    pid = os_layer_pool.worker_of(h).pid
+    with pytest.raises(SandboxCrash) as info:
+        os_layer_pool.step(h, "forge")
+    assert str(info.value).startswith(
+        f"worker {pid} sent an undecodable reply (a malformed binary step reply) during step(); it was killed")
+    assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
