@@ -9,8 +9,8 @@ Targets (from the Foundation issue):
 * store: >= 1,000 inserts/s sustained from one writer; lookup by id < 1 ms median.
 
 Run: ``python -m bench.bench_core`` (``--quick`` for a 20k-environment smoke run,
-``--store-only`` for the store table alone). The
-machine is shared and noisy: every figure is a median over repeats, and the tables show
+``--store-only`` for the store table alone, ``--import-only`` for the fresh-interpreter
+tables alone). The machine is shared and noisy: every figure is a median over repeats, and the tables show
 ratios side by side rather than absolute timings alone. Set ``SPADE_TEST_POSTGRES_URL``
 to add the PostgreSQL rows.
 """
@@ -507,6 +507,7 @@ def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
     quick = "--quick" in argv
     store_only = "--store-only" in argv  # just the store table (on a store of the same size)
+    import_only = "--import-only" in argv  # just the fresh-interpreter tables
     n = 20_000 if quick else 100_000
     sizes = [2_000, 10_000, 20_000] if quick else [10_000, 50_000, 100_000]
     loop_sizes = [500, 1_000, 2_000] if quick else [2_000, 5_000, 10_000]
@@ -522,8 +523,10 @@ def main(argv: list[str] | None = None) -> None:
         if not store_only:
             console.print(import_and_make_table(store_path, n, work, repeats))
             console.print(import_breakdown_table(work / "home-in-process", repeats))
+        if not (store_only or import_only):
             console.print(registration_table(store_path, sizes, loop_sizes, work, 5 if not quick else 3))
-        console.print(store_table(store_path, n, 5_000 if not quick else 1_000, 2_000))
+        if not import_only:
+            console.print(store_table(store_path, n, 5_000 if not quick else 1_000, 2_000))
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
