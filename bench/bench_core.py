@@ -10,8 +10,8 @@ Targets (from the Foundation issue):
 
 Run: ``python -m bench.bench_core`` (``--quick`` for a 20k-environment smoke run,
 ``--store-only`` for the store table alone, ``--import-only`` for the fresh-interpreter
-tables alone). The machine is shared and noisy: every figure is a median over repeats, and the tables show
-ratios side by side rather than absolute timings alone. Set ``SPADE_TEST_POSTGRES_URL``
+tables alone). The machine is shared and noisy: every figure is a median over repeats,
+and the tables show ratios side by side rather than absolute timings alone. Set ``SPADE_TEST_POSTGRES_URL``
 to add the PostgreSQL rows.
 """
 
