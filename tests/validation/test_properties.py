@@ -19,8 +19,13 @@ from spade_designer.validation.strategies import ActionProgram, generic_pool
 
 HASHER = MinHasher(permutations=64)
 #: Names the normaliser keeps as they are (keywords, builtins, self/cls/super) are not
-#: identifiers a rename can touch.
-_KEPT = frozenset(keyword.kwlist) | frozenset(dir(builtins)) | {"self", "cls", "super"}
+#: identifiers a rename can touch; nor are the names ``program`` itself uses (an attribute
+#: renamed to ``reset`` is the method's name, a different program).
+_KEPT = (
+    frozenset(keyword.kwlist)
+    | frozenset(dir(builtins))
+    | {"self", "cls", "super", "reset", "step", "seed", "action"}
+)
 identifiers = st.text(string.ascii_lowercase, min_size=3, max_size=8).filter(lambda s: s not in _KEPT)
 
 
