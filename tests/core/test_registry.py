@@ -337,6 +337,19 @@ def test_a_store_env_with_a_seed_id_is_not_registered_over_the_seed(tmp_path: Pa
     assert gym.registry["spade/seed_guess-v1"].entry_point == registry.SEED_ENTRY_POINT
 
 
+@pytest.mark.usefixtures("clean_registry", "puzzle_domain")
+def test_a_store_holding_the_seed_itself_shadows_it_without_a_warning(tmp_path: Path) -> None:
+    """Self-play admits the seed pool into its store: same id, same code, nothing to report."""
+    url = f"sqlite:///{tmp_path / 'store.db'}"
+    with EnvStore(url) as store:
+        store.add(GUESS.read_text().replace("\n", "\r\n"), guess_meta("seed_guess", status="admitted"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        result = registry.register(url)
+    assert result.problems == [] and result.stored == 0
+    assert gym.registry["spade/seed_guess-v1"].entry_point == registry.SEED_ENTRY_POINT
+
+
 @pytest.mark.usefixtures("clean_registry")
 def test_a_failing_plugin_is_a_warning_and_store_envs_still_register(tmp_path: Path) -> None:
     class Broken:

@@ -295,10 +295,25 @@ def _register_stored_specs(gym_ids: list[str], names: list[str] | None, url: str
     if clashes:
         shadowed = set(clashes)
         _registered_stored[:] = [gym_id for gym_id in gym_ids if gym_id not in shadowed]
-        shown = ", ".join(clashes[:5]) + (" ..." if len(clashes) > 5 else "")
-        result.problem(f"spade_core: store environments shadowed by seed environments of the same id: {shown}")
+        # A store that holds the seed pool itself (self-play admits it) shadows nothing.
+        differing = [gym_id for gym_id in clashes if not _stores_the_seed(url, gym_id, seed_specs[gym_id])]
+        if differing:
+            shown = ", ".join(differing[:5]) + (" ..." if len(differing) > 5 else "")
+            result.problem(f"spade_core: store environments shadowed by seed environments of the same id: {shown}")
     result.stored = len(_registered_stored)
     result.removed = removed
+
+
+def _stores_the_seed(url: str, gym_id: str, seed: EnvSpec) -> bool:
+    """Whether the store's environment ``gym_id`` has the code of the seed environment
+    registered under the same id (line endings normalised, as the store keeps code). Any
+    problem reading either answers ``False``, so the clash is reported."""
+    try:
+        _, stored = _read_stored(url, gym_id[len(_PREFIX) :])
+        source = Path(seed.kwargs["path"]).read_text(encoding="utf-8")
+    except Exception:
+        return False
+    return stored == source.replace("\r\n", "\n").replace("\r", "\n")
 
 
 # --- seed environments --------------------------------------------------------------------
