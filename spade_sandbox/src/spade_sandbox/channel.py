@@ -31,11 +31,10 @@ from .errors import (
 )
 
 #: The binary step frame's layout (``protocol.STEP_REQUEST``, ``protocol.STEP_REPLY``):
-#: its mark, the request's fields after the header, and where a reply's text starts.
+#: its mark, the request's fields after the header, and a reply's fields before its text.
 _STEP_MARK = protocol.STEP_MARK
 _REQUEST_FIELDS = protocol.STEP_REQUEST.size - protocol.HEADER.size
 _REPLY_FIELDS = protocol.STEP_REPLY.size
-_REPLY_TEXT = protocol.HEADER.size + protocol.STEP_REPLY.size
 
 #: The C step call (None: the pure-Python path) and the codes it answers with.
 _step_call = native.fast.step_call if native.fast is not None else None
@@ -390,42 +389,27 @@ class WorkerLink:
     def _step_received(self, have: int) -> Any:
         """The reply to a step request of which the first ``have`` bytes (from one read)
         are in the link's buffer: a binary reply's tuple, or the decoded msgpack reply."""
-        buf = self._buf
-        if have > 4 and have == self._size_of(buf)[0] + 4:
-            if buf[4] == _STEP_MARK:
-                if have < _REPLY_TEXT:
-                    self.fail("step()", "sent an undecodable reply (a malformed binary step reply)", SandboxCrash)
-                _, flags, reward = self._step_reply(buf, 4)
-                try:
-                    obs = str(self._view[_REPLY_TEXT:have], "utf-8")
-                except UnicodeDecodeError:
-                    obs = None
-                if obs is None or flags > 3:
-                    self.fail("step()", "sent an undecodable reply (a malformed binary step reply)", SandboxCrash)
-                return obs, reward, flags & 1 == 1, flags & 2 == 2, {}
-            unpacker = self._unpacker
-            try:
-                unpacker.feed(self._view[4:have])
-                value = unpacker.unpack()
-            except Exception as exc:
-                self.fail("step()", f"sent an undecodable reply ({type(exc).__name__})", SandboxCrash)
-            self._fed += have - 4
-            if unpacker.tell() != self._fed:
-                self.fail("step()", "sent an undecodable reply (bytes after the value)", SandboxCrash)
-            return value
-        if have == 0:
+        if have > 4 and have == self._size_of(self._buf)[0] + 4:  # a whole frame in one read
+            payload: Any = self._view[4:have]
+        elif have == 0:
             self.fail("step()", None, None)
-        timeout = self.call_timeout_s
-        payload = self._finish("step()", time.monotonic() + timeout, timeout, have, raw=True)
+        else:
+            timeout = self.call_timeout_s
+            payload = memoryview(self._finish("step()", time.monotonic() + timeout, timeout, have, raw=True))
         if not payload or payload[0] != _STEP_MARK:
-            return self._decode(memoryview(payload), "step()")
-        if len(payload) < _REPLY_FIELDS:
-            self.fail("step()", "sent an undecodable reply (a malformed binary step reply)", SandboxCrash)
-        _, flags, reward = self._step_reply(payload, 0)
-        try:
-            obs = str(payload[_REPLY_FIELDS:], "utf-8")
-        except UnicodeDecodeError:
-            obs = None
+            return self._decode(payload, "step()")
+        return self._binary_step(payload)
+
+    def _binary_step(self, payload: Any) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        """The 5-tuple of a binary step reply's ``payload`` (the frame after its header); a
+        malformed one kills the worker (:class:`SandboxCrash`)."""
+        obs = None
+        if len(payload) >= _REPLY_FIELDS:
+            _, flags, reward = self._step_reply(payload, 0)
+            try:
+                obs = str(payload[_REPLY_FIELDS:], "utf-8")
+            except UnicodeDecodeError:
+                pass
         if obs is None or flags > 3:
             self.fail("step()", "sent an undecodable reply (a malformed binary step reply)", SandboxCrash)
         return obs, reward, flags & 1 == 1, flags & 2 == 2, {}
