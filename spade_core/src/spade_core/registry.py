@@ -422,8 +422,6 @@ def make_stored_env(
     """
     import json
 
-    from .errors import UntrustedCodeError
-
     if config is None:
         from .quick_config import run_settings  # pydantic only when the config needs it
 
@@ -432,6 +430,8 @@ def make_stored_env(
     else:
         default_url, run = config.resolved_store_url, config.store_envs_run
     url = store_url or default_url
+    if run != "in-process":
+        _start_sandbox(env_id)
     document, source = _read_stored(url, env_id)
     info = json.loads(document)
     max_turns = info.get("max_turns")
@@ -446,16 +446,8 @@ def make_stored_env(
             reward_range=tuple(info.get("reward_range") or (0.0, 1.0)),
             render_mode=render_mode,
         )
-    try:
-        from spade_sandbox import SandboxedEnv
-    except ImportError as exc:
-        if exc.name not in ("spade_sandbox", None):
-            raise
-        raise UntrustedCodeError(
-            f"{env_id} comes from the store and is untrusted: it runs only in the sandbox, and "
-            "spade-sandbox is not installed. Install it (pip install spade-sandbox), or, for code "
-            'you trust, opt in with store_envs_run = "in-process" under [spade] in spade.toml.'
-        ) from None
+    from spade_sandbox import SandboxedEnv
+
     return SandboxedEnv(
         source,
         max_turns=max_turns,
@@ -464,6 +456,27 @@ def make_stored_env(
         class_name=info.get("class_name"),
         render_mode=render_mode,
     )
+
+
+def _start_sandbox(env_id: str) -> None:
+    """Start the sandbox's zygote before anything else (see :mod:`spade_sandbox.prestart`:
+    its boot then overlaps reading the store and importing the pool here).
+
+    Raises :class:`~spade_core.errors.UntrustedCodeError` when the sandbox is not installed.
+    """
+    try:
+        from spade_sandbox.prestart import start_default_zygote
+    except ImportError as exc:
+        if exc.name not in ("spade_sandbox", "spade_sandbox.prestart", None):
+            raise
+        from .errors import UntrustedCodeError
+
+        raise UntrustedCodeError(
+            f"{env_id} comes from the store and is untrusted: it runs only in the sandbox, and "
+            "spade-sandbox is not installed. Install it (pip install spade-sandbox), or, for code "
+            'you trust, opt in with store_envs_run = "in-process" under [spade] in spade.toml.'
+        ) from None
+    start_default_zygote()
 
 
 def _read_stored(url: str, env_id: str) -> tuple[str, str]:

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
-from . import protocol
+from . import prestart, protocol
 from .channel import WorkerLink, ZygoteProcess
 from .errors import SandboxUnavailable
 from .limits import SandboxLimits
@@ -37,8 +37,8 @@ class Backend(Protocol):
         """Start a worker for ``spec`` and wait until it is ready (or raise why not)."""
         ...
 
-    def close(self) -> None:
-        """Stop everything the backend started."""
+    def close(self, wait: bool = True) -> None:
+        """Stop everything the backend started (``wait=False``: without waiting for it)."""
         ...
 
 
@@ -61,9 +61,14 @@ class ZygoteBackend:
             if self._zygote is None or not self._zygote.alive:
                 if self._zygote is not None:
                     self._zygote.close()
-                self._zygote = ZygoteProcess(
-                    self.command_prefix, limits.spawn_timeout_s, spare=self.spare, cgroups=self.cgroups
-                )
+                started = prestart.take(self.command_prefix, self.spare, self.cgroups)
+                if started is not None:  # started before this process imported the pool
+                    started.start_timeout_s = limits.spawn_timeout_s
+                    self._zygote = started
+                else:
+                    self._zygote = ZygoteProcess(
+                        self.command_prefix, limits.spawn_timeout_s, spare=self.spare, cgroups=self.cgroups
+                    )
             return self._zygote
 
     def start_worker(
@@ -99,10 +104,10 @@ class ZygoteBackend:
                 link.missing_layers = {str(k): str(v) for k, v in missing.items()}
         return link
 
-    def close(self) -> None:
+    def close(self, wait: bool = True) -> None:
         with self._lock:
             if self._zygote is not None:
-                self._zygote.close()
+                self._zygote.close(wait)
                 self._zygote = None
 
 

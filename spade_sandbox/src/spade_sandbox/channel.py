@@ -104,25 +104,33 @@ def zygote_command() -> list[str]:
 
 
 class ZygoteProcess:
-    """The warm zygote, started as ``command_prefix + zygote_command() + [FD]``."""
+    """The warm zygote, started as ``command_prefix + zygote_command() + [FD]``.
+
+    The constructor only starts the process: the zygote's boot (mostly pre-importing the
+    allowed modules, ~0.08 s) runs while the caller goes on, and its hello is read by the
+    first request (:meth:`ready`). A zygote that failed to start raises
+    :class:`SandboxUnavailable` there.
+    """
 
     def __init__(
         self, command_prefix: Sequence[str] = (), start_timeout_s: float = 30.0, spare: bool = True, cgroups: bool = True
     ) -> None:
         self.lock = threading.Lock()
+        self.start_timeout_s = start_timeout_s
+        self._hello: list[Any] | None = None
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         self.sock = ours
         fd = str(theirs.fileno())
         # An outer jail may need the descriptor's number (nsjail --pass_fd {fd}).
         prefix = [part.replace("{fd}", fd) for part in command_prefix]
-        cmd = [*prefix, *zygote_command(), fd]
+        self.command = [*prefix, *zygote_command(), fd]
         if not spare:
-            cmd.append("--no-spare")
+            self.command.append("--no-spare")
         if not cgroups:
-            cmd.append("--no-cgroups")
+            self.command.append("--no-cgroups")
         try:
             self.proc = subprocess.Popen(
-                cmd,
+                self.command,
                 # Nothing of this environment but the step path's choice (native.py).
                 env={native.DISABLE_VARIABLE: "1"} if native.disabled else {},
                 stdin=subprocess.DEVNULL,
@@ -134,20 +142,43 @@ class ZygoteProcess:
             )
         except OSError as exc:
             ours.close()
-            raise SandboxUnavailable(f"cannot start the sandbox zygote ({cmd[0]}): {exc}") from None
+            raise SandboxUnavailable(f"cannot start the sandbox zygote ({self.command[0]}): {exc}") from None
         finally:
             theirs.close()
-        self.sock.settimeout(start_timeout_s)
+
+    def ready(self) -> list[Any]:
+        """The zygote's hello (``[OK, {"pid", "seccomp"}]``), waiting for it the first time."""
+        if self._hello is None:
+            with self.lock:
+                self._await_hello()
+        assert self._hello is not None
+        return self._hello
+
+    def _await_hello(self) -> None:
+        """Read the hello if not read yet (called with ``lock`` held)."""
+        if self._hello is not None:
+            return
+        self.sock.settimeout(self.start_timeout_s)
         try:
             hello = protocol.decode_trusted(protocol.recv_frame(self.sock))
         except (OSError, protocol.ChannelClosed) as exc:
-            self.close()
+            # Not alive any more either way, so the backend starts a new one next time.
+            self.proc.kill()
+            self.proc.wait()
             raise SandboxUnavailable(
-                f"the sandbox zygote failed to start ({exc}); run `{shlex.join(cmd[:-1])} 3 3<&-` to see why"
+                f"the sandbox zygote failed to start ({exc}); run `{shlex.join(self.command[:-1])} 3 3<&-` to see why"
             ) from None
         self.sock.settimeout(None)
-        self.pid = int(hello[1]["pid"]) if hello[0] == protocol.OK else self.proc.pid
-        self.seccomp_available = bool(hello[1].get("seccomp"))
+        if not (isinstance(hello, list) and len(hello) == 2 and isinstance(hello[1], dict)):
+            self.proc.kill()
+            self.proc.wait()
+            raise SandboxUnavailable(f"the sandbox zygote sent an unexpected hello: {hello!r}")
+        self._hello = hello
+
+    @property
+    def pid(self) -> int:
+        hello = self.ready()
+        return int(hello[1]["pid"]) if hello[0] == protocol.OK else self.proc.pid
 
     @property
     def alive(self) -> bool:
@@ -157,6 +188,7 @@ class ZygoteProcess:
         """Fork a worker; returns (pid, the pool's end of its pipe channel, pidfd or -1,
         extras such as ``{"cgroup": True}``)."""
         with self.lock:
+            self._await_hello()
             protocol.send(self.sock, ["spawn", spec])
             data, fds, _flags, _addr = socket.recv_fds(self.sock, 65536, 3)
             if not data:
@@ -178,21 +210,26 @@ class ZygoteProcess:
         """(raw wait status or None if unknown, killed by the cgroup OOM killer)."""
         with self.lock:
             try:
+                self._await_hello()
                 protocol.send(self.sock, ["status", pid])
                 reply = protocol.decode_trusted(protocol.recv_frame(self.sock))
-            except (OSError, protocol.ChannelClosed):
+            except (OSError, protocol.ChannelClosed, SandboxUnavailable):
                 return None, False
         if reply[0] != protocol.OK or not isinstance(reply[1], list):
             return None, False
         return int(reply[1][0]), bool(reply[1][1])
 
-    def close(self) -> None:
+    def close(self, wait: bool = True) -> None:
+        """Ask the zygote to kill its workers and leave; ``wait=False`` does not wait for it
+        to finish (at interpreter exit: it cleans up on its own, EOF meaning the same)."""
         try:
             with self.lock:
                 protocol.send(self.sock, ["exit"])
         except OSError:
             pass
         self.sock.close()
+        if not wait:
+            return
         try:
             self.proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
@@ -529,10 +566,12 @@ class WorkerLink:
             os.close(self.pidfd)
             self.pidfd = -1
 
-    def shutdown(self) -> None:
-        """Kill the worker on purpose (pool closing, or a worker whose error was fatal)."""
+    def shutdown(self, wait: bool = True) -> None:
+        """Kill the worker on purpose (pool closing, or a worker whose error was fatal);
+        ``wait=False`` leaves reaping it to the zygote."""
         if self.death is None:
             self.kill()
-            self.zygote.wait_status(self.zygote_side_pid)
+            if wait:
+                self.zygote.wait_status(self.zygote_side_pid)
             self.death = SandboxCrash(f"worker {self.pid} was shut down")
         self.close_fds()

@@ -31,6 +31,7 @@ from .errors import (
     StaticCheckError,
 )
 from .limits import SandboxLimits
+from .prestart import configures_default_sandbox
 from .static import StaticFinding, check_source
 
 ResetResult = tuple[str, dict[str, Any]]
@@ -195,8 +196,13 @@ class SandboxPool:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def close(self) -> None:
-        """Kill every worker and stop the zygote; handles become invalid. Idempotent."""
+    def close(self, wait: bool = True) -> None:
+        """Kill every worker and stop the zygote; handles become invalid. Idempotent.
+
+        ``wait=False`` (what interpreter exit does for the default pool) sends the kills and
+        the zygote's exit without waiting for any of them to be reaped: the zygote finishes
+        its clean-up on its own.
+        """
         with self._lock:
             if self._closed:
                 return
@@ -206,8 +212,8 @@ class SandboxPool:
             self._current.clear()
         for link in links:
             with link.lock:
-                link.shutdown()
-        self.backend.close()
+                link.shutdown(wait)
+        self.backend.close(wait)
 
     @property
     def closed(self) -> bool:
@@ -775,7 +781,7 @@ def default_pool() -> SandboxPool:
     global _default
     with _default_lock:
         if _default is None or _default.closed:
-            if _configures_no_sandbox():
+            if configures_default_sandbox():
                 # The defaults of [spade.sandbox] (SandboxSettings), without loading the
                 # pydantic configuration model for them (a fresh interpreter's first
                 # gym.make of a stored environment comes through here).
@@ -790,30 +796,5 @@ def default_pool() -> SandboxPool:
                     cpu_seconds=settings.cpu_seconds,
                 )
                 _default = SandboxPool(limits, backend=settings.backend, allow_insecure=settings.allow_insecure)
-            atexit.register(_default.close)
+            atexit.register(_default.close, wait=False)
         return _default
-
-
-def _configures_no_sandbox() -> bool:
-    """True when the active configuration (same lookup as ``load_config``) is a file
-    ``spade_core.quick_config`` vouches for (which excludes a ``[spade.sandbox]`` table),
-    or no file at all: the sandbox settings are then the defaults. Anything else goes
-    through ``load_config``, which validates it and reports errors field by field."""
-    from spade_core.paths import find_config_file
-
-    file = find_config_file(None)
-    if file is None:
-        return True
-    import tomllib
-
-    try:
-        raw = tomllib.loads(file.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
-        return False
-    table = raw.get("spade", {})
-    if not isinstance(table, dict) or "sandbox" in table:
-        return False
-    from spade_core.quick_config import run_settings
-
-    run_settings(file)  # raises ConfigError (through load_config) where the file is invalid
-    return True

@@ -277,7 +277,7 @@ class InProcessLink:
         assert self.death is not None
         return SandboxCrash(f"instance lost because its code version failed earlier: {self.death.message}")
 
-    def shutdown(self) -> None:
+    def shutdown(self, wait: bool = True) -> None:
         if self.death is None:
             self.death = SandboxCrash("the restricted code version was shut down")
         self.table = None
@@ -314,5 +314,5 @@ class RestrictedBackend:
         table = Instances(cls, int(spec.get("max_output_chars", 65536)))
         return InProcessLink(worker_id, key, table, limits.call_timeout_s)
 
-    def close(self) -> None:
+    def close(self, wait: bool = True) -> None:
         return None

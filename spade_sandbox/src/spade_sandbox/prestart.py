@@ -1,0 +1,101 @@
+"""Starting the default pool's zygote before the rest of the sandbox is imported.
+
+A fresh interpreter's first ``gymnasium.make`` of a stored environment waits for the
+zygote's boot (~0.08 s, mostly pre-importing the allowed modules). Started from here, at
+the top of :func:`spade_core.registry.make_stored_env`, the boot runs on another core while
+this process reads the store and imports the pool (~0.03 s), instead of after them. This
+module imports only :mod:`spade_sandbox.channel` (and that only when it starts a zygote).
+
+The default pool's backend adopts the started zygote (:func:`take`) when it would run the
+same command; otherwise it is told to leave.
+"""
+
+from __future__ import annotations
+
+import atexit
+import threading
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .channel import ZygoteProcess
+
+_lock = threading.Lock()
+_started: ZygoteProcess | None = None
+#: How the started zygote was asked to run: (outer jail prefix, spare, cgroups).
+_DEFAULT_OPTIONS: tuple[tuple[str, ...], bool, bool] = ((), True, True)
+
+
+def configures_default_sandbox() -> bool:
+    """True when the active configuration (same lookup as ``load_config``) is a file
+    ``spade_core.quick_config`` vouches for (which excludes a ``[spade.sandbox]`` table),
+    or no file at all: the sandbox settings are then the defaults. Anything else goes
+    through ``load_config``, which validates it and reports errors field by field."""
+    from spade_core.paths import find_config_file
+
+    file = find_config_file(None)
+    if file is None:
+        return True
+    import tomllib
+
+    try:
+        raw = tomllib.loads(file.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return False
+    table = raw.get("spade", {})
+    if not isinstance(table, dict) or "sandbox" in table:
+        return False
+    from spade_core.quick_config import run_settings
+
+    run_settings(file)  # raises ConfigError (through load_config) where the file is invalid
+    return True
+
+
+def start_default_zygote() -> None:
+    """Start the zygote of the process-wide pool, without waiting for it, when that pool
+    does not exist yet and would run with the default settings. Does nothing otherwise (the
+    pool then starts its zygote itself, as it always can)."""
+    global _started
+    import sys
+
+    pool_module = sys.modules.get("spade_sandbox.pool")
+    if pool_module is not None and getattr(pool_module, "_default", None) is not None:
+        return
+    with _lock:
+        if _started is not None:
+            return
+        from spade_core.errors import ConfigError
+
+        try:
+            if not configures_default_sandbox():
+                return
+        except ConfigError:  # reported by the pool's own lookup, as before
+            return
+        from .channel import ZygoteProcess
+
+        prefix, spare, cgroups = _DEFAULT_OPTIONS
+        _started = ZygoteProcess(prefix, spare=spare, cgroups=cgroups)
+        atexit.register(_leave)
+
+
+def take(command_prefix: Sequence[str], spare: bool, cgroups: bool) -> ZygoteProcess | None:
+    """The started zygote, if it runs what a backend with these options would start (and
+    is still alive); otherwise ``None``, after telling a started one to leave."""
+    global _started
+    with _lock:
+        started, _started = _started, None
+    if started is None:
+        return None
+    if (tuple(command_prefix), spare, cgroups) == _DEFAULT_OPTIONS and started.alive:
+        return started
+    started.close(wait=False)
+    return None
+
+
+def _leave() -> None:
+    """At exit: a zygote started here that no pool adopted is told to leave."""
+    global _started
+    with _lock:
+        started, _started = _started, None
+    if started is not None:
+        started.close(wait=False)
