@@ -37,7 +37,7 @@ from rich.table import Table
 from spade_core.metadata import EnvMetadata
 from spade_core.store import EnvStore
 
-from spade_core import registry
+from spade_core import native, registry
 
 console = Console(width=150)
 
@@ -135,29 +135,40 @@ def fresh_interpreter(
     """Medians over ``repeats`` fresh interpreters: wall and CPU time of the whole process,
     and the import / make split measured inside it. One untimed run goes first: it caches
     the bytecode of the modules this case imports and warms the page cache."""
-    env = child_env(home)
-    env.pop("SPADE_PLUGINS", None)
-    env.pop("SPADE_SEED_INDEX", None)
-    env.update(extra_env or {})
-    walls, cpus, imports, makes = [], [], [], []
+    return fresh_interpreters(home, make, repeats, [extra_env or {}])[0]
+
+
+def fresh_interpreters(home: Path, make: str, repeats: int, variants: list[dict[str, str]]) -> list[dict[str, float]]:
+    """:func:`fresh_interpreter` of several environment variants, run alternating (one of
+    each per round), so that a change of the machine's load weighs on all of them alike."""
+    envs = []
+    for extra_env in variants:
+        env = child_env(home)
+        env.pop("SPADE_PLUGINS", None)
+        env.pop("SPADE_SEED_INDEX", None)
+        env.pop(native.DISABLE_VARIABLE, None)
+        env.update(extra_env)
+        envs.append(env)
+    samples: list[dict[str, list[float]]] = [{"wall": [], "cpu": [], "import": [], "make": []} for _ in variants]
     for run in range(repeats + 1):
-        cpu0, started = _children_cpu(), time.perf_counter()
-        out = subprocess.run(
-            [sys.executable, "-c", _PROBE.format(make=make)],
-            capture_output=True,
-            text=True,
-            env=env,
-            cwd=home,
-            check=True,
-        )
-        if run == 0:
-            continue
-        walls.append(time.perf_counter() - started)
-        cpus.append(_children_cpu() - cpu0)
-        imp, mk = (float(x) for x in out.stdout.split())
-        imports.append(imp)
-        makes.append(mk)
-    return {"wall": _median(walls), "cpu": _median(cpus), "import": _median(imports), "make": _median(makes)}
+        for env, sample in zip(envs, samples, strict=True):
+            cpu0, started = _children_cpu(), time.perf_counter()
+            out = subprocess.run(
+                [sys.executable, "-c", _PROBE.format(make=make)],
+                capture_output=True,
+                text=True,
+                env=env,
+                cwd=home,
+                check=True,
+            )
+            if run == 0:
+                continue
+            sample["wall"].append(time.perf_counter() - started)
+            sample["cpu"].append(_children_cpu() - cpu0)
+            imp, mk = (float(x) for x in out.stdout.split())
+            sample["import"].append(imp)
+            sample["make"].append(mk)
+    return [{k: _median(v) for k, v in sample.items()} for sample in samples]
 
 
 def sandbox_ready() -> bool:
@@ -209,17 +220,25 @@ def import_and_make_table(store_path: Path, n: int, work: Path, repeats: int) ->
         r = fresh_interpreter(home, "", repeats)
         table.add_row(f"import spade_core, {n // 1000}k store", "-", f"{r['wall']:.3f}", f"{r['cpu']:.3f}",
                       f"{r['import']:.3f}", "-", f"{r['cpu'] / floor['cpu']:.2f}x", "")
-        r = fresh_interpreter(home, make, repeats)
+        if mode == "in-process" and native.active():  # the registration's C path against its Python twin
+            r, py = fresh_interpreters(home, make, 2 * repeats + 1, [{}, {native.DISABLE_VARIABLE: "1"}])
+        else:
+            r, py = fresh_interpreter(home, make, repeats), None
         ok = ("[green]yes" if r["wall"] < IMPORT_TARGET_S else "[red]no") + (
             " (CPU yes)" if r["cpu"] < IMPORT_TARGET_S <= r["wall"] else ""
         )
         table.add_row(f"import + first make, {n // 1000}k store", mode, f"{r['wall']:.3f}", f"{r['cpu']:.3f}",
                       f"{r['import']:.3f}", f"{r['make']:.3f}", f"{r['cpu'] / floor['cpu']:.2f}x", ok)
+        if py is not None:
+            table.add_row(f"  same, Python registration ({native.DISABLE_VARIABLE}=1; C: {r['wall'] / py['wall']:.2f}x "
+                          f"wall, {r['cpu'] / py['cpu']:.2f}x CPU)", mode, f"{py['wall']:.3f}", f"{py['cpu']:.3f}",
+                          f"{py['import']:.3f}", f"{py['make']:.3f}", f"{py['cpu'] / floor['cpu']:.2f}x", "")
         if mode == "in-process":  # what an interpreter pays when the seed index is stale or off
             r = fresh_interpreter(home, make, repeats, {"SPADE_SEED_INDEX": "0"})
             table.add_row("  same, seed index off (plugins loaded)", mode, f"{r['wall']:.3f}", f"{r['cpu']:.3f}",
                           f"{r['import']:.3f}", f"{r['make']:.3f}", f"{r['cpu'] / floor['cpu']:.2f}x", "")
-    table.caption = f"{table.caption or ''} {_load()} when the table was done.".strip()
+    registration = "C (spade_core._speedups)" if native.active() else f"Python ({native.reason})"
+    table.caption = f"{table.caption or ''} Registration path: {registration}. {_load()} when the table was done."
     return table
 
 
@@ -287,7 +306,8 @@ def registration_table(store_path: Path, sizes: list[int], loop_sizes: list[int]
 
     table = Table(
         title=f"Registration cost (in-process, median of {repeats}; gym.register at 10k: one run)",
-        caption="Linear means CPU ratio ~ size ratio.",
+        caption="Linear means CPU ratio ~ size ratio. "
+        f"Registration path: {'C (spade_core._speedups)' if native.active() else f'Python ({native.reason})'}.",
     )
     for col in ("method", "envs", "wall (s)", "CPU (s)", "CPU µs / env", "CPU ratio", "size ratio"):
         table.add_column(col, justify="left" if col == "method" else "right")
@@ -313,6 +333,15 @@ def registration_table(store_path: Path, sizes: list[int], loop_sizes: list[int]
             base = base or (cpu, n)
             table.add_row(label, f"{n:,}", f"{wall:.3f}", f"{cpu:.3f}",
                           f"{cpu / n * 1e6:.2f}", f"{cpu / base[0]:.1f}x", f"{n / base[1]:.0f}x")
+            if snapshot and registry._speedups is not None:  # the same through the Python path
+                c_path = registry._speedups
+                registry._speedups = None
+                try:
+                    py_wall, py_cpu = _timed(run, repeats, reset)
+                finally:
+                    registry._speedups = c_path
+                table.add_row(f"  same, Python registration (C: {cpu / py_cpu:.2f}x CPU)", f"{n:,}",
+                              f"{py_wall:.3f}", f"{py_cpu:.3f}", f"{py_cpu / n * 1e6:.2f}", "", "")
 
     base = None
     for n in loop_sizes:
