@@ -257,9 +257,16 @@ def test_stored_envs_run_in_the_sandbox_with_their_domain_allowed_modules(
         def __init__(self, source: str, **kwargs: object) -> None:
             made.update(source=source, **kwargs)
 
+    def start_default_zygote() -> None:  # test double: the zygote starts before the store is read
+        made["zygote_started_first"] = not made
+
     monkeypatch.setitem(sys.modules, "spade_sandbox", types.SimpleNamespace(SandboxedEnv=RecordingSandboxedEnv))
+    monkeypatch.setitem(
+        sys.modules, "spade_sandbox.prestart", types.SimpleNamespace(start_default_zygote=start_default_zygote)
+    )
     env = registry.make_stored_env("guess-v1", url, config=SpadeConfig())
     assert isinstance(env, RecordingSandboxedEnv)
+    assert made.pop("zygote_started_first") is True
     assert made == {
         "source": GUESS.read_text(),
         "max_turns": 6,
