@@ -220,8 +220,17 @@ def import_and_make_table(store_path: Path, n: int, work: Path, repeats: int) ->
         r = fresh_interpreter(home, "", repeats)
         table.add_row(f"import spade_core, {n // 1000}k store", "-", f"{r['wall']:.3f}", f"{r['cpu']:.3f}",
                       f"{r['import']:.3f}", "-", f"{r['cpu'] / floor['cpu']:.2f}x", "")
+        one = None
         if mode == "in-process" and native.active():  # the registration's C path against its Python twin
             r, py = fresh_interpreters(home, make, 2 * repeats + 1, [{}, {native.DISABLE_VARIABLE: "1"}])
+        elif mode == "sandbox":  # against a store holding only that environment: the sandbox's own cost
+            one_home = work / "home-sandbox-one-env"
+            one_home.mkdir(exist_ok=True)
+            if not (one_home / "store.db").exists():
+                with EnvStore(f"sqlite:///{one_home / 'store.db'}") as store:
+                    store.add(ENV_SOURCE.format(tag=n // 2), _meta(n // 2))
+            r, one = fresh_interpreters(home, make, 2 * repeats + 1, [{}, {"SPADE_HOME": str(one_home)}])
+            py = None
         else:
             r, py = fresh_interpreter(home, make, repeats), None
         ok = ("[green]yes" if r["wall"] < IMPORT_TARGET_S else "[red]no") + (
@@ -233,6 +242,10 @@ def import_and_make_table(store_path: Path, n: int, work: Path, repeats: int) ->
             table.add_row(f"  same, Python registration ({native.DISABLE_VARIABLE}=1; C: {r['wall'] / py['wall']:.2f}x "
                           f"wall, {r['cpu'] / py['cpu']:.2f}x CPU)", mode, f"{py['wall']:.3f}", f"{py['cpu']:.3f}",
                           f"{py['import']:.3f}", f"{py['make']:.3f}", f"{py['cpu'] / floor['cpu']:.2f}x", "")
+        if one is not None:
+            table.add_row(f"  same, a store of only that env ({n // 1000}k store: +{r['wall'] - one['wall']:.3f} s wall)",
+                          mode, f"{one['wall']:.3f}", f"{one['cpu']:.3f}", f"{one['import']:.3f}", f"{one['make']:.3f}",
+                          f"{one['cpu'] / floor['cpu']:.2f}x", "")
         if mode == "in-process":  # what an interpreter pays when the seed index is stale or off
             r = fresh_interpreter(home, make, repeats, {"SPADE_SEED_INDEX": "0"})
             table.add_row("  same, seed index off (plugins loaded)", mode, f"{r['wall']:.3f}", f"{r['cpu']:.3f}",
