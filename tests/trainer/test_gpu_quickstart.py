@@ -15,7 +15,7 @@ import pytest
 import torch
 from spade_trainer.config import load_selfplay_config
 from spade_trainer.errors import ConfigError, TrainerError
-from spade_trainer.grpo import unknown_grpo_arguments
+from spade_trainer.grpo import CHECKPOINTING, unknown_grpo_arguments
 from spade_trainer.plan import machine_problems, plan_run
 from spade_trainer.timings import read_times, times_table
 
@@ -30,7 +30,7 @@ def test_the_gpu_preset_plans_vllm_generation_and_a_bf16_update_on_cuda() -> Non
     assert cfg.generation.backend == "vllm" and cfg.generation.vllm_mode == "colocate"
     assert args["use_vllm"] is True and args["vllm_mode"] == "colocate"
     assert args["vllm_gpu_memory_utilization"] == cfg.generation.vllm_gpu_memory_utilization
-    assert args["bf16"] is True and args["use_cpu"] is False and args["gradient_checkpointing"] is True
+    assert args["bf16"] is True and args["use_cpu"] is False and args[CHECKPOINTING] is True
     assert args["max_steps"] == cfg.iterations == 6
     assert args["save_strategy"] == "steps" and args["save_steps"] == cfg.checkpoint_every
     # one optimizer step per iteration over every sample of the iteration

@@ -135,3 +135,20 @@ def test_parameter_delta_refuses_what_is_not_a_torch_optimizer() -> None:
 
     with pytest.raises(TrainerError, match="not a torch optimizer"):
         ParameterDelta().attach(object())
+
+
+def test_the_config_uses_this_transformers_name_for_checkpointing(tmp_path: Path) -> None:
+    """Transformers 5 renamed gradient_checkpointing: the old name warned in every run."""
+    import dataclasses
+    import warnings
+
+    from spade_trainer.grpo import CHECKPOINTING, UpdateShape, grpo_config
+    from trl import GRPOConfig
+
+    fields = {f.name for f in dataclasses.fields(GRPOConfig)}
+    assert CHECKPOINTING in fields
+    assert CHECKPOINTING == "activation_checkpointing" or "activation_checkpointing" not in fields
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message=".*checkpointing.* is deprecated", category=FutureWarning)
+        config = grpo_config(str(tmp_path), UpdateShape.for_samples(2, 2), max_steps=1)
+    assert getattr(config, CHECKPOINTING) is False  # on a CPU: no recomputation

@@ -74,6 +74,20 @@ def unknown_grpo_arguments(kwargs: dict[str, Any]) -> list[str]:
     return sorted(k for k in kwargs if k not in fields)
 
 
+def _checkpointing_argument() -> str:
+    """Transformers 5 renamed ``gradient_checkpointing`` to ``activation_checkpointing`` (the
+    old name still works, with a FutureWarning in every run); older versions know only the
+    old name."""
+    import dataclasses
+
+    fields = {f.name for f in dataclasses.fields(GRPOConfig)}
+    return "activation_checkpointing" if "activation_checkpointing" in fields else "gradient_checkpointing"
+
+
+#: The name of the checkpointing option in this Transformers version.
+CHECKPOINTING = _checkpointing_argument()
+
+
 def grpo_config_kwargs(
     output_dir: str,
     shape: UpdateShape,
@@ -116,10 +130,10 @@ def grpo_config_kwargs(
         use_vllm=use_vllm,
         lr_scheduler_type="constant",
         warmup_steps=0,
-        # recomputing activations saves GPU memory; on a CPU memory is plentiful and the
-        # recomputation would cost a third more time per update
-        gradient_checkpointing=not use_cpu,
     )
+    # recomputing activations saves GPU memory; on a CPU memory is plentiful and the
+    # recomputation would cost a third more time per update
+    kwargs[CHECKPOINTING] = not use_cpu
     if use_vllm:
         kwargs["vllm_mode"] = vllm_mode
     if logging_dir:

@@ -21,7 +21,7 @@ from pydantic import ValidationError
 
 from .config import SelfPlayConfig
 from .errors import ConfigError
-from .grpo import UpdateShape, grpo_config_kwargs, unknown_grpo_arguments
+from .grpo import CHECKPOINTING, UpdateShape, grpo_config_kwargs, unknown_grpo_arguments
 
 #: Sub-folder of the run folder that holds the trainer's checkpoints.
 CHECKPOINTS = "checkpoints"
@@ -52,7 +52,7 @@ class RunPlan:
                               f"episode {g.episode_token_budget}, {g.max_turns} turns"),
             ("update", f"{self.shape.capacity} sample slots, micro batch {self.shape.micro_batch}, "
                        f"{self.shape.steps_per_generation} accumulation steps, lr {c.optim.learning_rate:g}"),
-            ("gradient checkpointing", str(self.trainer_args["gradient_checkpointing"])),
+            ("activation checkpointing", str(self.trainer_args[CHECKPOINTING])),
             ("rollout executor", c.rollout.executor),
             ("run folder", str(c.run_dir)),
         ]
