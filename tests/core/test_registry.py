@@ -277,6 +277,24 @@ def test_stored_envs_run_in_the_sandbox_with_their_domain_allowed_modules(
     }
 
 
+def test_a_sandbox_without_prestart_still_runs_store_code(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An older spade-sandbox (no ``prestart`` module): its pool starts the zygote itself."""
+    url = f"sqlite:///{tmp_path / 'store.db'}"
+    with EnvStore(url) as store:
+        store.add(GUESS.read_text(), guess_meta("guess", class_name="GuessNumberEnv"))
+    made: dict = {}
+
+    class RecordingSandboxedEnv:  # test double of spade_sandbox.SandboxedEnv's constructor
+        def __init__(self, source: str, **kwargs: object) -> None:
+            made.update(source=source, **kwargs)
+
+    monkeypatch.setitem(sys.modules, "spade_sandbox", types.SimpleNamespace(SandboxedEnv=RecordingSandboxedEnv))
+    monkeypatch.delitem(sys.modules, "spade_sandbox.prestart", raising=False)
+    env = registry.make_stored_env("guess-v1", url, config=SpadeConfig())
+    assert isinstance(env, RecordingSandboxedEnv)
+    assert made["source"] == GUESS.read_text()
+
+
 def test_in_process_execution_of_store_code_is_an_explicit_opt_in(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'store.db'}"
     with EnvStore(url) as store:

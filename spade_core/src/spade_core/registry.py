@@ -465,7 +465,7 @@ def make_stored_env(
         default_url, run = config.resolved_store_url, config.store_envs_run
     url = store_url or default_url
     if run != "in-process":
-        _start_sandbox(env_id)
+        _start_sandbox()
     document, source = _read_stored(url, env_id)
     info = json.loads(document)
     max_turns = info.get("max_turns")
@@ -480,8 +480,18 @@ def make_stored_env(
             reward_range=tuple(info.get("reward_range") or (0.0, 1.0)),
             render_mode=render_mode,
         )
-    from spade_sandbox import SandboxedEnv
+    try:
+        from spade_sandbox import SandboxedEnv
+    except ImportError as exc:
+        if exc.name not in ("spade_sandbox", None):
+            raise
+        from .errors import UntrustedCodeError
 
+        raise UntrustedCodeError(
+            f"{env_id} comes from the store and is untrusted: it runs only in the sandbox, and "
+            "spade-sandbox is not installed. Install it (pip install spade-sandbox), or, for code "
+            'you trust, opt in with store_envs_run = "in-process" under [spade] in spade.toml.'
+        ) from None
     return SandboxedEnv(
         source,
         max_turns=max_turns,
@@ -492,24 +502,16 @@ def make_stored_env(
     )
 
 
-def _start_sandbox(env_id: str) -> None:
+def _start_sandbox() -> None:
     """Start the sandbox's zygote before anything else (see :mod:`spade_sandbox.prestart`:
-    its boot then overlaps reading the store and importing the pool here).
-
-    Raises :class:`~spade_core.errors.UntrustedCodeError` when the sandbox is not installed.
-    """
+    its boot then overlaps reading the store and importing the pool here). Without
+    spade-sandbox this does nothing: the import of ``SandboxedEnv`` reports it."""
     try:
         from spade_sandbox.prestart import start_default_zygote
     except ImportError as exc:
         if exc.name not in ("spade_sandbox", "spade_sandbox.prestart", None):
             raise
-        from .errors import UntrustedCodeError
-
-        raise UntrustedCodeError(
-            f"{env_id} comes from the store and is untrusted: it runs only in the sandbox, and "
-            "spade-sandbox is not installed. Install it (pip install spade-sandbox), or, for code "
-            'you trust, opt in with store_envs_run = "in-process" under [spade] in spade.toml.'
-        ) from None
+        return  # not installed, or a spade-sandbox older than prestart (its pool starts the zygote)
     start_default_zygote()
 
 
