@@ -1,9 +1,12 @@
 from __future__ import annotations
 
+import json
 import os
+import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import psutil
 import pytest
@@ -15,6 +18,33 @@ from spade_sandbox import SandboxLimits, SandboxPool
 
 def open_fds() -> set[int]:
     return {int(fd) for fd in os.listdir("/proc/self/fd")}
+
+
+def home_with_stored_counter(tmp_path: Path, name: str) -> Path:
+    """A ``SPADE_HOME`` whose store holds the counter environment, admitted as ``<name>-v1``."""
+    from envsrc import COUNTER
+    from spade_core.metadata import EnvMetadata, EnvStatus
+    from spade_core.store import EnvStore
+
+    home = tmp_path / "home"
+    home.mkdir()
+    with EnvStore(f"sqlite:///{home / 'store.db'}") as store:
+        store.add(COUNTER, EnvMetadata(name=name, domain="games", skill="counting", max_turns=5))
+        store.set_status(f"{name}-v1", EnvStatus.admitted)
+    return home
+
+
+def run_fresh(home: Path, script: str) -> dict[str, Any]:
+    """Run ``script`` in a fresh interpreter with ``home`` as ``SPADE_HOME`` (plugins as
+    installed); the last line it prints, as JSON."""
+    env_vars = {**os.environ, "SPADE_HOME": str(home)}
+    env_vars.pop("SPADE_PLUGINS", None)
+    proc = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, env=env_vars, cwd=home, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
+    return out
 
 
 def sandbox_processes() -> list[psutil.Process]:

@@ -2,16 +2,10 @@
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
-from envsrc import COUNTER
-from spade_core.metadata import EnvMetadata, EnvStatus
-from spade_core.store import EnvStore
+from conftest import home_with_stored_counter, run_fresh
 
 GYM_MAKE = textwrap.dedent(
     """
@@ -40,18 +34,7 @@ GYM_MAKE = textwrap.dedent(
 
 
 def test_gym_make_of_a_stored_env_runs_in_a_hardened_worker(tmp_path: Path):
-    home = tmp_path / "home"
-    home.mkdir()
-    with EnvStore(f"sqlite:///{home / 'store.db'}") as store:
-        store.add(COUNTER, EnvMetadata(name="SandboxCounter", domain="games", skill="counting", max_turns=5))
-        store.set_status("SandboxCounter-v1", EnvStatus.admitted)
-    env_vars = {**os.environ, "SPADE_HOME": str(home)}
-    env_vars.pop("SPADE_PLUGINS", None)
-    proc = subprocess.run(
-        [sys.executable, "-c", GYM_MAKE], capture_output=True, text=True, env=env_vars, cwd=home, timeout=120
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    out = run_fresh(home_with_stored_counter(tmp_path, "SandboxCounter"), GYM_MAKE)
     assert out["kind"] == "SandboxedEnv"
     assert out["obs"].startswith("secret ")
     assert out["last"] == [1.0, True]

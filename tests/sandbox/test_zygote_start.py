@@ -5,18 +5,14 @@ exit does not wait for it."""
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 import psutil
 import pytest
+from conftest import home_with_stored_counter, run_fresh
 from envsrc import COUNTER
-from spade_core.metadata import EnvMetadata, EnvStatus
-from spade_core.store import EnvStore
 from spade_sandbox.backends import ZygoteBackend
 from spade_sandbox.channel import ZygoteProcess
 from spade_sandbox.errors import SandboxUnavailable
@@ -100,24 +96,9 @@ _FIRST_MAKE = textwrap.dedent(
 )
 
 
-def _first_make(home: Path) -> dict[str, object]:
-    env_vars = {**os.environ, "SPADE_HOME": str(home)}
-    env_vars.pop("SPADE_PLUGINS", None)
-    proc = subprocess.run(
-        [sys.executable, "-c", _FIRST_MAKE], capture_output=True, text=True, env=env_vars, cwd=home, timeout=120
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    out: dict[str, object] = json.loads(proc.stdout.strip().splitlines()[-1])
-    return out
-
-
 def test_the_first_make_of_a_stored_env_starts_the_zygote_before_importing_the_pool(tmp_path: Path):
-    home = tmp_path / "home"
-    home.mkdir()
-    with EnvStore(f"sqlite:///{home / 'store.db'}") as store:
-        store.add(COUNTER, EnvMetadata(name="ZygoteCounter", domain="games", skill="counting", max_turns=5))
-        store.set_status("ZygoteCounter-v1", EnvStatus.admitted)
-    out = _first_make(home)
+    home = home_with_stored_counter(tmp_path, "ZygoteCounter")
+    out = run_fresh(home, _FIRST_MAKE)
     assert out == {
         "pool_imported_first": False,
         "started": True,
@@ -129,6 +110,6 @@ def test_the_first_make_of_a_stored_env_starts_the_zygote_before_importing_the_p
 
     # Sandbox settings of its own: the pool starts its zygote itself, with those settings.
     (home / "spade.toml").write_text("[spade.sandbox]\ncall_timeout_s = 3\n")
-    out = _first_make(home)
+    out = run_fresh(home, _FIRST_MAKE)
     assert (out["started"], out["adopted"], out["left_over"]) == (False, False, False)
     assert str(out["obs"]).startswith("secret ")
