@@ -13,6 +13,7 @@ same command; otherwise it is told to leave.
 from __future__ import annotations
 
 import atexit
+import sys
 import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
@@ -56,8 +57,6 @@ def start_default_zygote() -> None:
     does not exist yet and would run with the default settings. Does nothing otherwise (the
     pool then starts its zygote itself, as it always can)."""
     global _started
-    import sys
-
     pool_module = sys.modules.get("spade_sandbox.pool")
     if pool_module is not None and getattr(pool_module, "_default", None) is not None:
         return
