@@ -64,6 +64,26 @@ STORED_ENTRY_POINT = "spade_core.registry:make_stored_env"
 _PREFIX = NAMESPACE + "/"
 
 
+class _Derived:
+    """``version`` and ``kwargs`` of a :class:`StoredEnvSpec`: computed from its id on first
+    access and cached in the instance dict (a non-data descriptor: the cached value then
+    shadows it). A descriptor rather than ``__getattr__``: a class with ``__getattr__``
+    makes every attribute read of its instances take the slow path, and ``gymnasium.make``
+    reads ``namespace`` and ``name`` of every registered spec (``find_highest_version``)."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, spec: StoredEnvSpec | None, owner: type | None = None) -> Any:
+        if spec is None:
+            return self
+        env_id = spec.id[len(_PREFIX) :]
+        values = spec.__dict__
+        values.setdefault("version", int(env_id.rpartition("-v")[2]))
+        values.setdefault("kwargs", {"env_id": env_id, "store_url": type(spec)._store_url})
+        return values[self.name]
+
+
 class StoredEnvSpec(EnvSpec):
     """The spec of an admitted store environment, cheap enough to build 100,000 at import.
 
@@ -84,17 +104,9 @@ class StoredEnvSpec(EnvSpec):
     entry_point = STORED_ENTRY_POINT
     namespace = NAMESPACE
     additional_wrappers = ()
+    version = _Derived()
+    kwargs = _Derived()
     _store_url: str | None = None
-
-    def __getattr__(self, attr: str) -> Any:
-        # Only called for attributes missing from the slots, the instance dict and the class.
-        if attr in ("version", "kwargs"):
-            env_id = self.id[len(_PREFIX) :]
-            values = self.__dict__
-            values.setdefault("version", int(env_id.rpartition("-v")[2]))
-            values.setdefault("kwargs", {"env_id": env_id, "store_url": type(self)._store_url})
-            return values[attr]
-        raise AttributeError(attr)
 
     def __reduce__(self) -> tuple[Any, ...]:
         init = {f.name: getattr(self, f.name) for f in dataclasses.fields(EnvSpec) if f.init}
