@@ -277,6 +277,43 @@ def test_stored_envs_run_in_the_sandbox_with_their_domain_allowed_modules(
     }
 
 
+def test_import_starts_the_sandbox_before_reading_a_store_it_would_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, clean_registry: None
+) -> None:
+    """``import spade_core`` starts the zygote (spade_sandbox.prestart, a test double here)
+    before it reads the store, so the zygote's boot overlaps the registration; only when
+    the store exists and its code would run in the sandbox, and only at import."""
+    monkeypatch.setenv("SPADE_HOME", str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    events: list[str] = []
+    monkeypatch.setitem(
+        sys.modules, "spade_sandbox.prestart", types.SimpleNamespace(start_at_import=lambda: events.append("zygote"))
+    )
+    read = registry._admitted_gym_ids
+    monkeypatch.setattr(registry, "_admitted_gym_ids", lambda *args: (events.append("store"), read(*args))[1])
+
+    def importing() -> list[str]:
+        events.clear()
+        registry._register_store(None, registry.Registration(), at_import=True)
+        return list(events)
+
+    assert importing() == ["store"]  # no store file: nothing to run, and the store is not created
+    assert not (tmp_path / "store.db").exists()
+    with EnvStore(f"sqlite:///{tmp_path / 'store.db'}") as store:
+        store.add(GUESS.read_text(), guess_meta("guess", class_name="GuessNumberEnv"))
+        store.set_status("guess-v1", EnvStatus.admitted)
+    assert importing() == ["zygote", "store"]
+    assert "spade/guess-v1" in gym.registry
+    events.clear()
+    registry.register()  # a re-registration is not an import
+    assert events == ["store"]
+    (tmp_path / "spade.toml").write_text('[spade]\nstore_envs_run = "in-process"\n')
+    assert importing() == ["store"]
+    (tmp_path / "spade.toml").unlink()
+    monkeypatch.setitem(sys.modules, "spade_sandbox.prestart", types.SimpleNamespace())  # an older sandbox
+    assert importing() == ["store"]
+
+
 def test_a_sandbox_without_prestart_still_runs_store_code(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """An older spade-sandbox (no ``prestart`` module): its pool starts the zygote itself."""
     url = f"sqlite:///{tmp_path / 'store.db'}"

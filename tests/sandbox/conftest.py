@@ -34,17 +34,16 @@ def home_with_stored_counter(tmp_path: Path, name: str) -> Path:
     return home
 
 
-def run_fresh(home: Path, script: str) -> dict[str, Any]:
+def run_fresh(home: Path, script: str, env: dict[str, str] | None = None) -> Any:
     """Run ``script`` in a fresh interpreter with ``home`` as ``SPADE_HOME`` (plugins as
-    installed); the last line it prints, as JSON."""
-    env_vars = {**os.environ, "SPADE_HOME": str(home)}
+    installed, ``env`` added); the last line it prints, as JSON."""
+    env_vars = {**os.environ, "SPADE_HOME": str(home), **(env or {})}
     env_vars.pop("SPADE_PLUGINS", None)
     proc = subprocess.run(
         [sys.executable, "-c", script], capture_output=True, text=True, env=env_vars, cwd=home, timeout=120
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
-    out: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
-    return out
+    return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
 def sandbox_processes() -> list[psutil.Process]:

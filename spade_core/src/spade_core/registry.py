@@ -182,9 +182,11 @@ def register(store: EnvStore | str | None = None, *, seeds: bool = True) -> Regi
     return result
 
 
-def _register_store(store: EnvStore | str | None, result: Registration) -> None:
+def _register_store(store: EnvStore | str | None, result: Registration, at_import: bool = False) -> None:
     url = _store_url(store, result)
     if url is not None:
+        if at_import:
+            _start_sandbox_ahead(url)
         result.store = url
         found = _admitted_gym_ids(store, url, result)
         if found is not None:
@@ -204,7 +206,7 @@ def register_on_import() -> None:
             _register_seeds(result)
             if not result.problems:
                 _save_seed_index()
-        _register_store(None, result)
+        _register_store(None, result, at_import=True)
     except Exception as exc:  # the import must survive anything a store or plugin does
         warnings.warn(f"spade_core: environment registration failed: {exc}", RuntimeWarning, stacklevel=2)
 
@@ -525,6 +527,26 @@ def _start_sandbox() -> None:
             raise
         return  # not installed, or a spade-sandbox older than prestart (its pool starts the zygote)
     start_default_zygote()
+
+
+def _start_sandbox_ahead(url: str) -> None:
+    """At import, before the active store is read: start the sandbox's zygote when the
+    store's environments would run in it, so that its boot overlaps the registration (see
+    :mod:`spade_sandbox.prestart`). Best effort and silent: the first make reports problems."""
+    from .store import quick_read
+
+    path = quick_read.sqlite_path(url)
+    if path is not None and not path.exists():
+        return  # nothing to make from
+    try:
+        from .quick_config import run_settings
+
+        if run_settings().store_envs_run == "in-process":
+            return
+        from spade_sandbox.prestart import start_at_import
+    except Exception:  # an older spade-sandbox, none, or a configuration the make reports
+        return
+    start_at_import()
 
 
 def _read_stored(url: str, env_id: str) -> tuple[str, str]:

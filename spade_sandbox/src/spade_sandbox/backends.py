@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from . import prestart, protocol
-from .channel import WorkerLink, ZygoteProcess
+from .channel import WorkerLink, ZygoteLeft, ZygoteProcess
 from .errors import SandboxUnavailable
 from .limits import SandboxLimits
 
@@ -77,7 +77,11 @@ class ZygoteBackend:
         from .pool import error_from_reply
 
         zygote = self.zygote(limits)
-        pid, sock, pidfd, extras = zygote.spawn(spec)
+        try:
+            pid, sock, pidfd, extras = zygote.spawn(spec)
+        except ZygoteLeft:  # one started ahead of need had waited too long: start one now
+            zygote = self.zygote(limits)
+            pid, sock, pidfd, extras = zygote.spawn(spec)
         link = WorkerLink(worker_id, key, pid, sock, pidfd, zygote, limits.max_frame_bytes, call_timeout_s=limits.call_timeout_s)
         with link.lock:
             reply = link.receive("loading the environment", _now() + limits.spawn_timeout_s, limits.spawn_timeout_s)
@@ -103,6 +107,13 @@ class ZygoteBackend:
             if isinstance(missing, dict):
                 link.missing_layers = {str(k): str(v) for k, v in missing.items()}
         return link
+
+    def forget(self) -> None:
+        """In a forked child: close the copy of the zygote's socket, telling it nothing."""
+        self._lock = threading.Lock()
+        zygote, self._zygote = self._zygote, None
+        if zygote is not None:
+            zygote.sock.close()
 
     def close(self, wait: bool = True) -> None:
         with self._lock:

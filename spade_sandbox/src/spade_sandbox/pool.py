@@ -10,6 +10,7 @@ from __future__ import annotations
 import atexit
 import math
 import operator
+import os
 import threading
 import time
 from collections import OrderedDict
@@ -214,6 +215,19 @@ class SandboxPool:
             with link.lock:
                 link.shutdown(wait)
         self.backend.close(wait)
+
+    def forget(self) -> None:
+        """Close this process's descriptors of the workers and the zygote, telling them
+        nothing: for a child made by ``os.fork``, where they belong to the parent."""
+        self._closed = True
+        for link in self._links.values():
+            link.close_fds()
+        self._links.clear()
+        self._current.clear()
+        self._idle.clear()
+        forget = getattr(self.backend, "forget", None)
+        if forget is not None:
+            forget()
 
     @property
     def closed(self) -> bool:
@@ -773,12 +787,13 @@ def _check_seed(seed: Any) -> None:
 
 _default: SandboxPool | None = None
 _default_lock = threading.Lock()
+_close_at_exit_registered = False
 
 
 def default_pool() -> SandboxPool:
     """The process-wide pool (created on first use from the ``[spade.sandbox]`` settings of
     the active configuration; closed at interpreter exit)."""
-    global _default
+    global _default, _close_at_exit_registered
     with _default_lock:
         if _default is None or _default.closed:
             if configures_default_sandbox():
@@ -796,5 +811,27 @@ def default_pool() -> SandboxPool:
                     cpu_seconds=settings.cpu_seconds,
                 )
                 _default = SandboxPool(limits, backend=settings.backend, allow_insecure=settings.allow_insecure)
-            atexit.register(_default.close, wait=False)
+            if not _close_at_exit_registered:
+                atexit.register(_close_default_at_exit)
+                _close_at_exit_registered = True
         return _default
+
+
+def _close_default_at_exit() -> None:
+    pool = _default
+    if pool is not None:
+        pool.close(wait=False)
+
+
+def _forget_default_in_child() -> None:
+    """After ``os.fork``, in the child: the default pool's workers and zygote are the
+    parent's. The child closes its copies of their descriptors without a word to them (its
+    exit must not close the parent's pool) and makes a pool of its own when it needs one."""
+    global _default, _default_lock
+    _default_lock = threading.Lock()  # another thread may have held it at the fork
+    pool, _default = _default, None
+    if pool is not None:
+        pool.forget()
+
+
+os.register_at_fork(after_in_child=_forget_default_in_child)

@@ -1,18 +1,27 @@
 """Starting the default pool's zygote before the rest of the sandbox is imported.
 
 A fresh interpreter's first ``gymnasium.make`` of a stored environment waits for the
-zygote's boot (~0.08 s, mostly pre-importing the allowed modules). Started from here, at
-the top of :func:`spade_core.registry.make_stored_env`, the boot runs on another core while
-this process reads the store and imports the pool (~0.03 s), instead of after them. This
-module imports only :mod:`spade_sandbox.channel` (and that only when it starts a zygote).
+zygote's boot (~0.1 s, mostly pre-importing the allowed modules). Started early, the boot
+runs on another core while this process does other work, instead of after it:
+
+* :func:`start_at_import`, from ``import spade_core`` when it is about to register the
+  active store's environments (the registration, ~0.1 s at 100,000 environments, then hides
+  the boot). Such a zygote leaves by itself when no pool has claimed it
+  :data:`UNCLAIMED_EXIT_S` seconds after its boot, so an importer that never makes a stored
+  environment holds it that long at most. ``SPADE_SANDBOX_AT_IMPORT=0`` turns this off;
+* :func:`start_default_zygote`, at the top of :func:`spade_core.registry.make_stored_env`
+  (the boot then overlaps reading the store and importing the pool).
 
 The default pool's backend adopts the started zygote (:func:`take`) when it would run the
-same command; otherwise it is told to leave.
+same command; otherwise it is told to leave. A child made by ``os.fork`` forgets a zygote
+its parent started (the parent's, not the child's to use). This module imports only
+:mod:`spade_sandbox.channel` (and that only when it starts a zygote).
 """
 
 from __future__ import annotations
 
 import atexit
+import os
 import sys
 import threading
 from collections.abc import Sequence
@@ -25,6 +34,10 @@ _lock = threading.Lock()
 _started: ZygoteProcess | None = None
 #: How the started zygote was asked to run: (outer jail prefix, spare, cgroups).
 _DEFAULT_OPTIONS: tuple[tuple[str, ...], bool, bool] = ((), True, True)
+#: A zygote started at import leaves when no pool has claimed it this long after its boot.
+UNCLAIMED_EXIT_S = 30.0
+#: ``SPADE_SANDBOX_AT_IMPORT=0``: no zygote is started by ``import spade_core``.
+AT_IMPORT_VARIABLE = "SPADE_SANDBOX_AT_IMPORT"
 
 
 def configures_default_sandbox() -> bool:
@@ -52,10 +65,23 @@ def configures_default_sandbox() -> bool:
     return True
 
 
-def start_default_zygote() -> None:
+def start_at_import() -> None:
+    """:func:`start_default_zygote` for ``import spade_core`` (see the module's docstring);
+    nothing when ``SPADE_SANDBOX_AT_IMPORT=0``. Best effort: a zygote that cannot be started
+    is reported by the first make, where the pool starts its own."""
+    if os.environ.get(AT_IMPORT_VARIABLE) == "0":
+        return
+    try:
+        start_default_zygote(unclaimed_exit_s=UNCLAIMED_EXIT_S)
+    except Exception:
+        pass
+
+
+def start_default_zygote(unclaimed_exit_s: float | None = None) -> None:
     """Start the zygote of the process-wide pool, without waiting for it, when that pool
     does not exist yet and would run with the default settings. Does nothing otherwise (the
-    pool then starts its zygote itself, as it always can)."""
+    pool then starts its zygote itself, as it always can). With ``unclaimed_exit_s`` the
+    zygote leaves when no pool has taken it that long after its boot."""
     global _started
     pool_module = sys.modules.get("spade_sandbox.pool")
     if pool_module is not None and getattr(pool_module, "_default", None) is not None:
@@ -73,7 +99,7 @@ def start_default_zygote() -> None:
         from .channel import ZygoteProcess
 
         prefix, spare, cgroups = _DEFAULT_OPTIONS
-        _started = ZygoteProcess(prefix, spare=spare, cgroups=cgroups)
+        _started = ZygoteProcess(prefix, spare=spare, cgroups=cgroups, unclaimed_exit_s=unclaimed_exit_s)
         atexit.register(_leave)
 
 
@@ -98,3 +124,17 @@ def _leave() -> None:
         started, _started = _started, None
     if started is not None:
         started.close(wait=False)
+
+
+def _forget_in_child() -> None:
+    """After ``os.fork``, in the child: the started zygote is the parent's. The child closes
+    its copy of the control socket (so the zygote still sees the parent's exit) and starts
+    its own zygote when it needs one."""
+    global _lock, _started
+    _lock = threading.Lock()  # another thread may have held it at the fork
+    started, _started = _started, None
+    if started is not None:
+        started.sock.close()
+
+
+os.register_at_fork(after_in_child=_forget_in_child)
