@@ -14,6 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from spade_core.metadata import TRANSITIONS, EnvMetadata, EnvStatus
+from spade_core.names import NAME_RE
 from spade_core.store import EnvStore, id_snapshot, quick_read
 
 from spade_core import registry
@@ -58,9 +59,8 @@ def test_the_first_read_writes_a_snapshot_that_the_next_read_uses(tmp_path: Path
     snapshot = id_snapshot.snapshot_path(path)
     assert snapshot.is_file()
     # Proof that the second read comes from the file: an id only the file holds appears.
-    header, _, body = snapshot.read_text().partition("\n")
-    ids_text, _, names_text = body.partition("\0")
-    snapshot.write_text(f"{header}\n{ids_text}\nspade/only_in_file-v1\0{names_text}\nonly_in_file")
+    _, _, version, prefix, _ = snapshot.read_text().partition("\n")[0].split(" ")
+    id_snapshot.save(path, version, prefix, [*ids, "spade/only_in_file-v1"], [*names, "only_in_file"])
     assert "spade/only_in_file-v1" in read(path)[0]
 
 
@@ -129,6 +129,25 @@ def test_a_damaged_snapshot_is_ignored_and_rewritten(tmp_path: Path, damage) -> 
     damage(id_snapshot.snapshot_path(path))
     assert sorted(read(path)[0]) == expected
     assert sorted(read(path)[0]) == expected
+
+
+_NAMES = st.from_regex(NAME_RE, fullmatch=True).filter(lambda name: len(name) <= 40)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(names=st.lists(_NAMES, max_size=6), cut=st.integers(0, 200), extra=st.sampled_from(["", "\0", "\n", "\nx\0y"]))
+def test_a_snapshot_reads_back_what_was_saved_and_nothing_else(tmp_path: Path, names: list[str], cut: int, extra: str) -> None:
+    """save -> load round trip; a file cut short or grown is not read."""
+    store = tmp_path / "store.db"
+    gym_ids = [f"spade/{name}-v{i}" for i, name in enumerate(names)]
+    id_snapshot.save(store, "7", "spade/", gym_ids, names)
+    assert id_snapshot.load(store, "7", "spade/") == (gym_ids, names)
+    assert id_snapshot.load(store, "8", "spade/") is None
+    target = id_snapshot.snapshot_path(store)
+    text = target.read_text(encoding="utf-8")
+    damaged = text[: len(text) - cut % (len(text) + 1)] + extra
+    target.write_text(damaged, encoding="utf-8")
+    assert id_snapshot.load(store, "7", "spade/") == (None if damaged != text else (gym_ids, names))
 
 
 def test_an_unwritable_place_for_the_snapshot_is_not_an_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -8,9 +8,11 @@ by triggers in every transaction that changes which ids are admitted; both are r
 read transaction), and any problem with it (missing, unreadable, malformed, unwritable
 directory) just means the ids are read from the store as before.
 
-File ``<store file>-ids``, UTF-8: a header line ``spade-id-snapshot 1 <version> <prefix>``,
-then the prefixed ids joined by newlines, a NUL, and the names joined by newlines (ids and
-names contain neither character: see :data:`spade_core.names.NAME_RE`).
+File ``<store file>-ids``, UTF-8: a header line ``spade-id-snapshot 2 <version> <prefix>
+<length>``, then the prefixed ids joined by newlines, a NUL, and the names joined by
+newlines (ids and names contain neither character: see :data:`spade_core.names.NAME_RE`);
+``<length>`` is the number of characters after the header line, so a file cut short or
+grown is not read.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from itertools import repeat
 from operator import itemgetter
 from pathlib import Path
 
-_MAGIC = "spade-id-snapshot 1"
+_MAGIC = "spade-id-snapshot 2"
 
 
 def snapshot_path(store_path: Path) -> Path:
@@ -41,7 +43,7 @@ def load(store_path: Path, version: str, prefix: str) -> tuple[list[str], list[s
     except (OSError, UnicodeDecodeError):
         return None
     header, sep, body = text.partition("\n")
-    if not sep or header != f"{_MAGIC} {version} {prefix}":
+    if not sep or header != f"{_MAGIC} {version} {prefix} {len(body)}":
         return None
     ids_text, sep, names_text = body.partition("\0")
     if not sep:
@@ -58,7 +60,8 @@ def save(store_path: Path, version: str, prefix: str, gym_ids: list[str], names:
     directory the process cannot write to is not an error."""
     target = snapshot_path(store_path)
     tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    text = f"{_MAGIC} {version} {prefix}\n" + "\n".join(gym_ids) + "\0" + "\n".join(names)
+    body = "\n".join(gym_ids) + "\0" + "\n".join(names)
+    text = f"{_MAGIC} {version} {prefix} {len(body)}\n" + body
     try:
         tmp.write_text(text, encoding="utf-8")
         os.replace(tmp, target)
