@@ -183,9 +183,9 @@ def register(store: EnvStore | str | None = None, *, seeds: bool = True) -> Regi
 
 
 def _register_store(store: EnvStore | str | None, result: Registration, at_import: bool = False) -> None:
-    url = _store_url(store, result)
+    url, run = _store_url(store, result)
     if url is not None:
-        if at_import:
+        if at_import and run is not None and run != "in-process":
             _start_sandbox_ahead(url)
         result.store = url
         found = _admitted_gym_ids(store, url, result)
@@ -214,18 +214,21 @@ def register_on_import() -> None:
 # --- the active store ---------------------------------------------------------------------
 
 
-def _store_url(store: EnvStore | str | None, result: Registration) -> str | None:
+def _store_url(store: EnvStore | str | None, result: Registration) -> tuple[str | None, str | None]:
+    """The store's URL (``None`` after reporting a problem) and, for the active store, where
+    its code runs (``store_envs_run``; ``None`` for a store given explicitly)."""
     if store is None:
         try:
             from .quick_config import run_settings  # no pydantic on the import path
 
-            return run_settings().store_url
+            settings = run_settings()
+            return settings.store_url, settings.store_envs_run
         except Exception as exc:
             result.problem(f"spade_core: cannot determine the active store: {exc}")
-            return None
+            return None, None
     if isinstance(store, str):
-        return store
-    return store.url
+        return store, None
+    return store.url, None
 
 
 def _admitted_gym_ids(
@@ -530,8 +533,8 @@ def _start_sandbox() -> None:
 
 
 def _start_sandbox_ahead(url: str) -> None:
-    """At import, before the active store is read: start the sandbox's zygote when the
-    store's environments would run in it, so that its boot overlaps the registration (see
+    """At import, before the active store (whose environments run in the sandbox) is read:
+    start the sandbox's zygote, so that its boot overlaps the registration (see
     :mod:`spade_sandbox.prestart`). Best effort and silent: the first make reports problems."""
     from .store import quick_read
 
@@ -539,12 +542,8 @@ def _start_sandbox_ahead(url: str) -> None:
     if path is not None and not path.exists():
         return  # nothing to make from
     try:
-        from .quick_config import run_settings
-
-        if run_settings().store_envs_run == "in-process":
-            return
         from spade_sandbox.prestart import start_at_import
-    except Exception:  # an older spade-sandbox, none, or a configuration the make reports
+    except Exception:  # none, an older spade-sandbox, or a broken install the make reports
         return
     start_at_import()
 
