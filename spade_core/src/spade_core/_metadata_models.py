@@ -80,6 +80,26 @@ class DocumentRef(_Model):
     sha256: str | None = None
 
 
+#: A knob value an edit may set (JSON carries each of these exactly).
+KnobValue = bool | int | float | str
+
+
+class EnvEdit(_Model):
+    """How an environment was made by editing its parent (``EnvMetadata.edit``).
+
+    ``kind`` is ``"parameter"`` (new values for the parent's declared knobs: ``values``,
+    with the parent's in ``previous``) or ``"code"`` (a change to the parent's source:
+    ``diff`` is the unified diff from the parent's code to the child's).
+    Added to schema version 1 as an optional field: records without it read unchanged.
+    """
+
+    kind: Literal["parameter", "code"]
+    parent_id: str = Field(min_length=1)
+    values: dict[str, KnobValue] = Field(default_factory=dict)
+    previous: dict[str, KnobValue] = Field(default_factory=dict)
+    diff: str | None = Field(default=None, max_length=64_000)
+
+
 class EnvMetadata(_Model):
     """Everything SPADE knows about one version of one environment."""
 
@@ -106,6 +126,8 @@ class EnvMetadata(_Model):
     stats: list[StatsSnapshot] = Field(default_factory=list)
     status: EnvStatus = EnvStatus.candidate
     tags: list[str] = Field(default_factory=list)
+    #: The edit that made this environment from its parent (``None``: written from scratch).
+    edit: EnvEdit | None = None
     created_at: datetime = Field(default_factory=utcnow)
     updated_at: datetime = Field(default_factory=utcnow)
 

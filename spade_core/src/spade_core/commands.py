@@ -121,6 +121,19 @@ def list_envs(
 # --- spade show -----------------------------------------------------------------------
 
 
+def _edit_text(m: EnvMetadata) -> str:
+    """How an edited environment differs from its parent, in one line ("-" if written from scratch)."""
+    e = m.edit
+    if e is None:
+        return "-"
+    if e.kind == "parameter":
+        changes = ", ".join(f"{k} {e.previous.get(k, '?')} -> {v}" for k, v in e.values.items())
+        return f"parameter edit of {e.parent_id}: {changes or 'no change'}"
+    lines = (e.diff or "").splitlines()
+    changed = sum(1 for line in lines if line[:1] in "+-" and not line.startswith(("+++", "---")))
+    return f"code edit of {e.parent_id}: {changed} changed lines"
+
+
 def _metadata_panel(kind: str, m: EnvMetadata) -> Panel:
     grid = Table.grid(padding=(0, 2))
     grid.add_column(style="bold")
@@ -142,6 +155,7 @@ def _metadata_panel(kind: str, m: EnvMetadata) -> Panel:
         ("created", m.created_at.isoformat(timespec="seconds")),
         ("description", m.description or "-"),
         ("hint", m.hint or "-"),
+        ("edit", _edit_text(m)),
     ]
     for k, v in rows:
         grid.add_row(k, escape(str(v)))

@@ -46,9 +46,9 @@ TRANSITIONS: dict[EnvStatus, frozenset[EnvStatus]] = {
 }
 
 if TYPE_CHECKING:
-    from ._metadata_models import DocumentRef, EnvMetadata, Finding, StatsSnapshot, ValidationReport, json_schema
+    from ._metadata_models import DocumentRef, EnvEdit, EnvMetadata, Finding, StatsSnapshot, ValidationReport, json_schema
 
-_MODELS = frozenset({"DocumentRef", "EnvMetadata", "Finding", "StatsSnapshot", "ValidationReport", "json_schema"})
+_MODELS = frozenset({"DocumentRef", "EnvEdit", "EnvMetadata", "Finding", "StatsSnapshot", "ValidationReport", "json_schema"})
 
 __all__ = [
     "NAME_RE",
@@ -56,6 +56,7 @@ __all__ = [
     "TRANSITIONS",
     "ActionFormat",
     "DocumentRef",
+    "EnvEdit",
     "EnvMetadata",
     "EnvStatus",
     "Finding",
