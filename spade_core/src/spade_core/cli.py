@@ -34,9 +34,39 @@ def report_error(exc: SpadeError) -> None:
     Console(stderr=True, soft_wrap=True).print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False)
 
 
+def tidy_help(command: Any, ctx: Any) -> None:
+    """Make ``command``'s help (and its sub-commands', recursively) say what a user types.
+
+    Switches (``--json``, ``--help``, ``--resume/--no-resume``) take no value, so they show
+    no type (Typer prints ``<bool>`` for them); help texts are shown as written, brackets
+    included (Typer's rich markup would swallow ``[selfplay]`` as a style tag). Idempotent.
+    """
+    if getattr(command, "_spade_tidy", False):
+        return
+    command._spade_tidy = True
+    from rich.markup import escape
+
+    params = list(getattr(command, "params", ()))
+    help_option = command.get_help_option(ctx) if hasattr(command, "get_help_option") else None
+    if help_option is not None:
+        params.append(help_option)
+    for param in params:
+        if getattr(param, "is_flag", False) or getattr(param, "count", False):
+            param.metavar = ""
+        if getattr(param, "help", None):
+            param.help = escape(param.help)
+    for attr in ("help", "short_help", "epilog"):
+        text = getattr(command, attr, None)
+        if text:
+            setattr(command, attr, escape(text))
+    for sub in getattr(command, "commands", {}).values():
+        tidy_help(sub, ctx)
+
+
 class SpadeGroup(TyperGroup):
     """The root command group: a SpadeError ends the command with :func:`report_error`
-    and exit code 2, under ``spade`` and under a test runner alike."""
+    and exit code 2, under ``spade`` and under a test runner alike. Help pages are tidied
+    by :func:`tidy_help` before they are shown."""
 
     def invoke(self, ctx: Any) -> Any:
         try:
@@ -44,6 +74,11 @@ class SpadeGroup(TyperGroup):
         except SpadeError as exc:
             report_error(exc)
             raise typer.Exit(ERROR_EXIT_CODE) from None
+
+    def make_context(self, info_name: str | None, args: list[str], parent: Any = None, **extra: Any) -> Any:
+        # Before parsing: the help option answers during parsing, sub-commands' included.
+        tidy_help(self, self.context_class(self, info_name=info_name, parent=parent, **extra))
+        return super().make_context(info_name, args, parent=parent, **extra)
 
 
 @dataclass
