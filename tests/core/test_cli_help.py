@@ -3,9 +3,11 @@ its type, and help text keeps its brackets (``[selfplay]`` is a TOML table, not 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
+import pytest
 from spade_core.cli import build_app
 from typer.main import get_command
 from typer.testing import CliRunner
@@ -46,3 +48,18 @@ def test_a_switch_still_works_after_its_help_was_tidied() -> None:
     result = CliRunner().invoke(app, ["list", "--json", "--limit", "1"], env={"COLUMNS": "160"})
     assert result.exit_code == 0, result.output
     assert result.output.lstrip().startswith("[")
+
+
+@pytest.mark.parametrize("columns", [60, 80, 100, 120, 140, 200])
+def test_list_keeps_ids_skills_and_statuses_whole_at_any_width(columns: int) -> None:
+    result = CliRunner().invoke(build_app(), ["list"], env={"COLUMNS": str(columns)})
+    assert result.exit_code == 0, result.output
+    rows = json.loads(CliRunner().invoke(build_app(), ["list", "--json"]).output)
+    lines = result.output.splitlines()
+    for row in rows:
+        line = next((line for line in lines if f" {row['id']} " in line), None)
+        assert line is not None, f"{row['id']} is cut at {columns} columns"
+        if columns >= 100:  # room for every skill and status on the row itself
+            assert f" {row['skill']} " in line and f" {row['status']} " in line, line
+    if columns >= 120:
+        assert "regret" in result.output

@@ -82,25 +82,43 @@ def list_envs(
         return
     console = _console()
     table = Table(title=f"{len(seeds)} seed + {total} store environments", title_justify="left")
-    # The id is what the user types next (`spade show ID`): it never wraps. On a narrow
-    # terminal the numbers and the description are left out rather than squeezed.
-    columns = ["id", "kind", "domain", "skill", "status"]
-    if console.width >= 100:
-        columns += ["turns", "win rate", "regret"]
-    if console.width >= 130:
+    # The id is what the user types next (`spade show ID`): it never wraps, and neither do
+    # the skill and the status. The numbers and the description come only where the
+    # terminal has room for them beside those, rather than squeezing them.
+    summaries = [e.summary() for e in entries]
+    widths = {
+        "id": max([len(s["id"]) for s in summaries] + [2]),
+        "kind": 5,
+        "domain": max([len(s["domain"]) for s in summaries] + [6]),
+        "skill": max([len(s["skill"]) for s in summaries] + [5]),
+        "status": max([len(s["status"]) for s in summaries] + [6]),
+    }
+    columns = list(widths)
+    if domain is not None:  # every row says the same
+        columns.remove("domain")
+        del widths["domain"]
+    needed = sum(widths.values()) + 3 * len(columns) + 1  # cells, padding and rules
+    if needed > console.width:  # too narrow even for these: the skill folds, the rest stays whole
+        del widths["skill"]
+    for col, width in (("turns", 5), ("win rate", 8), ("regret", 6)):
+        if needed + width + 3 <= console.width:
+            columns.append(col)
+            widths[col] = width
+            needed += width + 3
+    if needed + 23 <= console.width:
         columns.append("description")
     for col in columns:
         numeric = col in ("turns", "win rate", "regret")
         table.add_column(
             col,
             justify="right" if numeric else "left",
-            no_wrap=col != "skill",
+            no_wrap=col in widths,
+            min_width=widths.get(col),
             max_width=50 if col == "description" else None,
             overflow="ellipsis" if col == "description" else "fold",
         )
     colours = {"admitted": "green", "candidate": "yellow", "retired": "dim"}
-    for e in entries:
-        s = e.summary()
+    for e, s in zip(entries, summaries, strict=True):
         cells = {
             "id": escape(s["id"]),
             "kind": "[cyan]seed[/]" if e.kind == "seed" else "store",
