@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from .env import ReferenceEnvAdapter, TextEnv, UnicodeText
     from .errors import SpadeError
 
-__version__ = "0.1.0"
+from ._version import __version__ as __version__
 
 _LAZY = {
     "ReferenceEnvAdapter": ".env",

@@ -13,8 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from .metadata import SCHEMA_VERSION, EnvStatus, utcnow
-from .names import NAME_RE, ActionFormat
+from .names import NAME_RE, SCHEMA_VERSION, ActionFormat, EnvStatus, utcnow
 
 
 class _Model(BaseModel):

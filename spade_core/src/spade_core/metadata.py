@@ -13,37 +13,17 @@ spade_core`` loads (plugins included) may use them freely.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-from enum import StrEnum
 from importlib import import_module
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any
 
 # Defined in spade_core.names (pydantic-free, for the light import path); re-exported here.
 from .names import NAME_RE as NAME_RE
+from .names import SCHEMA_VERSION as SCHEMA_VERSION
+from .names import TRANSITIONS as TRANSITIONS
 from .names import ActionFormat as ActionFormat
+from .names import EnvStatus as EnvStatus
 from .names import code_hash as code_hash
-
-SCHEMA_VERSION: Final = 1
-
-
-def utcnow() -> datetime:
-    return datetime.now(UTC)
-
-
-class EnvStatus(StrEnum):
-    """Lifecycle: candidate -> admitted -> retired (candidate -> retired for rejects)."""
-
-    candidate = "candidate"
-    admitted = "admitted"
-    retired = "retired"
-
-
-#: Allowed status transitions (from -> set of to).
-TRANSITIONS: dict[EnvStatus, frozenset[EnvStatus]] = {
-    EnvStatus.candidate: frozenset({EnvStatus.admitted, EnvStatus.retired}),
-    EnvStatus.admitted: frozenset({EnvStatus.retired}),
-    EnvStatus.retired: frozenset({EnvStatus.admitted}),
-}
+from .names import utcnow as utcnow
 
 if TYPE_CHECKING:
     from ._metadata_models import DocumentRef, EnvEdit, EnvMetadata, Finding, StatsSnapshot, ValidationReport, json_schema

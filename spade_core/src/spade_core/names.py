@@ -1,13 +1,41 @@
-"""Names, formats and content addresses shared by the light import path (plugins,
-registration, the sandbox) and the metadata models. Kept free of pydantic so that
+"""Names, formats, content addresses and the lifecycle shared by the light import path
+(plugins, registration, the sandbox) and the metadata models. Kept free of pydantic so that
 ``import spade_core`` and ``gymnasium.make`` stay cheap; :mod:`spade_core.metadata`
-re-exports them."""
+re-exports them (import them from there), and :mod:`spade_core._metadata_models` builds on
+them without importing :mod:`spade_core.metadata` back."""
 
 from __future__ import annotations
 
 import hashlib
 import re
+from datetime import UTC, datetime
 from enum import StrEnum
+from typing import Final
+
+#: The metadata schema's version: bump it on any incompatible change of
+#: :class:`~spade_core.metadata.EnvMetadata` and add a migration in the store.
+SCHEMA_VERSION: Final = 1
+
+
+def utcnow() -> datetime:
+    """The current time, timezone-aware (UTC): what metadata timestamps hold."""
+    return datetime.now(UTC)
+
+
+class EnvStatus(StrEnum):
+    """Lifecycle: candidate -> admitted -> retired (candidate -> retired for rejects)."""
+
+    candidate = "candidate"
+    admitted = "admitted"
+    retired = "retired"
+
+
+#: Allowed status transitions (from -> set of to).
+TRANSITIONS: dict[EnvStatus, frozenset[EnvStatus]] = {
+    EnvStatus.candidate: frozenset({EnvStatus.admitted, EnvStatus.retired}),
+    EnvStatus.admitted: frozenset({EnvStatus.retired}),
+    EnvStatus.retired: frozenset({EnvStatus.admitted}),
+}
 
 #: Environment names become part of a Gymnasium id ``spade/<name>-v<N>``.
 NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_.]*$")

@@ -47,7 +47,7 @@ def enabled() -> bool:
 
 
 def _key() -> dict[str, Any]:
-    from . import __version__
+    from ._version import __version__
 
     return {
         "format": FORMAT,
