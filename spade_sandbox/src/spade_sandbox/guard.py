@@ -26,6 +26,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from .allowlist import FORBIDDEN_BUILTINS, WRAPPER_EXCLUDED, attribute_allowed, module_allowed
+from .prelude import reference_namespace
 
 #: The builtin through which rewritten ``.format``/``.format_map`` reads go.
 FORMAT_ATTRIBUTE_GUARD = "__spade_format_attribute__"
@@ -185,6 +186,9 @@ def make_builtins(allowed: frozenset[str]) -> dict[str, Any]:
     safe = {k: v for k, v in vars(builtins).items() if k not in FORBIDDEN_BUILTINS and not k.startswith("_")}
     safe["__build_class__"] = builtins.__build_class__
     safe["__name__"] = "builtins"
+    # The reference loader's names (``random``, ``defaultdict``, ``List``...), bound to the
+    # same wrapped modules an import hands out; the environment's own names shadow them.
+    safe.update(reference_namespace(allowed))
 
     def guarded_import(
         name: str,
