@@ -7,6 +7,9 @@ small.
 
 from __future__ import annotations
 
+import ast
+from collections.abc import Iterator
+
 #: Pure standard-library modules that cannot reach the OS through their public API.
 #: The zygote imports them all before forking, so workers never touch the filesystem.
 DEFAULT_ALLOWED_MODULES: frozenset[str] = frozenset(
@@ -49,6 +52,15 @@ WRAPPER_EXCLUDED: dict[str, frozenset[str]] = {
     "operator": frozenset({"attrgetter", "methodcaller"}),
     "string": frozenset({"Formatter"}),
 }
+
+#: Single-underscore attributes of library objects that reach a module's namespace or the
+#: real ``eval``: ``enum.Enum._convert_("X", "posix", ...)`` builds members from any module in
+#: ``sys.modules``; ``typing.ForwardRef._evaluate`` and ``typing._eval_type`` run ``eval`` with
+#: whatever globals they are given. (Private names of the environment's own objects stay
+#: allowed: generated code uses ``self._state`` everywhere.)
+FORBIDDEN_PRIVATE_ATTRIBUTES: frozenset[str] = frozenset(
+    {"_convert_", "_evaluate", "_eval_type"}
+)
 
 #: Builtins that environment code may not call or name: they reach the interpreter's
 #: internals (eval/exec/compile, frames, namespaces) or the OS (open, input).
@@ -164,7 +176,7 @@ def is_dunder(name: str) -> bool:
 
 def attribute_allowed(name: str) -> bool:
     """Whether untrusted code may access attribute ``name`` (static and runtime rule)."""
-    if name in FRAME_ATTRIBUTES:
+    if name in FRAME_ATTRIBUTES or name in FORBIDDEN_PRIVATE_ATTRIBUTES:
         return False
     if is_dunder(name):
         return name in SAFE_DUNDER_ATTRIBUTES
@@ -178,3 +190,17 @@ def module_allowed(name: str, allowed: frozenset[str] | set[str]) -> bool:
         return True
     parts = name.split(".")
     return any(".".join(parts[:i]) + ".*" in allowed for i in range(1, len(parts)))
+
+
+def attribute_names(node: ast.AST) -> Iterator[str]:
+    """Every attribute name ``node`` itself reads or writes by a name written in the source.
+
+    ``ast.Attribute`` is the common one; a class pattern of ``match`` reads the attributes
+    named by its keywords (``case object(__globals__=g)`` is ``g = x.__globals__``). The
+    static layer and the guard's compile step both ask this, so a new kind of node that
+    names attributes is added here once.
+    """
+    if isinstance(node, ast.Attribute):
+        yield node.attr
+    elif isinstance(node, ast.MatchClass):
+        yield from node.kwd_attrs

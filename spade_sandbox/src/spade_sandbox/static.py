@@ -12,13 +12,24 @@ This is a filter that gives early, readable messages; it is **not** the security
 * ``builtin`` — ``eval``, ``exec``, ``open``, ``__import__``, ``globals``... named or called;
 * ``dynamic-attribute`` — ``getattr``/``hasattr`` with a non-literal or forbidden name;
 * ``format`` — a literal format string reaching dunder attributes (``"{0.__class__}"``);
+* ``nesting`` — an expression or block nested deeper than CPython's compiler accepts;
 * ``env-class`` — no top-level class whose name ends in ``Env``.
+
+Attributes are checked wherever the source names one by a plain name, not only in
+``obj.attr``: ``match`` class patterns (``case object(__globals__=g)``), and string
+annotations and ``ForwardRef("...")`` arguments, which ``typing`` evaluates as code.
+
+Every rule is linear in the size of the source (one parse, one compile, one iterative walk;
+the format-field scan looks at each character a bounded number of times), so a crafted
+source costs the host no more than a plain one of the same size
+(``python -m bench.bench_static``).
 """
 
 from __future__ import annotations
 
 import ast
 import re
+import sys
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable
@@ -31,6 +42,7 @@ from .allowlist import (
     FRAME_ATTRIBUTES,
     SAFE_DUNDER_NAMES,
     attribute_allowed,
+    attribute_names,
     is_dunder,
     module_allowed,
 )
@@ -38,7 +50,40 @@ from .allowlist import (
 #: Larger sources are rejected before parsing (generated environments are a few KB).
 MAX_SOURCE_CHARS = 512_000
 
-_FORMAT_FIELD = re.compile(r"\{[^{}]*(__|\bgi_|\bf_|\btb_|\bcr_|\bag_)[^{}]*\}")
+#: One replacement field: from a ``{`` to the next brace. Each ``{`` scans only to the next
+#: brace, so a scan of the whole string is linear (the former single pattern backtracked
+#: over every ``__`` of an unclosed field: 63 KB of ``{`` and ``_`` took 13 s).
+_BRACED = re.compile(r"\{([^{}]*)\}")
+_INTERNAL_PART = re.compile(r"__|\b(?:gi|f|tb|cr|ag)_")
+
+#: How far annotation strings inside annotation strings are followed.
+_MAX_ANNOTATION_DEPTH = 3
+
+
+def reaches_internals(text: str) -> bool:
+    """Whether a replacement field of ``text`` (``{...}``) names a dunder or frame part."""
+    if "{" not in text:
+        return False
+    return any(_INTERNAL_PART.search(m.group(1)) for m in _BRACED.finditer(text))
+
+
+def nesting_limit() -> int:
+    """About how deep one expression or block may nest before CPython's parser and
+    compiler give up in this interpreter (they allow three levels per unit of the
+    recursion limit)."""
+    return 3 * sys.getrecursionlimit()
+
+
+def tree_depth(tree: ast.AST) -> int:
+    """The deepest nesting of ``tree``'s nodes (iterative: the tree may be deeper than
+    Python's own recursion allows)."""
+    deepest = 0
+    stack = [(tree, 1)]
+    while stack:
+        node, depth = stack.pop()
+        deepest = max(deepest, depth)
+        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
+    return deepest
 
 
 @dataclass(frozen=True)
@@ -141,14 +186,53 @@ class _Checker:
         elif is_dunder(name) and not isinstance(node.ctx, ast.Load):
             self.add(node, "dunder", f"assigning to {name!r} is not allowed")
 
-    def visit_Attribute(self, node: ast.Attribute) -> None:
-        attr = node.attr
-        if attr in FRAME_ATTRIBUTES:
-            self.add(node, "frame", f"attribute {attr!r} (frame/code/type internals) is not allowed")
-        elif not attribute_allowed(attr):
-            self.add(node, "dunder", f"attribute {attr!r} is not allowed (dunder attributes reach interpreter internals)")
+    def visit_Attribute(self, node: ast.Attribute | ast.MatchClass) -> None:
+        for attr in attribute_names(node):
+            where = "" if isinstance(node, ast.Attribute) else " (named in a match class pattern)"
+            if attr in FRAME_ATTRIBUTES:
+                self.add(node, "frame", f"attribute {attr!r}{where} (frame/code/type internals) is not allowed")
+            elif is_dunder(attr) and not attribute_allowed(attr):
+                self.add(node, "dunder", f"attribute {attr!r}{where} is not allowed (dunder attributes reach interpreter internals)")
+            elif not attribute_allowed(attr):
+                self.add(node, "dunder", f"attribute {attr!r}{where} is not allowed (it reaches module namespaces or eval)")
+
+    visit_MatchClass = visit_Attribute
+
+    # --- match patterns that bind names -----------------------------------------------
+    def visit_MatchAs(self, node: ast.MatchAs | ast.MatchStar) -> None:
+        self._check_binding(node, node.name)
+
+    visit_MatchStar = visit_MatchAs
+
+    def visit_MatchMapping(self, node: ast.MatchMapping) -> None:
+        self._check_binding(node, node.rest)
+
+    # --- strings typing evaluates as code -----------------------------------------------
+    def _check_annotation(self, annotation: ast.AST | None, depth: int = 0) -> None:
+        """Strings inside an annotation are code: ``typing.get_type_hints`` evaluates them.
+        Each is parsed as an expression and checked by every rule, at its own line."""
+        if annotation is None or depth >= _MAX_ANNOTATION_DEPTH:
+            return
+        for node in ast.walk(annotation):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                try:
+                    code = ast.parse(node.value.strip(), mode="eval")
+                except (SyntaxError, ValueError, RecursionError, MemoryError):
+                    continue  # not an expression: typing refuses it when evaluated
+                ast.increment_lineno(code, getattr(node, "lineno", 1) - 1)
+                self.walk(code)
+                self._check_annotation(code.body, depth + 1)
+
+    def visit_arg(self, node: ast.arg) -> None:
+        if is_dunder(node.arg):
+            self.add(node, "dunder", f"parameter name {node.arg!r} is not allowed")
+        self._check_annotation(node.annotation)
+
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
+        self._check_annotation(node.annotation)
 
     def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        self._check_annotation(node.returns)
         if node.name in FORBIDDEN_DUNDER_DEFINITIONS:
             self.add(node, "dunder", f"defining {node.name!r} is not allowed")
         elif node.name in FORBIDDEN_BUILTINS:
@@ -160,10 +244,6 @@ class _Checker:
         for kw in node.keywords:
             if kw.arg == "metaclass":
                 self.add(node, "dunder", "custom metaclasses are not allowed")
-
-    def visit_arg(self, node: ast.arg) -> None:
-        if is_dunder(node.arg):
-            self.add(node, "dunder", f"parameter name {node.arg!r} is not allowed")
 
     # --- calls ------------------------------------------------------------------------
     def visit_Call(self, node: ast.Call) -> None:
@@ -183,12 +263,17 @@ class _Checker:
                     self.add(node, "dunder", f"{func.id}() of {name.value!r} is not allowed")
         if isinstance(func, ast.Attribute) and func.attr in {"format", "format_map"}:
             target = func.value
-            if isinstance(target, ast.Constant) and isinstance(target.value, str) and _FORMAT_FIELD.search(target.value):
+            if isinstance(target, ast.Constant) and isinstance(target.value, str) and reaches_internals(target.value):
                 self.add(node, "format", "format strings may not reach dunder or frame attributes")
+        callee = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
+        if callee in {"ForwardRef", "TypeVar", "NewType"}:
+            # Their string arguments become forward references, evaluated as code later.
+            for arg in [*node.args, *(k.value for k in node.keywords)]:
+                self._check_annotation(arg)
 
     def visit_Constant(self, node: ast.Constant) -> None:
         # Format strings are often built before .format(); catch the literal wherever it is.
-        if isinstance(node.value, str) and "{" in node.value and _FORMAT_FIELD.search(node.value):
+        if isinstance(node.value, str) and reaches_internals(node.value):
             self.add(node, "format", "string contains a format field reaching dunder or frame attributes")
 
 
@@ -238,15 +323,22 @@ def _check(source: str, allowed_modules: Iterable[str]) -> StaticReport:
         return StaticReport(
             False, [StaticFinding(exc.lineno or 0, max((exc.offset or 1) - 1, 0), "syntax", exc.msg)]
         )
-    except (ValueError, RecursionError, MemoryError) as exc:  # null bytes, absurd nesting
+    except RecursionError:
+        return StaticReport(False, [StaticFinding(1, 0, "nesting", _too_deep(None))])
+    except (ValueError, MemoryError) as exc:  # null bytes
         return StaticReport(False, [StaticFinding(0, 0, "syntax", f"cannot parse source: {exc}")])
     checker = _Checker(DEFAULT_ALLOWED_MODULES | frozenset(allowed_modules))
     try:
         # Some errors appear only when compiling (misplaced __future__, bad nonlocal...).
-        compile(tree, "<env>", "exec", dont_inherit=True)
+        # The text, not the tree, is compiled: CPython turns a tree back into its C form
+        # with a third of the depth its own parser allows, so a chain of a few thousand
+        # ``a + a + ...`` that Python runs would be refused here.
+        compile(source, "<env>", "exec", dont_inherit=True)
     except SyntaxError as exc:
         checker.findings.append(StaticFinding(exc.lineno or 0, max((exc.offset or 1) - 1, 0), "syntax", exc.msg))
-    except (ValueError, RecursionError, MemoryError) as exc:
+    except RecursionError:
+        checker.findings.append(StaticFinding(1, 0, "nesting", _too_deep(tree)))
+    except (ValueError, MemoryError) as exc:
         checker.findings.append(StaticFinding(0, 0, "syntax", f"cannot compile source: {exc}"))
     try:
         checker.walk(tree)
@@ -257,6 +349,16 @@ def _check(source: str, allowed_modules: Iterable[str]) -> StaticReport:
         checker.findings.append(StaticFinding(1, 0, "env-class", "no top-level class whose name ends in 'Env'"))
     checker.findings.sort(key=lambda f: (f.line, f.col, f.rule, f.message))
     return StaticReport(not checker.findings, checker.findings, class_name)
+
+
+def _too_deep(tree: ast.AST | None) -> str:
+    limit = nesting_limit()
+    if tree is None:
+        return (
+            f"an expression or block nests deeper than CPython parses (limit about {limit} levels "
+            "in this interpreter); split it into smaller expressions"
+        )
+    return f"expression nested {tree_depth(tree)} deep; CPython compiles about {limit} levels here: split it"
 
 
 def _env_class(tree: ast.Module) -> str | None:
