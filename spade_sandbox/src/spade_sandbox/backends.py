@@ -82,7 +82,11 @@ class ZygoteBackend:
         except ZygoteLeft:  # one started ahead of need had waited too long: start one now
             zygote = self.zygote(limits)
             pid, sock, pidfd, extras = zygote.spawn(spec)
-        link = WorkerLink(worker_id, key, pid, sock, pidfd, zygote, limits.max_frame_bytes, call_timeout_s=limits.call_timeout_s)
+        link = WorkerLink(
+            worker_id, key, pid, sock, pidfd, zygote, limits.max_frame_bytes, call_timeout_s=limits.call_timeout_s,
+            single_reply_bytes=protocol.reply_bytes_limit(limits.max_output_chars, 1, limits.max_frame_bytes),
+            single_reply_values=protocol.reply_values_limit(limits.max_output_chars, 1),
+        )
         with link.lock:
             reply = link.receive("loading the environment", _now() + limits.spawn_timeout_s, limits.spawn_timeout_s)
             if not isinstance(reply, list) or not reply or reply[0] != protocol.OK:

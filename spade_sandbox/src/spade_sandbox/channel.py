@@ -49,10 +49,14 @@ _KIND_ERRORS: dict[str, type[SandboxError]] = {
 }
 
 
-def describe_status(status: int | None, oom_killed: bool = False) -> tuple[type[SandboxError], str]:
+def describe_status(
+    status: int | None, oom_killed: bool = False, cpu_limit_hit: bool = False
+) -> tuple[type[SandboxError], str]:
     """Error class and wording for a worker's raw wait status."""
     if oom_killed:
         return SandboxMemoryError, "exceeded its cgroup memory limit (killed by the kernel)"
+    if cpu_limit_hit:
+        return SandboxTimeout, "exceeded its CPU-time limit (killed by the kernel at its hard limit)"
     if status is None:
         return SandboxCrash, "ended (exit status unknown)"
     if os.WIFSIGNALED(status):
@@ -66,6 +70,10 @@ def describe_status(status: int | None, oom_killed: bool = False) -> tuple[type[
     if code in protocol.EXIT_CODES:
         kind, why = protocol.EXIT_CODES[code]
         return _KIND_ERRORS.get(kind, SandboxCrash), why
+    if code == 0:
+        # Workers never exit 0 on their own while a request is open: the environment ended
+        # the process itself (sys.exit, os._exit) instead of answering.
+        return SandboxCrash, "ended its own process (exit code 0) instead of answering"
     return SandboxCrash, f"exited with code {code}"
 
 
@@ -249,18 +257,20 @@ class ZygoteProcess:
             self.proc.wait()
         raise ZygoteLeft("the sandbox zygote left unclaimed before this request")
 
-    def wait_status(self, pid: int) -> tuple[int | None, bool]:
-        """(raw wait status or None if unknown, killed by the cgroup OOM killer)."""
+    def wait_status(self, pid: int) -> tuple[int | None, bool, bool]:
+        """(raw wait status or None if unknown, killed by the cgroup OOM killer, killed by
+        the kernel at its hard CPU limit)."""
         with self.lock:
             try:
                 self._await_hello()
                 protocol.send(self.sock, ["status", pid])
                 reply = protocol.decode_trusted(protocol.recv_frame(self.sock))
             except (OSError, protocol.ChannelClosed, SandboxUnavailable):
-                return None, False
+                return None, False, False
         if reply[0] != protocol.OK or not isinstance(reply[1], list):
-            return None, False
-        return int(reply[1][0]), bool(reply[1][1])
+            return None, False, False
+        found = reply[1]
+        return int(found[0]), bool(found[1]), len(found) > 2 and bool(found[2])
 
     def close(self, wait: bool = True) -> None:
         """Ask the zygote to kill its workers and leave; ``wait=False`` does not wait for it
@@ -306,6 +316,11 @@ class WorkerLink:
 
     #: Deadline of single calls.
     call_timeout_s: float = 10.0
+    #: Largest reply to a single call, in bytes, and most values it may decode to
+    #: (:func:`protocol.reply_bytes_limit`, :func:`protocol.reply_values_limit`); 0: the
+    #: frame limit, and the values of that many bytes.
+    single_reply_bytes: int = 0
+    single_reply_values: int = 0
 
     def __post_init__(self) -> None:
         #: The worker's pid as the zygote sees it (differs under an outer PID namespace).
@@ -337,6 +352,11 @@ class WorkerLink:
         self._step_head = protocol.STEP_REQUEST.pack
         self._step_reply = protocol.STEP_REPLY.unpack_from
         self._call_timeout_ms = max(1, int(self.call_timeout_s * 1000))
+        if self.single_reply_bytes <= 0:
+            self.single_reply_bytes = self.max_frame_bytes
+        self.single_reply_bytes = min(self.single_reply_bytes, self.max_frame_bytes)
+        if self.single_reply_values <= 0:
+            self.single_reply_values = self.max_frame_bytes
 
     @property
     def alive(self) -> bool:
@@ -352,12 +372,31 @@ class WorkerLink:
         except OSError:
             self.fail(what, None, None)
 
-    def receive(self, what: str, deadline: float, timeout: float) -> Any:
-        """Wait for one reply frame until ``deadline`` (``time.monotonic``) and decode it."""
-        return self._finish(what, deadline, timeout, 0)
+    def receive(
+        self, what: str, deadline: float, timeout: float, max_bytes: int = 0, max_values: int = 0
+    ) -> Any:
+        """Wait for one reply frame until ``deadline`` (``time.monotonic``) and decode it.
+        ``max_bytes`` / ``max_values``: the largest frame and most decoded values a valid
+        reply to this request has (0: those of a single call)."""
+        return self._finish(what, deadline, timeout, 0, max_bytes=max_bytes, max_values=max_values)
 
-    def _decode(self, view: memoryview, what: str) -> Any:
-        """Decode exactly one msgpack object filling ``view`` (one frame's payload)."""
+    def _decode(self, view: memoryview, what: str, max_values: int = 0) -> Any:
+        """Decode exactly one msgpack object filling ``view`` (one frame's payload).
+
+        A frame that fits the link's buffer goes through the reusable decoder (at most
+        64 KiB of wire, so at most a few MiB decoded); a longer one is decoded in place
+        with a :class:`protocol.DecodeBudget` of ``max_values`` values (0: those of a
+        single call), which stops a frame of tiny containers long before it costs the
+        host what its decoded objects would."""
+        if len(view) > len(self._buf) - protocol.HEADER.size:
+            try:
+                return protocol.decode_untrusted_budgeted(
+                    view, max_str_len=self.max_frame_bytes, max_values=max_values or self.single_reply_values
+                )
+            except protocol.DecodeBudgetExceeded as exc:
+                self.fail(what, f"sent a reply that decodes to too many values ({exc})", SandboxCrash)
+            except Exception as exc:
+                self.fail(what, f"sent an undecodable reply ({type(exc).__name__})", SandboxCrash)
         unpacker = self._unpacker
         try:
             unpacker.feed(view)
@@ -494,14 +533,14 @@ class WorkerLink:
             self.fail("step()", "sent an undecodable reply (a malformed binary step reply)", SandboxCrash)
         return obs, reward, flags & 1 == 1, flags & 2 == 2, {}
 
-    def receive_payload(self, what: str, deadline: float, timeout: float) -> bytes:
+    def receive_payload(self, what: str, deadline: float, timeout: float, max_bytes: int = 0) -> bytes:
         """Wait for one reply frame until ``deadline`` and return its payload undecoded
         (for :meth:`decode_payload`, or a C decoder that checks it first)."""
-        return self._finish(what, deadline, timeout, 0, raw=True)
+        return self._finish(what, deadline, timeout, 0, raw=True, max_bytes=max_bytes)
 
-    def decode_payload(self, payload: bytes, what: str) -> Any:
+    def decode_payload(self, payload: bytes, what: str, max_values: int = 0) -> Any:
         """Decode a payload from :meth:`receive_payload` as :meth:`receive` would have."""
-        return self._decode(memoryview(payload), what)
+        return self._decode(memoryview(payload), what, max_values)
 
     def _send_bytes(self, data: bytes, what: str) -> None:
         """Write a whole frame, waiting for room up to the call's deadline."""
@@ -512,9 +551,20 @@ class WorkerLink:
         except OSError:
             self.fail(what, None, None)
 
-    def _finish(self, what: str, deadline: float, timeout: float, have: int, raw: bool = False) -> Any:
+    def _finish(
+        self, what: str, deadline: float, timeout: float, have: int, raw: bool = False,
+        max_bytes: int = 0, max_values: int = 0,
+    ) -> Any:
         """Read the rest of a frame of which ``have`` bytes are in the buffer, and decode
-        it (``raw``: return its payload as bytes instead)."""
+        it (``raw``: return its payload as bytes instead).
+
+        ``max_bytes`` (0: :attr:`single_reply_bytes`) is the largest frame accepted: a
+        header announcing more kills the worker before anything is read. A longer frame
+        than the link's buffer gets a buffer that grows as its bytes arrive (doubling), so
+        a header announcing a large frame allocates nothing until the bytes exist; the
+        buffer is dropped before this returns or raises (an exception's traceback keeps
+        this frame's variables alive, and a dead link's error lives as long as the pool)."""
+        limit = max_bytes or self.single_reply_bytes
         buf = self._buf
         view = memoryview(buf)
         need = protocol.HEADER.size
@@ -523,16 +573,18 @@ class WorkerLink:
             while True:
                 if size < 0 and have >= protocol.HEADER.size:
                     (size,) = protocol.HEADER.unpack_from(buf)
-                    if size > self.max_frame_bytes:
-                        self.fail(what, f"sent a {size}-byte reply (limit {self.max_frame_bytes})", SandboxCrash)
+                    if size > limit:
+                        self.fail(what, f"announced a {size}-byte reply (limit for this request {limit})", SandboxCrash)
                     need = protocol.HEADER.size + size
-                    if need > len(buf):
-                        view.release()
-                        grown = bytearray(need)
-                        grown[:have] = buf[:have]
-                        buf, view = grown, memoryview(grown)
                 if have >= need:
                     break
+                if have == len(buf):
+                    # Grow as the bytes arrive, never past the announced size.
+                    view.release()
+                    grown = bytearray(min(need, 2 * len(buf)))
+                    grown[:have] = buf[:have]
+                    buf, view = grown, memoryview(grown)
+                    del grown
                 remaining = deadline - time.monotonic()
                 if remaining <= 0 or not self._wait(max(1, int(remaining * 1000) + 1)):
                     if time.monotonic() >= deadline:
@@ -543,15 +595,34 @@ class WorkerLink:
                 except OSError:
                     k = 0
                 if k == 0:
+                    if have:
+                        self._cut_short(what, have, need if size >= 0 else None)
                     self.fail(what, None, None)
                 have += k
             if have > need:
                 self.fail(what, "sent more than one reply", SandboxCrash)
             if raw:
                 return bytes(view[protocol.HEADER.size : need])
-            return self._decode(view[protocol.HEADER.size : need], what)
+            return self._decode(view[protocol.HEADER.size : need], what, max_values)
         finally:
             view.release()
+            del buf, view
+
+    def _cut_short(self, what: str, have: int, need: int | None) -> NoReturn:
+        """The worker closed its channel inside a reply frame: a protocol error, with how
+        its process ended."""
+        self.kill()
+        status, oom, cpu_hit = self.zygote.wait_status(self.zygote_side_pid)
+        cls, how = describe_status(status, oom, cpu_hit)
+        frame = f"{have} of {need} bytes" if need is not None else f"{have} bytes of a {protocol.HEADER.size}-byte header"
+        if cls is SandboxCrash:
+            why = f"broke the protocol: its reply frame was cut short ({frame}) and it {how}"
+        else:
+            why, cls = f"{how} (its reply frame was cut short: {frame})", cls
+        self.mark_dead(cls(f"worker {self.pid} {why} during {what}; it was killed and its "
+                           f"{len(self.instances)} instance(s) are lost"))
+        assert self.death is not None
+        raise self.death
 
     def request(self, message: Any, what: str, timeout: float) -> Any:
         if timeout == self.call_timeout_s:
@@ -578,9 +649,9 @@ class WorkerLink:
         """Kill the worker, record why it died and raise that error. ``why``/``cls`` None:
         the worker closed its channel on its own; ask the zygote how it ended."""
         self.kill()
-        status, oom = self.zygote.wait_status(self.zygote_side_pid)
-        if oom:
-            cls, why = describe_status(status, oom)
+        status, oom, cpu_hit = self.zygote.wait_status(self.zygote_side_pid)
+        if oom or cpu_hit:
+            cls, why = describe_status(status, oom, cpu_hit)
         elif why is None or cls is None:
             cls, why = describe_status(status)
         self.mark_dead(cls(f"worker {self.pid} {why} during {what}; it was killed and its "
@@ -599,6 +670,11 @@ class WorkerLink:
 
     def close_fds(self) -> None:
         self._view.release()
+        # A dead link stays in its pool (its handles then say "instance lost"): it keeps
+        # nothing of the worker's replies (its buffer, its decoder's buffered bytes).
+        self._buf = bytearray()
+        self._bufs = (self._buf,)
+        self._unpacker = None
         if not self.sock.closed:
             try:
                 self._poll.unregister(self.sock.rfd)

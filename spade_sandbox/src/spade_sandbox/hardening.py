@@ -65,6 +65,7 @@ class LayerOptions:
 
     memory_mb: int = 512
     cpu_seconds: int = 60
+    worker_cpu_seconds: int = 3600
     max_open_files: int = 64
     max_file_size: int = 0
     namespaces: bool = True
@@ -124,16 +125,36 @@ def _landlock_fs_mask(abi: int) -> int:
     return mask
 
 
+#: Limits a worker keeps at their current soft value, made hard so that it cannot raise
+#: them (stack size, locked memory, queued signals, POSIX message queues, nice/realtime
+#: priority, processes). Those set explicitly below come first.
+_FROZEN_RLIMITS = tuple(
+    getattr(resource, name)
+    for name in ("RLIMIT_STACK", "RLIMIT_MEMLOCK", "RLIMIT_SIGPENDING", "RLIMIT_MSGQUEUE",
+                 "RLIMIT_NICE", "RLIMIT_RTPRIO", "RLIMIT_RTTIME", "RLIMIT_NPROC", "RLIMIT_DATA", "RLIMIT_RSS")
+    if hasattr(resource, name)
+)
+
+
 def apply_rlimits(opts: LayerOptions) -> None:
+    """Every limit hard (soft == hard, or a hard lifetime cap): an unprivileged process may
+    lower its limits and raise a soft limit up to the hard one, never raise a hard one, so
+    nothing the environment runs can lift them."""
     mem = opts.memory_mb * 1024 * 1024
     resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
     # The soft CPU limit sends SIGXCPU (reported as a timeout). It is a per-request budget:
-    # the worker moves it forward before each request (see worker.CpuBudget), so the hard
-    # limit stays open; the pool's wall-clock deadline is the backstop.
-    resource.setrlimit(resource.RLIMIT_CPU, (opts.cpu_seconds, resource.RLIM_INFINITY))
+    # the worker moves it forward when it fires (see worker.CpuBudget), so the hard limit is
+    # the worker's lifetime cap, not the per-request one. Code that lifts its soft limit to
+    # the hard one gains at most that (the kernel SIGKILLs the worker there), on top of the
+    # pool's wall-clock deadline.
+    hard = max(opts.worker_cpu_seconds, opts.cpu_seconds)
+    resource.setrlimit(resource.RLIMIT_CPU, (opts.cpu_seconds, hard))
     resource.setrlimit(resource.RLIMIT_NOFILE, (opts.max_open_files, opts.max_open_files))
     resource.setrlimit(resource.RLIMIT_FSIZE, (opts.max_file_size, opts.max_file_size))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    for which in _FROZEN_RLIMITS:
+        soft, _ = resource.getrlimit(which)
+        resource.setrlimit(which, (soft, soft))
 
 
 def unshare_namespaces(as_root: bool) -> None:

@@ -29,6 +29,7 @@ _BOUNDS: dict[str, tuple[type, float | None, float | None, bool]] = {
     "spawn_timeout_s": (float, 0, 3600, True),
     "memory_mb": (int, 32, 1_048_576, False),
     "cpu_seconds": (int, 1, None, False),
+    "worker_cpu_seconds": (int, 1, None, False),
     "max_open_files": (int, 8, None, False),
     "max_output_chars": (int, 16, None, False),
     "max_action_chars": (int, 1, None, False),
@@ -60,6 +61,7 @@ class SandboxLimits:
     spawn_timeout_s: float = 30.0
     memory_mb: int = 512
     cpu_seconds: int = 60
+    worker_cpu_seconds: int = 3600
     max_open_files: int = 64
     max_output_chars: int = 65_536
     max_action_chars: int = 65_536
@@ -117,6 +119,7 @@ class SandboxLimits:
         return {
             "memory_mb": self.memory_mb,
             "cpu_seconds": self.cpu_seconds,
+            "worker_cpu_seconds": self.worker_cpu_seconds,
             "max_open_files": self.max_open_files,
             "max_file_size": 0,
             "namespaces": self.namespaces,

@@ -79,12 +79,39 @@ class WorkerInfo:
 # --- checks on values coming back from a worker ------------------------------------------
 
 
-def _check_info(value: Any, method: str) -> dict[str, Any]:
-    # decode_untrusted admits only msgpack's plain types (no extension types) and str keys,
-    # so the only thing left to check is the container type.
+def _check_info(value: Any, method: str, limit: int = 65_536) -> dict[str, Any]:
+    """The worker checked the info when it converted it; this checks it again as decoded
+    (a worker is untrusted): a dict, at most :data:`protocol.MAX_INFO_DEPTH` deep, at most
+    :data:`protocol.MAX_INFO_ITEMS` values and ``limit`` characters of text. The decoder
+    admits only msgpack's plain types (no extension types) and str keys."""
     if type(value) is not dict:
         raise EnvContractViolation(f"{method}() returned info of type {type(value).__name__}, expected dict", method=method)
+    if value:
+        _check_info_size(value, method, limit)
     return value
+
+
+def _check_info_size(info: dict[str, Any], method: str, limit: int) -> None:
+    items = 0
+    text = 0
+    # Iterative, not recursive: the decoded value came from an untrusted worker.
+    stack: list[tuple[Any, int]] = [(info, 0)]
+    while stack:
+        value, depth = stack.pop()
+        items += 1
+        if items > protocol.MAX_INFO_ITEMS or depth > protocol.MAX_INFO_DEPTH:
+            raise EnvContractViolation(f"{method}() returned info that is too large or too deeply nested", method=method)
+        kind = type(value)
+        if kind is str or kind is bytes:
+            text += len(value)
+            if text > limit:
+                raise EnvContractViolation(f"{method}() returned info holding more than {limit} characters of text", method=method)
+        elif kind is dict:
+            for key, member in value.items():
+                text += len(key)
+                stack.append((member, depth + 1))
+        elif kind is list:
+            stack.extend((member, depth + 1) for member in value)
 
 
 def _check_obs(value: Any, method: str, limit: int) -> str:
@@ -100,7 +127,7 @@ def _check_obs(value: Any, method: str, limit: int) -> str:
 def check_reset_reply(value: Any, limit: int) -> ResetResult:
     if not isinstance(value, list) or len(value) != 2 or not isinstance(value[1], dict):
         raise EnvContractViolation("reset() reply is malformed", method="reset")
-    return _check_obs(value[0], "reset", limit), value[1]
+    return _check_obs(value[0], "reset", limit), _check_info(value[1], "reset", limit)
 
 
 def check_step_reply(value: Any, limit: int) -> StepResult:
@@ -113,6 +140,8 @@ def check_step_reply(value: Any, limit: int) -> StepResult:
         raise EnvContractViolation("step() reply has non-bool flags or non-dict info", method="step")
     if type(obs) is not str or len(obs) > limit:
         _check_obs(obs, "step", limit)
+    if info:
+        _check_info_size(info, "step", limit)
     return obs, reward, terminated, truncated, info
 
 
@@ -121,11 +150,17 @@ def check_call_reply(method: str, value: Any, limit: int) -> Any:
         if isinstance(value, str):
             return _check_obs(value, "solution", limit)
         if isinstance(value, list) and all(isinstance(a, str) for a in value):
+            if len(value) > limit or sum(map(len, value)) > limit:
+                raise EnvContractViolation(
+                    f"solution() returned {len(value)} actions of {sum(map(len, value))} characters in all "
+                    f"(limit {limit} of each)", method="solution",
+                )
             return value
         raise EnvContractViolation("solution() reply is malformed", method="solution")
     if method == "get_tool_schemas":
         if not isinstance(value, list) or not all(isinstance(s, dict) for s in value):
             raise EnvContractViolation("get_tool_schemas() must return a list of dicts", method=method)
+        _check_info_size({"schemas": value}, method, limit)
         return value
     return None
 
@@ -315,10 +350,18 @@ class SandboxPool:
         return link
 
     def _forget_dead_links(self) -> None:
-        """Dead workers stay known (so their handles report "instance lost") up to a bound."""
+        """Dead workers stay known (so their handles report "instance lost") up to a bound,
+        keeping only their error's message: the traceback it got when raised holds the
+        frames of the call that found the worker dead, and with them the worker's last
+        reply (forgotten here, so a hostile worker's reply is not kept for the pool's life)."""
         dead = [wid for wid, link in self._links.items() if not link.alive]
         for wid in dead[: max(0, len(dead) - _MAX_DEAD_WORKERS)]:
             del self._links[wid]
+        for wid in dead[-_MAX_DEAD_WORKERS:]:
+            death = self._links[wid].death
+            if death is not None:
+                death.__traceback__ = None
+                death.__context__ = death.__cause__ = None
 
     # --- single calls -------------------------------------------------------------------
     def reset(self, handle: EnvHandle, seed: int | None = None) -> ResetResult:
@@ -549,13 +592,16 @@ class SandboxPool:
                 idx = groups[wid]
                 if len(idx) != len(results) or results.count(None) != len(results):
                     idx = [i for i in idx if results[i] is None]
+                # What a valid reply for this many results can be (the frame cap for one).
+                max_bytes = protocol.reply_bytes_limit(self._max_output_chars, len(idx), self.limits.max_frame_bytes)
+                max_values = protocol.reply_values_limit(self._max_output_chars, len(idx))
                 try:
                     if op == "step_many" and _decode_columns is not None and type(link) is WorkerLink:
                         # The C decoder takes a reply of plain results straight to the
                         # 5-tuples, with _unpack_columns' checks; anything else (None)
                         # goes through msgpack and those checks as before.
                         raw = link.receive_payload(what, start + self.limits.call_timeout_s,
-                                                   self.limits.call_timeout_s)
+                                                   self.limits.call_timeout_s, max_bytes)
                         rows = _decode_columns(raw, len(idx), self._max_output_chars)
                         if rows is not None:
                             if len(idx) == len(results):  # the whole batch, in order
@@ -564,8 +610,11 @@ class SandboxPool:
                                 for i, row in zip(idx, rows, strict=True):
                                     results[i] = row
                             continue
-                        reply = link.decode_payload(raw, what)
-                    else:
+                        reply = link.decode_payload(raw, what, max_values)
+                    elif type(link) is WorkerLink:
+                        reply = link.receive(what, start + self.limits.call_timeout_s, self.limits.call_timeout_s,
+                                             max_bytes, max_values)
+                    else:  # a link of another backend (no wire: nothing to bound)
                         reply = link.receive(what, start + self.limits.call_timeout_s, self.limits.call_timeout_s)
                 except SandboxError as exc:
                     self._fill(results, idx, exc)
@@ -580,7 +629,7 @@ class SandboxPool:
         self, link: WorkerLink, reply: Any, idx: list[int], results: list[Any], op: str, what: str
     ) -> None:
         if not isinstance(reply, list) or not reply:
-            self._fill(results, idx, self._protocol_error(link, what))
+            self._fill(results, idx, self._protocol_error(link, what, reply))
             return
         if reply[0] != "ok":
             self._fill(results, idx, self._reply_error(link, reply, what))
@@ -622,6 +671,9 @@ class SandboxPool:
             and set(map(type, truncs)) <= {bool}
             and set(map(type, infos)) <= {dict}
             and (not obs or max(map(len, obs)) <= limit)
+            # Non-empty infos are checked again as decoded; one that fails sends the batch
+            # through the item-by-item checks below, which name it.
+            and (not any(infos) or all(_info_size_ok(info, limit) for info in infos if info))
         )
         if columns_ok and n == len(results) and not errors:  # the whole batch, in order
             results[:] = zip(obs, rewards, terms, truncs, infos, strict=True)
@@ -707,19 +759,21 @@ class SandboxPool:
     def _request(self, link: WorkerLink, message: list[Any], what: str) -> Any:
         reply = link.request(message, what, self.limits.call_timeout_s)
         if not isinstance(reply, list) or not reply or not isinstance(reply[0], str):
-            raise self._protocol_error(link, what)
+            raise self._protocol_error(link, what, reply)
         return reply
 
     def _bad_reply(self, link: WorkerLink, reply: Any, what: str) -> SandboxError:
         """The error for a reply that is not ``["ok", value]``: the worker's own error
         reply, or a protocol violation (the worker is killed)."""
         if type(reply) is not list or not reply or type(reply[0]) is not str or reply[0] == "ok":
-            return self._protocol_error(link, what)
+            return self._protocol_error(link, what, reply)
         return self._reply_error(link, reply, what)
 
-    def _protocol_error(self, link: WorkerLink, what: str) -> SandboxError:
+    def _protocol_error(self, link: WorkerLink, what: str, reply: Any = None) -> SandboxError:
         link.shutdown()
-        err = SandboxCrash(f"worker {link.pid} broke the protocol during {what}; it was killed")
+        err = SandboxCrash(
+            f"worker {link.pid} broke the protocol during {what}: {_what_came(reply)}; it was killed"
+        )
         link.death = err
         return err
 
@@ -764,6 +818,30 @@ class SandboxPool:
                 self.close_env(handle)
             except SandboxError:
                 pass
+
+
+def _info_size_ok(info: dict[str, Any], limit: int) -> bool:
+    try:
+        _check_info_size(info, "step", limit)
+    except EnvContractViolation:
+        return False
+    return True
+
+
+def _what_came(reply: Any) -> str:
+    """A short description of a reply that is not one the request allows (never its
+    content: it comes from an untrusted worker)."""
+    if reply is None:
+        return "the reply is not one this request allows"
+    if type(reply) is tuple:
+        return "a step reply where this request needs another"
+    if type(reply) is not list:
+        return f"the reply is a {type(reply).__name__}, not a list"
+    if not reply:
+        return "the reply is an empty list"
+    if reply[0] == protocol.OK:
+        return f"an 'ok' reply of {len(reply)} item(s) with a value this request does not allow"
+    return f"the reply starts with a {type(reply[0]).__name__}, not 'ok' or 'err'"
 
 
 def _same_handles(handles: list[Any], previous: list[EnvHandle]) -> bool:

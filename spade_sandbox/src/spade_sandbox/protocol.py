@@ -290,6 +290,68 @@ def _untrusted_limits(max_str_len: int) -> dict[str, Any]:
     }
 
 
+#: Deepest info a reply may carry, and most values in it (both sides check: the worker
+#: when it converts the info, the pool after decoding it).
+MAX_INFO_DEPTH = 16
+MAX_INFO_ITEMS = 10_000
+
+
+def reply_bytes_limit(max_output_chars: int, results: int = 1, max_frame_bytes: int = MAX_FRAME_BYTES) -> int:
+    """The largest frame a valid reply carrying ``results`` results can be, capped at
+    ``max_frame_bytes``: per result an observation and the info's text (or a solution's
+    actions) at 4 UTF-8 bytes a character, the info's :data:`MAX_INFO_ITEMS` values at up
+    to 16 bytes each, and room for an error's message and traceback. A worker announcing
+    more is lying, and the pool refuses the frame before reading it."""
+    per_result = 8 * max_output_chars + 16 * MAX_INFO_ITEMS + 64 * 1024
+    return min(max_frame_bytes, per_result * max(1, results) + 4096)
+
+
+def reply_values_limit(max_output_chars: int, results: int = 1) -> int:
+    """The most decoded values (containers and their members) a valid reply carrying
+    ``results`` results can hold: the info's :data:`MAX_INFO_ITEMS`, a solution's actions
+    (at most ``max_output_chars``) and the reply's own few lists, per result."""
+    return (MAX_INFO_ITEMS + max_output_chars + 64) * max(1, results)
+
+
+class DecodeBudgetExceeded(ValueError):
+    """A frame from a worker decodes to more values than any valid reply holds."""
+
+
+class DecodeBudget:
+    """msgpack ``list_hook``/``object_hook`` pair that counts every decoded container and its
+    members, and stops the decode once ``limit`` is passed. Decoding builds a Python object
+    per wire container (an empty map is one byte on the wire and about 70 bytes decoded),
+    so without a count a frame of empty maps grows about 80-fold on the host; with it the
+    decode stops after ``limit`` values, whatever the frame's size."""
+
+    __slots__ = ("left", "limit")
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.left = limit
+
+    def _spend(self, n: int) -> None:
+        self.left -= n
+        if self.left < 0:
+            raise DecodeBudgetExceeded(f"the reply holds more than {self.limit} values")
+
+    def on_list(self, value: list[Any]) -> list[Any]:
+        self._spend(len(value) + 1)
+        return value
+
+    def on_map(self, value: dict[str, Any]) -> dict[str, Any]:
+        self._spend(len(value) + 1)
+        return value
+
+
+def decode_untrusted_budgeted(payload: bytes | memoryview, *, max_str_len: int, max_values: int) -> Any:
+    """:func:`decode_untrusted` that also stops after ``max_values`` decoded values
+    (:class:`DecodeBudgetExceeded`); one-shot, so the payload is read in place, not copied
+    into a decoder's buffer."""
+    budget = DecodeBudget(max_values)
+    return msgpack.unpackb(payload, list_hook=budget.on_list, object_hook=budget.on_map, **_untrusted_limits(max_str_len))
+
+
 def untrusted_unpacker(max_bytes: int) -> msgpack.Unpacker:
     """A reusable decoder for frames from a worker, with the limits of
     :func:`decode_untrusted` (building one per frame costs more than the decoding)."""

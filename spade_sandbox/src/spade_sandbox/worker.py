@@ -50,8 +50,8 @@ MAX_TRACEBACK_CHARS = 8000
 #: Longest exception message sent back; environment code chooses its messages, so an
 #: unbounded one would let it hand the caller megabytes through every error.
 MAX_MESSAGE_CHARS = 2000
-MAX_INFO_DEPTH = 16
-MAX_INFO_ITEMS = 10_000
+MAX_INFO_DEPTH = protocol.MAX_INFO_DEPTH
+MAX_INFO_ITEMS = protocol.MAX_INFO_ITEMS
 _INT64 = (-(2**63), 2**64 - 1)
 
 
@@ -138,7 +138,8 @@ def wire_value(value: Any, depth: int = 0, budget: list[int] | None = None, text
     if budget[0] < 0 or depth > MAX_INFO_DEPTH:
         raise ContractBroken("info is too large or too deeply nested", "info")
     if isinstance(value, (str, bytes)):
-        budget[1] -= len(value)
+        # The real length: a subclass's __len__ may lie, msgpack sends every character.
+        budget[1] -= str.__len__(value) if isinstance(value, str) else bytes.__len__(value)
         if budget[1] < 0:
             raise ContractBroken(f"info holds more than {text_limit} characters of text", "info")
         return value
@@ -159,8 +160,9 @@ def wire_value(value: Any, depth: int = 0, budget: list[int] | None = None, text
 def _obs(value: Any, method: str, limit: int) -> str:
     if not isinstance(value, str):
         raise ContractBroken(f"{method}() returned an observation of type {type(value).__name__}, expected str", method)
-    if len(value) > limit:
-        raise ContractBroken(f"{method}() returned an observation of {len(value)} characters (limit {limit})", method)
+    size = str.__len__(value)  # the real length: a subclass's __len__ may lie
+    if size > limit:
+        raise ContractBroken(f"{method}() returned an observation of {size} characters (limit {limit})", method)
     return value
 
 
@@ -248,7 +250,9 @@ def wire_call(method: str, result: Any, limit: int) -> Any:
         if isinstance(result, list):
             if not all(isinstance(a, str) for a in result):
                 raise ContractBroken("solution() list must contain only str actions", "solution")
-            if sum(len(a) for a in result) > limit:
+            if list.__len__(result) > limit:
+                raise ContractBroken(f"solution() has {list.__len__(result)} actions (limit {limit})", "solution")
+            if sum(map(str.__len__, result)) > limit:
                 raise ContractBroken(f"solution() is longer than {limit} characters", "solution")
             return result
         if isinstance(result, str):
@@ -562,11 +566,16 @@ class CpuBudget:
     same one that was running at the previous SIGXCPU, it has used at least ``seconds``
     of CPU and is stopped; otherwise the limit moves ``seconds`` further and it goes on.
     A request therefore gets between ``seconds`` and ``2 * seconds`` of CPU time.
+
+    The hard limit (``hard``, the worker's lifetime CPU cap set by
+    :func:`~spade_sandbox.hardening.apply_rlimits`) is never raised: the soft limit moves
+    up to it at most, and the kernel kills the worker there.
     """
 
-    def __init__(self, seconds: int) -> None:
+    def __init__(self, seconds: int, hard: int | None = None) -> None:
         self.seconds = seconds
         self.soft = seconds
+        self.hard = resource.getrlimit(resource.RLIMIT_CPU)[1] if hard is None else hard
         self.request = 0
         self.flagged = -1
 
@@ -574,11 +583,35 @@ class CpuBudget:
         if self.flagged == self.request:
             raise CpuLimitExceeded("CPU-time limit exceeded")
         self.flagged = self.request
-        self.soft = int(time.process_time()) + self.seconds
+        soft = int(time.process_time()) + self.seconds
+        if self.hard != resource.RLIM_INFINITY and soft >= self.hard:
+            if self.soft >= self.hard:
+                raise CpuLimitExceeded("CPU-time limit exceeded (the worker's lifetime CPU limit is spent)")
+            soft = self.hard
+        self.soft = soft
         try:
-            resource.setrlimit(resource.RLIMIT_CPU, (self.soft, resource.RLIM_INFINITY))
+            resource.setrlimit(resource.RLIMIT_CPU, (soft, self.hard))
         except (OSError, ValueError):
             raise CpuLimitExceeded("CPU-time limit exceeded") from None
+
+
+def method_of(msg: list[Any] | None) -> str:
+    """The environment method a request calls (``None``: a binary step request)."""
+    if msg is None:
+        return "step"
+    op = msg[0] if msg else None
+    if op == "call" and len(msg) > 2 and isinstance(msg[2], str):
+        return msg[2]
+    return {"reset": "reset", "reset_many": "reset"}.get(op, "step") if isinstance(op, str) else "step"
+
+
+def invalid_text_reply(exc: UnicodeEncodeError, method: str) -> list[Any]:
+    """The contract error for a result holding text that is not valid Unicode (a lone
+    surrogate: Python strings may hold one, UTF-8 and therefore the wire cannot)."""
+    where = f"a lone surrogate {exc.object[exc.start]!r} at index {exc.start}" if isinstance(exc.object, str) else "invalid text"
+    return protocol.error_reply(
+        "contract", f"{method}() returned text that is not valid Unicode ({where}); return str without lone surrogates", None
+    ) + [method]
 
 
 def _send_or_exit(sock: protocol.PipeChannel, reply: list[Any], code: int) -> None:
@@ -768,9 +801,13 @@ def serve(sock: protocol.PipeChannel, instances: Instances, budget: CpuBudget) -
                                 and type(inf) is dict
                                 and not inf
                             ):
-                                text = o.encode("utf-8")  # lone surrogates raise, as msgpack would
-                                data = reply_head(len(text) + reply_fields, mark, te | tr << 1, rw) + text
-                        if data is None:
+                                try:
+                                    text = o.encode("utf-8")
+                                except UnicodeEncodeError as exc:  # a lone surrogate
+                                    reply = invalid_text_reply(exc, "step")
+                                else:
+                                    data = reply_head(len(text) + reply_fields, mark, te | tr << 1, rw) + text
+                        if data is None and reply is None:
                             try:
                                 reply = [ok, wire_step(r, limit)]
                             except BaseException as exc:
@@ -783,7 +820,10 @@ def serve(sock: protocol.PipeChannel, instances: Instances, budget: CpuBudget) -
         try:
             if data is None:
                 # A bytes reply is an already encoded payload (Instances.encode_columns).
-                encoded = reply if type(reply) is bytes else pack(reply)
+                try:
+                    encoded = reply if type(reply) is bytes else pack(reply)
+                except UnicodeEncodeError as exc:  # text msgpack cannot carry: lone surrogates
+                    encoded = pack(invalid_text_reply(exc, method_of(msg)))
                 data = header(len(encoded)) + encoded
             # A blocking pipe takes the whole frame unless a signal cuts the write short.
             sent = write(wfd, data)

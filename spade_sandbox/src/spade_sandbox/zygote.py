@@ -13,7 +13,8 @@ serves requests on the control socket:
   layer options); reply ``["ok", pid]`` with descriptors attached: the pool's end of the
   worker's pipe channel (read end, write end) and a pidfd of the worker;
 * ``["status", pid]`` — wait for a worker that has ended; reply ``[raw wait status,
-  oom_killed]`` (``oom_killed``: its cgroup's OOM killer acted);
+  oom_killed, cpu_limit_hit]`` (``oom_killed``: its cgroup's OOM killer acted;
+  ``cpu_limit_hit``: the kernel killed it at its hard CPU limit);
 * ``["import", [names]]`` — pre-import extra (trusted, allow-listed) modules;
 * ``["exit"]`` — kill every worker and leave. EOF on the control socket means the same.
 
@@ -87,8 +88,11 @@ class Zygote:
         self.spare_hardening: dict[str, Any] | None = None
         self.control = control
         self.children: set[int] = set()
-        #: pid -> (raw wait status, killed by the cgroup's OOM killer)
-        self.statuses: dict[int, tuple[int, bool]] = {}
+        #: pid -> the worker's hard CPU limit in seconds (its lifetime cap).
+        self.cpu_caps: dict[int, int] = {}
+        #: pid -> (raw wait status, killed by the cgroup's OOM killer, killed by the kernel
+        #: at its hard CPU limit)
+        self.statuses: dict[int, tuple[int, bool, bool]] = {}
         self.seccomp_program = compile_program()
         self.imported: set[str] = set()
 
@@ -96,29 +100,37 @@ class Zygote:
     def reap(self, *_: Any) -> None:
         while self.children:
             try:
-                pid, status = os.waitpid(-1, os.WNOHANG)
+                pid, status, usage = os.wait3(os.WNOHANG)
             except ChildProcessError:
                 return
             if pid == 0:
                 return
-            self.ended(pid, status)
+            self.ended(pid, status, usage)
 
-    def ended(self, pid: int, status: int) -> None:
+    def ended(self, pid: int, status: int, usage: Any = None) -> None:
         self.children.discard(pid)
+        cap = self.cpu_caps.pop(pid, None)
+        # SIGKILL with the CPU time at the hard limit: the kernel's RLIMIT_CPU kill (the
+        # pool's own kills come at its deadline, far below a worker's lifetime cap).
+        cpu_hit = (
+            cap is not None and usage is not None and os.WIFSIGNALED(status)
+            and os.WTERMSIG(status) == signal.SIGKILL and usage.ru_utime + usage.ru_stime >= cap - 0.05
+        )
         oom = False
         if self.cgroups is not None:
             oom = self.cgroups.oom_killed(pid)
             self.cgroups.remove(pid)
         if len(self.statuses) >= _MAX_STATUSES:
             self.statuses.pop(next(iter(self.statuses)))
-        self.statuses[pid] = (status, oom)
+        self.statuses[pid] = (status, oom, cpu_hit)
 
     def status(self, pid: int) -> list[Any] | None:
-        """``[raw wait status, oom_killed]`` of an ended worker (waiting for it if needed)."""
+        """``[raw wait status, oom_killed, cpu_limit_hit]`` of an ended worker (waiting for
+        it if needed)."""
         if pid not in self.statuses and pid in self.children:
             try:
-                _, status = os.waitpid(pid, 0)
-                self.ended(pid, status)
+                _, status, usage = os.wait4(pid, 0)
+                self.ended(pid, status, usage)
             except ChildProcessError:  # reaped by the handler meanwhile
                 pass
         found = self.statuses.pop(pid, None)
@@ -165,6 +177,8 @@ class Zygote:
             finally:
                 os._exit(protocol_exit())
         self.children.add(pid)
+        layers = hardening["layers"]
+        self.cpu_caps[pid] = max(int(layers.get("worker_cpu_seconds", 3600)), int(layers.get("cpu_seconds", 60)))
         child_end.close()
         try:
             pidfd = os.pidfd_open(pid)
