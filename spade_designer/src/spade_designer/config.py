@@ -65,6 +65,28 @@ class HintSettings(_Model):
     max_action_fraction: float = Field(default=0.5, gt=0.0, le=1.0)
 
 
+class EditSettings(_Model):
+    """Design by editing: how a parent is chosen and what kind of edit is asked for."""
+
+    #: ``parameter``: new values for the parent's declared knobs (``KNOBS``);
+    #: ``code``: a unified diff or a rewritten method; ``auto``: parameter when the
+    #: parent declares knobs, code otherwise.
+    kind: Literal["auto", "parameter", "code"] = "auto"
+    #: Reply budget of a parameter edit (``NAME=value, ...`` is a few tokens).
+    parameter_max_new_tokens: int = Field(default=24, ge=4, le=4096)
+    #: Reply budget of a code edit (``None``: the design budget, ``sampling.max_new_tokens``).
+    code_max_new_tokens: int | None = Field(default=None, ge=16, le=131_072)
+    #: Parents are drawn from the best this many frontier environments of the skill.
+    frontier_size: int = Field(default=3, ge=1, le=1000)
+    #: Win-rate band of the frontier (environments the agent neither always wins nor always loses).
+    band: tuple[float, float] = (0.15, 0.85)
+    #: Try the parent's hint for the child first (checked for leakage against the child)
+    #: before writing a new one.
+    reuse_parent_hint: bool = True
+    #: How much of the parent's source a code edit prompt shows.
+    code_chars: int = Field(default=6000, ge=200, le=200_000)
+
+
 class DesignerConfig(_Model):
     backend: str = "transformers"
     #: Model path/id for the backend (``None``: the backend's default).
@@ -82,6 +104,7 @@ class DesignerConfig(_Model):
     #: How many findings of a failed validation the repair prompt quotes.
     repair_findings: int = Field(default=6, ge=1, le=50)
     hint: HintSettings = Field(default_factory=HintSettings)
+    edit: EditSettings = Field(default_factory=EditSettings)
     #: Keep rejected candidates in the store (status retired, with their report).
     store_rejected: bool = True
     #: Difficulty used when a round does not ask for one (0 easy .. 1 hard).

@@ -27,13 +27,25 @@ from typing import Any
 
 from spade_core.domains import Domain
 from spade_core.errors import SpadeError
-from spade_core.metadata import EnvMetadata, EnvStatus, ValidationReport, code_hash
+from spade_core.metadata import EnvEdit, EnvMetadata, EnvStatus, Finding, ValidationReport, code_hash
 
 from .config import DesignerConfig
 from .corpus.base import Corpus, Document
-from .errors import ExtractionError, UnknownSkillError
+from .editing import (
+    APPLY,
+    EditApplyError,
+    Parent,
+    code_child,
+    code_edit_conversation,
+    extracted_child,
+    frontier,
+    parameter_child,
+    parameter_edit_conversation,
+    unified_diff,
+)
+from .errors import DesignerError, ExtractionError, UnknownSkillError
 from .extract import ExtractedEnv, extract_env
-from .hints import HintRequest, HintWriter, ProbeFn, sandbox_probe
+from .hints import HintRequest, HintWriter, ProbeFn, find_leak, sandbox_probe
 from .llm.base import Completion, Conversation, LLMBackend
 from .memory import Memory, MemorySelection
 from .prompts import compact_design_conversation, design_conversation, repair_conversation
@@ -69,6 +81,14 @@ class _Work:
     extracted: ExtractedEnv | None = None
     metadata: EnvMetadata | None = None
     history: list[tuple[Attempt, EnvMetadata | None]] = field(default_factory=list)
+    #: The environment an edit starts from (``None``: written from scratch).
+    parent: Parent | None = None
+    #: ``parameter`` or ``code`` for an edit.
+    edit_kind: str | None = None
+
+
+class NoParentError(DesignerError):
+    """An edit round found no admitted environment of the skill to edit."""
 
 
 def env_name(class_name: str, source: str) -> str:
@@ -295,6 +315,238 @@ class Designer:
             candidates=[w.result for w in work], timings=timings,
             prompt_tokens=tokens["prompt"], completion_tokens=tokens["completion"],
         )
+
+    # --- the edit round ---------------------------------------------------------------
+
+    def edit_round(
+        self,
+        domain: str | Domain,
+        skill: str,
+        n: int,
+        *,
+        kind: str | None = None,
+        parents: Sequence[Parent] | None = None,
+        agent_stats: AgentStats | None = None,
+        seed: int | None = None,
+        progress: Progress | None = None,
+    ) -> RoundResult:
+        """Design ``n`` environments for ``skill`` by editing parents at the frontier.
+
+        Parents are drawn from ``parents`` (default: :func:`~.editing.frontier` of the
+        store: admitted environments of the skill ranked by regret and win rate; with
+        ``kind = "parameter"`` only those declaring knobs). ``kind`` (default
+        ``config.edit.kind``): ``parameter``, ``code`` or ``auto`` (parameter where the
+        parent declares knobs). Each candidate's first (and only) attempt is the edit
+        prompt and reply; an edit that does not apply is rejected at stage ``apply``; a
+        child is validated like any design, except that novelty is judged against its
+        family (:meth:`_edit_novelty`), and is hinted (the parent's hint first, when it does
+        not leak the child's solution) and admitted with ``parent_ids = [parent]`` and
+        ``EnvMetadata.edit`` saying what changed. Raises :class:`NoParentError` when there
+        is nothing to edit.
+        """
+        if not isinstance(n, int) or n < 1:
+            raise SpadeError(f"n must be a positive number of environments, got {n!r}")
+        settings = self.config.edit
+        kind = kind or settings.kind
+        if kind not in ("auto", "parameter", "code"):
+            raise SpadeError(f"edit kind must be 'auto', 'parameter' or 'code', got {kind!r}")
+        dom = self._domain(domain)
+        if skill not in dom.skills:
+            raise UnknownSkillError(dom.name, skill, dom.skills)
+        report = progress or (lambda phase, done, total: None)
+        timings: dict[str, float] = {}
+        tokens = {"prompt": 0, "completion": 0}
+        t0 = time.perf_counter()
+        if parents is None:
+            parents = frontier(self.store, dom.name, skill, band=settings.band, size=settings.frontier_size,
+                               need_knobs=kind == "parameter")
+        if not parents:
+            raise NoParentError(
+                f"no admitted {dom.name} environment of skill {skill!r}"
+                + (" declaring knobs (KNOBS)" if kind == "parameter" else "") + " to edit"
+            )
+        rng = random.Random(seed)
+        continues = bool(getattr(self.backend, "continues_final_message", False))
+        work: list[_Work] = []
+        for i in range(n):
+            parent = rng.choice(list(parents))
+            edit_kind = kind if kind != "auto" else ("parameter" if parent.knobs else "code")
+            if edit_kind == "parameter":
+                conv = parameter_edit_conversation(parent, agent=agent_stats, start=i, prefill=continues)
+            else:
+                conv = code_edit_conversation(parent, agent=agent_stats, max_chars=settings.code_chars)
+            result = CandidateResult(i, None, [parent.id])
+            work.append(_Work(result, conv, conv, None, parent=parent, edit_kind=edit_kind))
+        timings["prompt"] = time.perf_counter() - t0
+
+        report("edit", 0, n)
+        s = self.config.sampling
+        t0 = time.perf_counter()
+        for edit_kind in ("parameter", "code"):
+            group = [w for w in work if w.edit_kind == edit_kind]
+            if not group:
+                continue
+            budget = (settings.parameter_max_new_tokens if edit_kind == "parameter"
+                      else settings.code_max_new_tokens or s.max_new_tokens)
+            completions = self.backend.chat(
+                [w.conversation for w in group], max_new_tokens=budget, temperature=s.temperature, top_p=s.top_p,
+                seed=None if seed is None else seed + (0 if edit_kind == "parameter" else 7),
+                # a parameter edit is one line
+                stop=["\n"] if edit_kind == "parameter" else None,
+            )
+            for w, comp in zip(group, completions, strict=True):
+                tokens["prompt"] += comp.prompt_tokens
+                tokens["completion"] += comp.completion_tokens
+                self._apply_edit(w, comp, dom, skill)
+        timings["generation"] = time.perf_counter() - t0
+        report("edit", n, n)
+
+        t0 = time.perf_counter()
+        self._validate_edits([w for w in work if w.extracted is not None], dom)
+        timings["validation"] = time.perf_counter() - t0
+
+        passed = self._unique(w for w in work if w.result.attempts[-1].passed)
+        if passed and self.config.hint.enabled:
+            report("hints", 0, len(passed))
+            t0 = time.perf_counter()
+            self._edit_hints(passed, dom, skill, seed, tokens)
+            timings["hint"] = time.perf_counter() - t0
+            report("hints", len(passed), len(passed))
+
+        report("admission", 0, n)
+        t0 = time.perf_counter()
+        self._admit(work)
+        timings["admission"] = time.perf_counter() - t0
+        report("admission", n, n)
+        return RoundResult(
+            domain=dom.name, skill=skill, difficulty=None, seed=seed, model=self.model_name,
+            candidates=[w.result for w in work], timings=timings,
+            prompt_tokens=tokens["prompt"], completion_tokens=tokens["completion"],
+        )
+
+    def _apply_edit(self, w: _Work, completion: Completion, dom: Domain, skill: str) -> None:
+        """Turn an edit reply into the child's source and metadata, or reject it at ``apply``."""
+        parent = w.parent
+        assert parent is not None
+        last = w.conversation[-1]
+        prefill = last["content"] if last["role"] == "assistant" else ""
+        attempt = Attempt(0, w.conversation, completion, prefill=prefill)
+        w.result.attempts.append(attempt)
+        values: dict[str, Any] = {}
+        previous: dict[str, Any] = {}
+        try:
+            if w.edit_kind == "parameter":
+                child, values, previous = parameter_child(parent, attempt.reply)
+                what = "parameter edit of %s: %s" % (
+                    parent.id, ", ".join(f"{k} {previous[k]!r} -> {v!r}" for k, v in values.items()))
+            else:
+                child = code_child(parent, attempt.reply)
+                what = f"code edit of {parent.id}"
+            ext = extracted_child(child, parent.metadata)
+        except EditApplyError as exc:
+            attempt.extraction_error = str(exc)
+            attempt.error_stage = APPLY
+            w.result.stages.append(StageOutcome(APPLY, False, str(exc), 0))
+            w.history.append((attempt, None))
+            return
+        attempt.source, attempt.class_name = ext.source, ext.class_name
+        w.result.stages.append(StageOutcome(APPLY, True, what, 0))
+        pm = parent.metadata
+        meta = EnvMetadata(
+            name=env_name(ext.class_name, ext.source),
+            domain=dom.name,
+            skill=skill,
+            description=pm.description,
+            difficulty=pm.difficulty,
+            max_turns=pm.max_turns,
+            reward_range=pm.reward_range,
+            action_format=dom.action_format,
+            class_name=ext.class_name,
+            designer_model=self.model_name,
+            parent_ids=[parent.id],
+            tags=["designed", "edit", f"{w.edit_kind}-edit"],
+            edit=EnvEdit(kind=w.edit_kind, parent_id=parent.id, values=values, previous=previous,  # type: ignore[arg-type]
+                         diff=unified_diff(parent.source, child, parent.id)[:64_000]),
+        )
+        w.extracted, w.metadata = ext, meta
+        w.history.append((attempt, meta))
+
+    def _validate_edits(self, batch: Sequence[_Work], dom: Domain) -> None:
+        """Validate children one by one with every configured stage but code novelty (a
+        child is meant to be close to its parent), then :meth:`_edit_novelty`."""
+        config = getattr(self.validator, "config", None)
+        if config is not None:
+            config = config.model_copy(update={"stages": tuple(st for st in config.stages if st.value != "novelty")})
+        for w in batch:
+            rep: ValidationReport = self.validator.validate(
+                w.extracted.source, metadata=w.metadata, domain=dom, store=self.store, config=config,  # type: ignore[union-attr]
+            )
+            if rep.passed:
+                rep = self._edit_novelty(w, rep)
+            attempt = w.result.attempts[-1]
+            attempt.report = rep
+            for f in rep.findings:
+                w.result.stages.append(StageOutcome(f.stage, f.ok, f.message, attempt.number))
+
+    def _edit_novelty(self, w: _Work, rep: ValidationReport) -> ValidationReport:
+        """Novelty of a child: its code must differ from every stored environment's (a
+        parameter edit changes at least one knob, so it differs from its parent; the same
+        values proposed again give the same code, which is a duplicate)."""
+        source = w.extracted.source  # type: ignore[union-attr]
+        digest = code_hash(source)
+        try:
+            self.store.get_source(digest)
+            duplicate = True
+        except SpadeError:
+            duplicate = False
+        parent = w.parent.id if w.parent else "?"
+        if duplicate:
+            twin = next((m.id for m in self.store.find(domain=w.metadata.domain, skill=w.metadata.skill)  # type: ignore[union-attr]
+                         if m.code_hash == digest), digest[:12])
+            message = f"same code as stored environment {twin}: this edit of {parent} was made before"
+            finding = Finding(stage="novelty", ok=False, message=message, code="near_duplicate",
+                              details={"twin": twin, "similarity": 1.0, "measure": "edit"})
+            return rep.model_copy(update={"passed": False, "failed_stage": "novelty", "reasons": [message],
+                                          "findings": [*rep.findings, finding], "duplicate_of": twin})
+        finding = Finding(stage="novelty", ok=True, message=f"edit of {parent}: code differs from every stored environment",
+                          details={"measure": "edit", "parent": parent})
+        return rep.model_copy(update={"findings": [*rep.findings, finding]})
+
+    def _edit_hints(self, passed: Sequence[_Work], dom: Domain, skill: str, seed: int | None,
+                    tokens: dict[str, int]) -> None:
+        """Hints for passed children: the parent's hint where it does not leak the child's
+        solution (the same game, other settings), a newly written one otherwise."""
+        allowed = tuple(sorted(dom.allowed_modules))
+        settings = self.config.hint
+        to_write: list[_Work] = []
+        for w in passed:
+            ext = w.extracted
+            assert ext is not None and w.parent is not None
+            hint = w.parent.metadata.hint
+            if self.config.edit.reuse_parent_hint and hint:
+                req = HintRequest(ext.source, skill, ext.class_name, allowed)
+                try:
+                    leak = find_leak(hint, self._probe_fn()(req, settings.check_seeds), min_chars=settings.min_key_chars)
+                except SpadeError as exc:
+                    leak = f"could not compute the solution for the leakage check: {exc}"
+                if leak is None:
+                    w.result.hint = HintResult(hint, True, None)
+                    w.result.stages.append(StageOutcome(HINT, True, f"parent's hint: {hint}", 0))
+                    continue
+            to_write.append(w)
+        if not to_write:
+            return
+        hints = HintWriter(self.backend, settings, self._probe_fn()).write_many(
+            [HintRequest(w.extracted.source, skill, w.extracted.class_name, allowed) for w in to_write],  # type: ignore[union-attr]
+            seed=None if seed is None else seed + 15485863,
+        )
+        for w, h in zip(to_write, hints, strict=True):
+            w.result.hint = h
+            w.result.stages.append(StageOutcome(HINT, h.accepted, h.hint if h.accepted else str(h.reason), 0))
+            for ha in h.attempts:
+                if ha.completion is not None:
+                    tokens["prompt"] += ha.completion.prompt_tokens
+                    tokens["completion"] += ha.completion.completion_tokens
 
     # --- phases -------------------------------------------------------------------------
 

@@ -61,6 +61,9 @@ class Attempt:
     source: str | None = None
     class_name: str | None = None
     extraction_error: str | None = None
+    #: The stage ``extraction_error`` belongs to: ``extract`` for a design, ``apply`` for an
+    #: edit that does not make a child of its parent.
+    error_stage: str = EXTRACT
     report: ValidationReport | None = None
     #: Id in the store when the attempt was kept there.
     stored_id: str | None = None
@@ -77,7 +80,7 @@ class Attempt:
     @property
     def failed_stage(self) -> str | None:
         if self.extraction_error is not None:
-            return EXTRACT
+            return self.error_stage
         if self.report is not None and not self.report.passed:
             return self.report.failed_stage
         return None
@@ -85,7 +88,7 @@ class Attempt:
     def findings_text(self, limit: int) -> list[str]:
         """The failing (then other) findings as lines a repair prompt can quote."""
         if self.extraction_error is not None:
-            return [f"[{EXTRACT}] {self.extraction_error}"]
+            return [f"[{self.error_stage}] {self.extraction_error}"]
         if self.report is None:
             return []
         failing = [f for f in self.report.findings if not f.ok]

@@ -20,14 +20,19 @@ def _command(action):
 class PolynomialProbeEnv:
     """Hidden f(x) = a*x^2 + b*x + c; the agent evaluates f and must name a, b, c."""
 
+    LEAD = 5
+    SPREAD = 9
+    MAX_ANSWERS = 3
+    # what an edit may change (spade_designer.knobs): coefficient ranges and the answer budget
+    KNOBS = {"LEAD": (int, 1, 9), "SPREAD": (int, 2, 30), "MAX_ANSWERS": (int, 1, 5)}
     GRAMMAR = (
         "Commands: \\boxed{query X} evaluates f at an integer X in [-10, 10]; "
         "\\boxed{answer A B C} states the coefficients of f(x) = A*x^2 + B*x + C."
     )
 
-    def __init__(self, max_turns=12, max_answers=3):
+    def __init__(self, max_turns=12, max_answers=None):
         self.max_turns = max_turns
-        self.max_answers = max_answers
+        self.max_answers = self.MAX_ANSWERS if max_answers is None else max_answers
         self.coefs = (1, 0, 0)
         self.turn = 0
         self.answers = 0
@@ -36,9 +41,9 @@ class PolynomialProbeEnv:
 
     def reset(self, seed=None):
         rng = random.Random(seed)
-        a = rng.choice([v for v in range(-5, 6) if v != 0])
-        b = rng.randint(-9, 9)
-        c = rng.randint(-9, 9)
+        a = rng.choice([v for v in range(-self.LEAD, self.LEAD + 1) if v != 0])
+        b = rng.randint(-self.SPREAD, self.SPREAD)
+        c = rng.randint(-self.SPREAD, self.SPREAD)
         self.coefs = (a, b, c)
         self.turn = 0
         self.answers = 0
@@ -46,7 +51,8 @@ class PolynomialProbeEnv:
         self.done = False
         obs = (
             "A hidden quadratic f(x) = A*x^2 + B*x + C has integer coefficients: A is non-zero "
-            "in [-5, 5], B and C are in [-9, 9]. Learn it by evaluating it, then state it. "
+            "in [-%d, %d], B and C are in [-%d, %d]. Learn it by evaluating it, then state it. "
+            % (self.LEAD, self.LEAD, self.SPREAD, self.SPREAD)
             + self.GRAMMAR
             + " You may answer at most %d times and have %d turns." % (self.max_answers, self.max_turns)
         )

@@ -26,15 +26,19 @@ class RemainderOracleEnv:
     """
 
     LIMIT = 2000
+    MAX_MODS = 3
+    MAX_GUESSES = 3
+    # what an edit may change (spade_designer.knobs): the range of N and the question budgets
+    KNOBS = {"LIMIT": (int, 200, 5000), "MAX_MODS": (int, 2, 5), "MAX_GUESSES": (int, 1, 5)}
     GRAMMAR = (
         "Commands: \\boxed{mod K} reveals the remainder of N divided by K, for an integer K in [2, 20]; "
         "\\boxed{guess N} names the secret number."
     )
 
-    def __init__(self, max_turns=10, max_mods=3, max_guesses=3):
+    def __init__(self, max_turns=10, max_mods=None, max_guesses=None):
         self.max_turns = max_turns
-        self.max_mods = max_mods
-        self.max_guesses = max_guesses
+        self.max_mods = self.MAX_MODS if max_mods is None else max_mods
+        self.max_guesses = self.MAX_GUESSES if max_guesses is None else max_guesses
         self.secret = 1
         self.turn = 0
         self.moduli = []
