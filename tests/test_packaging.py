@@ -15,6 +15,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = {
     "spade_core": "spade-core",
     "spade_sandbox": "spade-sandbox",
+    "spade_serve": "spade-serve",
     "spade_designer": "spade-designer",
     "spade_trainer": "spade-trainer",
     "plugins/games": "spade-games",
@@ -25,6 +26,7 @@ HEAVY = {"torch", "trl", "transformers", "vllm", "ray", "accelerate", "deepspeed
 FORBIDDEN = {
     "spade-core": HEAVY | {"spade-sandbox", "spade-designer", "spade-trainer"},
     "spade-sandbox": HEAVY | {"spade-designer", "spade-trainer"},
+    "spade-serve": HEAVY | {"spade-designer", "spade-trainer"},
     "spade-designer": {"spade-trainer"},
     "spade-games": {"spade-tooluse", "spade-trainer", "spade-designer"} | HEAVY,
     "spade-tooluse": {"spade-games", "spade-trainer", "spade-designer"} | HEAVY,

@@ -1,0 +1,428 @@
+"""The web app: OpenEnv's routes over SPADE sessions (FastAPI, as openenv-core's server).
+
+Routes, at the root (for a server of one environment, or naming ``env_id`` in the reset
+body) and under ``/envs/{env_id}`` (so openenv-core's clients reach any served
+environment with ``base_url=http://host:port/envs/<id>``):
+
+* ``WS  /ws`` — openenv-core's WebSocket protocol: ``{"type": "reset"|"step"|"state"|"close",
+  "data": ...}`` in; ``{"type": "observation"|"state"|"error", "data": ...}`` out. One
+  connection is one session.
+* ``POST /reset``, ``POST /step``, ``GET /state`` — plain HTTP. ``/reset`` without a session
+  id opens a session and answers its id in the ``X-Spade-Session`` header and in
+  ``observation.metadata.session_id``; later requests name it (that header, or a
+  ``session_id`` field / query parameter), so reset then step plays one episode.
+  ``DELETE /sessions/{id}`` closes one.
+* ``GET /schema``, ``GET /metadata``, ``GET /health``, ``GET /envs`` (what is served),
+  ``GET /status`` (sessions, queued calls, workers).
+
+Every error is ``{"type": "error", "data": {"code", "message", ...}}`` with an HTTP status
+that matches it (see :mod:`spade_serve.errors`); nothing answers with a traceback.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hmac
+import json
+import logging
+from collections.abc import AsyncIterator
+from typing import Any
+
+from fastapi import FastAPI, Request, WebSocket, WebSocketDisconnect
+from fastapi.responses import JSONResponse, Response
+from openenv.core.env_server.types import (
+    EnvironmentMetadata,
+    HealthResponse,
+    HealthStatus,
+    ResetRequest,
+    SchemaResponse,
+    StepRequest,
+    WSErrorCode,
+    WSErrorResponse,
+    WSObservationResponse,
+    WSResetMessage,
+    WSStateResponse,
+    WSStepMessage,
+)
+from pydantic import ValidationError
+
+from .catalog import ServedEnv
+from .errors import (
+    EpisodeStateError,
+    InvalidRequest,
+    RequestTooLarge,
+    ServeError,
+    Unauthorized,
+    UnknownEnv,
+)
+from .models import SpadeAction, SpadeObservation, SpadeState, wire_result
+from .sessions import Session, SessionManager
+
+log = logging.getLogger("spade_serve")
+
+SESSION_HEADER = "X-Spade-Session"
+#: Close codes of the WebSocket (RFC 6455): policy violation, message too big, going away.
+_WS_POLICY, _WS_TOO_BIG, _WS_GOING_AWAY = 1008, 1009, 1001
+
+
+def _error_body(data: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "error", "data": data}
+
+
+def error_response(exc: ServeError) -> JSONResponse:
+    headers = {"Retry-After": "1"} if exc.http_status == 503 else None
+    return JSONResponse(_error_body(exc.payload()), status_code=exc.http_status, headers=headers)
+
+
+def _validation_details(exc: ValidationError) -> list[dict[str, Any]]:
+    return [{"loc": list(e["loc"]), "msg": e["msg"], "type": e["type"]} for e in exc.errors()]
+
+
+def _invalid(exc: ValidationError, what: str) -> InvalidRequest:
+    first = "; ".join(f"{'.'.join(map(str, e['loc'])) or what}: {e['msg']}" for e in exc.errors()[:5])
+    return InvalidRequest(f"invalid {what}: {first}", errors=_validation_details(exc))
+
+
+class _BodyLimit:
+    """ASGI middleware: an HTTP body over ``limit`` bytes is answered 413 (by its declared
+    length before it is read, or when the bytes received pass the limit)."""
+
+    def __init__(self, app: Any, limit: int) -> None:
+        self.app = app
+        self.limit = limit
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = dict(scope.get("headers") or ()).get(b"content-length")
+        if declared is not None and (not declared.isdigit() or int(declared) > self.limit):
+            await self._too_large(scope, receive, send)
+            return
+        seen = 0
+
+        async def counted() -> dict[str, Any]:
+            nonlocal seen
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > self.limit:
+                    raise _TooLarge
+            return message
+
+        try:
+            await self.app(scope, counted, send)
+        except _TooLarge:
+            await self._too_large(scope, receive, send)
+
+    async def _too_large(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        exc = RequestTooLarge(f"the request body is over this server's limit of {self.limit} bytes", limit=self.limit)
+        await error_response(exc)(scope, receive, send)
+
+
+class _TooLarge(Exception):
+    pass
+
+
+def create_app(manager: SessionManager) -> FastAPI:
+    """The FastAPI app serving ``manager``'s catalog. Its lifespan starts the idle-session
+    reaper and, at shutdown, closes every session, worker and the zygote."""
+    settings = manager.settings
+    catalog = manager.catalog
+    schema = SchemaResponse(
+        action=SpadeAction.model_json_schema(),
+        observation=SpadeObservation.model_json_schema(),
+        state=SpadeState.model_json_schema(),
+    )
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        reaper = asyncio.create_task(_reap(manager))
+        try:
+            yield
+        finally:
+            reaper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await reaper
+            await manager.shutdown()
+
+    app = FastAPI(title="spade serve", summary="SPADE environments over OpenEnv's protocol", lifespan=lifespan)
+    app.state.manager = manager
+    app.add_middleware(_BodyLimit, limit=settings.max_request_bytes)
+
+    def authorized(headers: Any) -> bool:
+        if settings.token is None:
+            return True
+        given = headers.get("authorization", "")
+        scheme, _, value = given.partition(" ")
+        return scheme.lower() == "bearer" and hmac.compare_digest(value.strip().encode(), settings.token.encode())
+
+    @app.middleware("http")
+    async def guard(request: Request, call_next: Any) -> Response:
+        if request.url.path != "/health" and not authorized(request.headers):
+            return error_response(Unauthorized("this server needs 'Authorization: Bearer <token>'"))
+        try:
+            response: Response = await call_next(request)
+        except ServeError as exc:
+            return error_response(exc)
+        return response
+
+    @app.exception_handler(ServeError)
+    async def serve_error(request: Request, exc: ServeError) -> JSONResponse:
+        return error_response(exc)
+
+    @app.exception_handler(Exception)
+    async def unexpected(request: Request, exc: Exception) -> JSONResponse:
+        log.exception("unexpected error serving %s", request.url.path)
+        data = {"code": WSErrorCode.SESSION_ERROR.value, "message": f"internal error ({type(exc).__name__})"}
+        return JSONResponse(_error_body(data), status_code=500)
+
+    def env_for(env_ref: str | None, named: Any = None) -> ServedEnv:
+        ref = env_ref or named
+        if ref is not None:
+            if not isinstance(ref, str):
+                raise InvalidRequest(f"env_id must be a string, got {type(ref).__name__}")
+            return catalog.get(ref)
+        default = catalog.default
+        if default is None:
+            raise UnknownEnv(
+                "this server serves several environments: use /envs/<env_id>/... or name env_id in the reset"
+            )
+        return default
+
+    def session_for(request: Request, body: dict[str, Any], env_ref: str | None) -> Session:
+        sid = body.pop("session_id", None) or request.headers.get(SESSION_HEADER) or request.query_params.get("session_id")
+        if not sid:
+            raise InvalidRequest(
+                f"no session: send the id /reset answered ({SESSION_HEADER} header or a session_id field)"
+            )
+        if not isinstance(sid, str):
+            raise InvalidRequest(f"session_id must be a string, got {type(sid).__name__}")
+        session = manager.get(sid)
+        if env_ref is not None and catalog.get(env_ref).id != session.env.id:
+            raise InvalidRequest(f"session {sid} is a session of {session.env.id}, not of {env_ref}")
+        return session
+
+    async def json_body(request: Request) -> dict[str, Any]:
+        raw = await request.body()
+        if not raw.strip():
+            return {}
+        try:
+            body = json.loads(raw)
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise InvalidRequest(f"the body is not JSON: {exc}") from None
+        if not isinstance(body, dict):
+            raise InvalidRequest(f"the body must be a JSON object, got {type(body).__name__}")
+        return body
+
+    def client_of(conn: Request | WebSocket) -> str:
+        return conn.client.host if conn.client is not None else "unknown"
+
+    # --- plain HTTP ----------------------------------------------------------------
+    async def http_reset(request: Request, env_ref: str | None) -> JSONResponse:
+        body = await json_body(request)
+        named = body.pop("env_id", None)
+        has_session = "session_id" in body or SESSION_HEADER.lower() in request.headers
+        session = session_for(request, body, env_ref) if has_session else None
+        reset = _reset_request(body)
+        new = session is None
+        if session is None:
+            session = await manager.open(env_for(env_ref, named).id, client_of(request), "http")
+        try:
+            obs = await manager.reset(session, reset.seed, reset.episode_id)
+        except ServeError:
+            if new:
+                await manager.close(session)
+            raise
+        return JSONResponse(wire_result(obs), headers={SESSION_HEADER: session.id})
+
+    async def http_step(request: Request, env_ref: str | None) -> JSONResponse:
+        body = await json_body(request)
+        session = session_for(request, body, env_ref)
+        try:
+            step = StepRequest.model_validate(body)
+            action = SpadeAction.model_validate(step.action)
+        except ValidationError as exc:
+            raise _invalid(exc, "step request") from None
+        obs = await manager.step(session, action.message)
+        return JSONResponse(wire_result(obs), headers={SESSION_HEADER: session.id})
+
+    async def http_state(request: Request, env_ref: str | None) -> JSONResponse:
+        session = session_for(request, {}, env_ref)
+        return JSONResponse(session.state().model_dump())
+
+    def metadata_of(env: ServedEnv) -> EnvironmentMetadata:
+        m = env.metadata
+        return EnvironmentMetadata(name=m.id, description=m.description or m.name, version=str(m.version))
+
+    for prefix in ("", "/envs/{env_id}"):
+        _routes(app, prefix, http_reset, http_step, http_state, lambda ref: metadata_of(env_for(ref)))
+
+    @app.get("/health", response_model=HealthResponse)
+    async def health() -> HealthResponse:
+        return HealthResponse(status=HealthStatus.HEALTHY)
+
+    @app.get("/schema", response_model=SchemaResponse)
+    @app.get("/envs/{env_id}/schema", response_model=SchemaResponse)
+    async def get_schema(env_id: str | None = None) -> SchemaResponse:
+        if env_id is not None:
+            catalog.get(env_id)
+        return schema
+
+    @app.get("/envs")
+    async def list_envs() -> dict[str, Any]:
+        return {"envs": [e.summary() for e in catalog.listed()], "whole_registry": catalog.whole_registry}
+
+    @app.get("/status")
+    async def status() -> dict[str, Any]:
+        return manager.stats()
+
+    @app.delete("/sessions/{session_id}")
+    async def close_session(session_id: str) -> dict[str, Any]:
+        await manager.close(manager.get(session_id))
+        return {"closed": session_id}
+
+    # --- WebSocket ------------------------------------------------------------------
+    async def ws_session(websocket: WebSocket, env_ref: str | None) -> None:
+        if not authorized(websocket.headers):
+            await websocket.close(code=_WS_POLICY, reason="this server needs 'Authorization: Bearer <token>'")
+            return
+        await websocket.accept()
+        session: Session | None = None
+        client = client_of(websocket)
+
+        async def send_error(exc: ServeError) -> None:
+            await websocket.send_text(WSErrorResponse(data=exc.payload()).model_dump_json())
+
+        async def server_closed(reason: str) -> None:
+            with contextlib.suppress(Exception):
+                data = {"code": "SESSION_CLOSED", "message": f"the server closed this session ({reason})"}
+                await websocket.send_text(WSErrorResponse(data=data).model_dump_json())
+                await websocket.close(code=_WS_GOING_AWAY, reason=reason)
+
+        async def start(env_id: str) -> Session:
+            opened = await manager.open(env_id, client, "ws")
+            opened.on_server_close = server_closed
+            return opened
+
+        try:
+            if env_ref is not None or catalog.default is not None:
+                session = await start(env_for(env_ref).id)
+            while True:
+                raw = await websocket.receive_text()
+                if len(raw) > settings.max_request_bytes:
+                    await send_error(RequestTooLarge(f"message over {settings.max_request_bytes} bytes"))
+                    await websocket.close(code=_WS_TOO_BIG)
+                    return
+                try:
+                    message = json.loads(raw)
+                except json.JSONDecodeError as exc:
+                    await send_error(_Coded(WSErrorCode.INVALID_JSON.value, f"Invalid JSON: {exc}"))
+                    continue
+                kind = message.get("type", "") if isinstance(message, dict) else ""
+                try:
+                    if kind == "reset":
+                        data = dict(WSResetMessage.model_validate(message).data)
+                        named = data.pop("env_id", None)
+                        reset = _reset_request(data)
+                        if session is not None and named is not None and catalog.get(named).id != session.env.id:
+                            await manager.close(session)
+                            session = None
+                        if session is None:
+                            session = await start(env_for(env_ref, named).id)
+                        obs = await manager.reset(session, reset.seed, reset.episode_id)
+                        reply: Any = WSObservationResponse(data=wire_result(obs))
+                    elif kind == "step":
+                        action = SpadeAction.model_validate(WSStepMessage.model_validate(message).data)
+                        if session is None:
+                            raise EpisodeStateError("step before reset: send a reset first")
+                        obs = await manager.step(session, action.message)
+                        reply = WSObservationResponse(data=wire_result(obs))
+                    elif kind == "state":
+                        state = session.state() if session is not None else SpadeState()
+                        reply = WSStateResponse(data=state.model_dump())
+                    elif kind == "close":
+                        return
+                    else:
+                        raise _Coded(WSErrorCode.UNKNOWN_TYPE.value, f"Unknown message type: {kind!r}")
+                    await websocket.send_text(reply.model_dump_json())
+                except ValidationError as exc:
+                    await send_error(_invalid(exc, f"{kind or 'message'}"))
+                except ServeError as exc:
+                    if session is not None and session.closed:
+                        session = None  # ended with its worker; a reset opens a fresh one
+                    await send_error(exc)
+        except (WebSocketDisconnect, RuntimeError):
+            pass  # the client left (or the server closed the socket): the session goes below
+        except ServeError as exc:
+            with contextlib.suppress(Exception):
+                await send_error(exc)
+                await websocket.close(code=_WS_POLICY if isinstance(exc, Unauthorized) else 1013)
+        finally:
+            if session is not None:
+                await manager.close(session)
+
+    @app.websocket("/ws")
+    async def ws_root(websocket: WebSocket) -> None:
+        await ws_session(websocket, None)
+
+    @app.websocket("/envs/{env_id}/ws")
+    async def ws_env(websocket: WebSocket, env_id: str) -> None:
+        await ws_session(websocket, env_id)
+
+    return app
+
+
+class _Coded(ServeError):
+    """An error with one of openenv-core's own codes (INVALID_JSON, UNKNOWN_TYPE)."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def _reset_request(data: dict[str, Any]) -> ResetRequest:
+    """The reset's fields (seed >= 0, episode_id); any other field is named as unknown
+    (a SPADE environment takes no other reset arguments)."""
+    try:
+        reset = ResetRequest.model_validate(data)
+    except ValidationError as exc:
+        raise _invalid(exc, "reset request") from None
+    unknown = sorted(set(data) - {"seed", "episode_id"})
+    if unknown:
+        raise InvalidRequest(f"unknown reset field(s): {', '.join(map(str, unknown))} (a reset takes seed, episode_id, env_id)")
+    return reset
+
+
+def _routes(app: FastAPI, prefix: str, reset: Any, step: Any, state: Any, metadata: Any) -> None:
+    async def do_reset(request: Request, env_id: str | None = None) -> JSONResponse:
+        return await reset(request, env_id)  # type: ignore[no-any-return]
+
+    async def do_step(request: Request, env_id: str | None = None) -> JSONResponse:
+        return await step(request, env_id)  # type: ignore[no-any-return]
+
+    async def do_state(request: Request, env_id: str | None = None) -> JSONResponse:
+        return await state(request, env_id)  # type: ignore[no-any-return]
+
+    async def do_metadata(env_id: str | None = None) -> EnvironmentMetadata:
+        return metadata(env_id)  # type: ignore[no-any-return]
+
+    app.add_api_route(f"{prefix}/reset", do_reset, methods=["POST"])
+    app.add_api_route(f"{prefix}/step", do_step, methods=["POST"])
+    app.add_api_route(f"{prefix}/state", do_state, methods=["GET"])
+    app.add_api_route(f"{prefix}/metadata", do_metadata, methods=["GET"], response_model=EnvironmentMetadata)
+
+
+async def _reap(manager: SessionManager) -> None:
+    """Close idle sessions, checking a few times per idle timeout."""
+    period = min(5.0, max(0.05, manager.settings.idle_timeout_s / 4))
+    while True:
+        await asyncio.sleep(period)
+        try:
+            await manager.close_idle()
+        except Exception:  # the reaper must outlive one bad close
+            log.exception("closing idle sessions")
+
+
+__all__ = ["SESSION_HEADER", "create_app", "error_response"]

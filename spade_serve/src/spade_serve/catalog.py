@@ -1,0 +1,161 @@
+"""Which environments a server offers, resolved once at start-up (or on first use for the
+whole registry), and what each session needs to open one.
+
+A :class:`ServedEnv` is everything the session layer needs: the code, where it may run
+(seeds are trusted plugin code, store environments are untrusted), the domain's allowed
+modules and the metadata clients see.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from spade_core.catalog import CatalogEntry, resolve, seed_entries
+from spade_core.errors import EnvNotFound, SpadeError
+from spade_core.metadata import ActionFormat, EnvMetadata, EnvStatus
+
+from .errors import UnknownEnv
+
+
+@dataclass(frozen=True)
+class ServedEnv:
+    """One environment a server offers."""
+
+    kind: Literal["store", "seed"]
+    metadata: EnvMetadata
+    source: str
+    allowed_modules: tuple[str, ...]
+
+    @property
+    def id(self) -> str:
+        return self.metadata.id
+
+    @property
+    def uses_tools(self) -> bool:
+        return self.metadata.action_format == ActionFormat.tool_call
+
+    def summary(self) -> dict[str, Any]:
+        """The row of ``GET /envs``."""
+        m = self.metadata
+        return {
+            "id": m.id,
+            "kind": self.kind,
+            "name": m.name,
+            "version": m.version,
+            "domain": m.domain,
+            "skill": m.skill,
+            "description": m.description,
+            "max_turns": m.max_turns,
+            "action_format": m.action_format.value,
+            "reward_range": list(m.reward_range),
+        }
+
+
+def served_env(entry: CatalogEntry, plugins: Any, store: Any) -> ServedEnv:
+    """The :class:`ServedEnv` of a catalog entry (reads its code now)."""
+    allowed: frozenset[str] = frozenset()
+    try:
+        allowed = plugins.domain(entry.metadata.domain).allowed_modules
+    except SpadeError:
+        pass  # an uninstalled domain gets the sandbox's standard allow-list only
+    return ServedEnv(entry.kind, entry.metadata, entry.source(store), tuple(sorted(allowed)))
+
+
+class EnvCatalog:
+    """The environments of one server.
+
+    ``entries`` are resolved up front; ``lookup`` (the whole-registry mode) resolves any
+    other admitted id on first use and keeps it. Thread-safe: lookups run in the server's
+    call threads.
+    """
+
+    def __init__(self, entries: Iterable[ServedEnv], *, lookup: Callable[[str], ServedEnv] | None = None) -> None:
+        self._entries = {e.id: e for e in entries}
+        self._listed = list(self._entries)
+        self._lookup = lookup
+        self._lock = threading.Lock()
+        if not self._entries and lookup is None:
+            raise UnknownEnv("no environment to serve: name ids, a --domain, or --all")
+
+    @property
+    def whole_registry(self) -> bool:
+        return self._lookup is not None
+
+    def listed(self) -> list[ServedEnv]:
+        return [self._entries[i] for i in self._listed]
+
+    @property
+    def default(self) -> ServedEnv | None:
+        """The environment routes without an id use: the only one served, else none."""
+        if len(self._listed) == 1 and self._lookup is None:
+            return self._entries[self._listed[0]]
+        return None
+
+    def get(self, env_id: str) -> ServedEnv:
+        """The served environment ``env_id`` (``name-vN``, ``name`` or ``spade/<id>``);
+        :class:`UnknownEnv` otherwise."""
+        ref = env_id.removeprefix("spade/")
+        with self._lock:
+            hit = self._entries.get(ref)
+            if hit is None:
+                hit = next((e for e in self._entries.values() if e.metadata.name == ref), None)
+        if hit is not None:
+            return hit
+        if self._lookup is None:
+            shown = ", ".join(self._listed[:8]) + (" ..." if len(self._listed) > 8 else "")
+            raise UnknownEnv(f"this server does not serve {env_id!r} (it serves: {shown})", env_id=env_id)
+        found = self._lookup(ref)
+        with self._lock:
+            self._entries.setdefault(found.id, found)
+        return found
+
+
+def build_catalog(
+    plugins: Any,
+    store: Any,
+    *,
+    ids: Iterable[str] = (),
+    domain: str | None = None,
+    whole_registry: bool = False,
+) -> EnvCatalog:
+    """The catalog for ``spade serve``: named ids (any status, as ``spade play`` takes
+    them), every admitted environment and seed of ``domain``, and with
+    ``whole_registry`` every admitted one (the store's resolved on first use: a registry
+    of 100,000 environments is not read at start-up).
+
+    Raises :class:`UnknownEnv` naming an id that resolves nowhere, or a domain with
+    nothing admitted.
+    """
+    entries: list[ServedEnv] = []
+    for ref in ids:
+        try:
+            entries.append(served_env(resolve(ref, plugins, store), plugins, store))
+        except EnvNotFound as exc:
+            raise UnknownEnv(str(exc), env_id=ref) from None
+    if domain is not None:
+        found = [served_env(e, plugins, store) for e in seed_entries(plugins, domain=domain)]
+        for meta in store.find(domain=domain, status=EnvStatus.admitted, limit=None):
+            found.append(served_env(CatalogEntry("store", meta), plugins, store))
+        if not found:
+            raise UnknownEnv(f"domain {domain!r} has no admitted environment or seed to serve", domain=domain)
+        entries.extend(found)
+    lookup = None
+    if whole_registry:
+        entries.extend(served_env(e, plugins, store) for e in seed_entries(plugins))
+
+        def lookup(ref: str) -> ServedEnv:
+            try:
+                meta = store.resolve(ref)
+            except EnvNotFound:
+                raise UnknownEnv(f"no admitted environment {ref!r} in the registry", env_id=ref) from None
+            if meta.status != EnvStatus.admitted:
+                raise UnknownEnv(f"{meta.id} is {meta.status.value}, not admitted: it is not served", env_id=ref)
+            return served_env(CatalogEntry("store", meta), plugins, store)
+
+    return EnvCatalog(entries, lookup=lookup)
+
+
+__all__ = ["EnvCatalog", "ServedEnv", "build_catalog", "served_env"]

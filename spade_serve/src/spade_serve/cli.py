@@ -1,0 +1,90 @@
+"""``spade serve``, registered through ``spade_register_commands``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+
+def register(cli: typer.Typer) -> None:
+    @cli.command("serve")
+    def serve(
+        ctx: typer.Context,
+        env_ids: list[str] = typer.Argument(None, metavar="[ID]...", help="Environments to serve (ids, names or spade/<id>)."),
+        domain: str | None = typer.Option(None, "--domain", help="Serve every seed and admitted environment of this domain."),
+        whole_registry: bool = typer.Option(False, "--all", help="Serve every seed and admitted environment."),
+        host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on (loopback by default)."),
+        port: int = typer.Option(8000, "--port", min=0, max=65535),
+        max_sessions: int = typer.Option(1024, "--max-sessions", min=1, help="Open sessions in total."),
+        max_sessions_per_client: int = typer.Option(256, "--max-sessions-per-client", min=1),
+        idle_timeout: float = typer.Option(300.0, "--idle-timeout", help="Close a session idle this many seconds."),
+        max_concurrent_calls: int = typer.Option(64, "--max-concurrent-calls", min=1),
+        max_queued_calls: int = typer.Option(1024, "--max-queued-calls", min=0, help="Calls that may wait; past that: BUSY."),
+        max_request_bytes: int = typer.Option(1_048_576, "--max-request-bytes", min=1024),
+        sessions_per_worker: int = typer.Option(1, "--sessions-per-worker", min=1, help="Sessions sharing one sandbox worker."),
+        call_timeout: float = typer.Option(10.0, "--call-timeout", help="Deadline of one environment call (seconds)."),
+        token_file: Path | None = typer.Option(None, "--token-file", help="File holding a bearer token clients must send."),
+        seeds_in_process: bool = typer.Option(False, "--seeds-in-process", help="Run seed environments (trusted) in this process."),
+        space: Path | None = typer.Option(None, "--space", help="Write an OpenEnv environment repository (openenv.yaml, Dockerfile, requirements) here and exit."),
+        log_level: str = typer.Option("info", "--log-level"),
+    ) -> None:
+        """Serve environments over OpenEnv's HTTP/WebSocket protocol, each session sandboxed.
+
+        Routes: /ws, /reset, /step, /state, /schema, /metadata, /health at the root (one
+        environment served) and under /envs/<id>/ (any served environment).
+        """
+        from rich.console import Console
+        from spade_core.catalog import open_store
+        from spade_core.cli import command_config, command_plugins
+        from spade_core.errors import SpadeError
+
+        from .catalog import build_catalog
+        from .settings import ServeSettings
+
+        console = Console(stderr=True, highlight=False)
+        if not env_ids and domain is None and not whole_registry:
+            raise typer.BadParameter("name environment ids, a --domain, or --all", param_hint="ID")
+        token = None
+        if token_file is not None:
+            try:
+                token = token_file.read_text().strip()
+            except OSError as exc:
+                raise SpadeError(f"{token_file}: cannot read the token file ({exc.strerror})") from None
+        try:
+            settings = ServeSettings(
+                host=host,
+                port=port,
+                max_sessions=max_sessions,
+                max_sessions_per_client=max_sessions_per_client,
+                idle_timeout_s=idle_timeout,
+                max_concurrent_calls=max_concurrent_calls,
+                max_queued_calls=max_queued_calls,
+                max_request_bytes=max_request_bytes,
+                sessions_per_worker=sessions_per_worker,
+                call_timeout_s=call_timeout,
+                token=token,
+                seeds_in_process=seeds_in_process,
+            )
+        except ValueError as exc:  # pydantic's ValidationError names each field
+            raise SpadeError(f"invalid serve settings: {exc}") from None
+        config = command_config(ctx)
+        plugins = command_plugins(ctx)
+        with open_store(config, read_only=True) as store:
+            catalog = build_catalog(plugins, store, ids=env_ids or (), domain=domain, whole_registry=whole_registry)
+            if space is not None:
+                from .space import write_space
+
+                written = write_space(space, catalog.listed(), settings)
+                for path in written:
+                    typer.echo(str(path))
+                return
+            if not settings.loopback_only and settings.token is None:
+                console.print(f"[yellow]listening on {host} without a bearer token: anyone who reaches it can run sessions[/]")
+            served = ", ".join(e.id for e in catalog.listed()[:5]) + (" ..." if len(catalog.listed()) > 5 else "")
+            if catalog.whole_registry:
+                served += " and every admitted environment"
+            console.print(f"serving {served} on http://{host}:{port} (OpenEnv protocol; /envs/<id>/ws)")
+            from .server import run
+
+            run(catalog, settings, log_level=log_level)

@@ -1,0 +1,91 @@
+"""A typed client for ``spade serve``: openenv-core's ``EnvClient`` over SPADE's models.
+
+openenv-core's own ``GenericEnvClient`` works against the server unchanged (actions are
+``{"message": "..."}``, observations plain dicts with ``text``, ``terminated``,
+``truncated``, ``info``, ``tools`` and ``metadata``). :class:`SpadeEnvClient` adds types,
+a bearer token, the ``/envs/<id>`` route and :class:`~spade_serve.errors.RemoteError`
+(with the server's code and the sandbox's error kind) instead of a bare RuntimeError::
+
+    async with SpadeEnvClient("http://127.0.0.1:8000", env_id="polynomial_probe-v1") as env:
+        result = await env.reset(seed=3)
+        result = await env.step("\\boxed{2}")   # or SpadeAction(message=...)
+        result.observation.terminated, result.observation.truncated
+
+    with SpadeEnvClient(url, env_id=...).sync() as env:   # the blocking twin
+        env.reset(seed=3)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from openenv.core.client_types import StepResult
+from openenv.core.env_client import EnvClient
+
+from .errors import RemoteError
+from .models import SpadeAction, SpadeObservation, SpadeState
+
+
+def env_base_url(url: str, env_id: str | None) -> str:
+    """The base URL of one served environment: ``url/envs/<env_id>`` (``url`` itself when
+    no id is given: a server of a single environment)."""
+    base = url.rstrip("/")
+    return f"{base}/envs/{env_id.removeprefix('spade/')}" if env_id else base
+
+
+class SpadeEnvClient(EnvClient[SpadeAction, SpadeObservation, SpadeState]):
+    """One session (one WebSocket) on a ``spade serve`` server."""
+
+    def __init__(
+        self,
+        url: str,
+        env_id: str | None = None,
+        *,
+        token: str | None = None,
+        connect_timeout_s: float = 10.0,
+        message_timeout_s: float = 60.0,
+    ) -> None:
+        super().__init__(env_base_url(url, env_id), connect_timeout_s=connect_timeout_s, message_timeout_s=message_timeout_s)
+        self.env_id = env_id
+        self._token = token
+
+    async def connect(self) -> SpadeEnvClient:
+        if self._token is None or self._ws is not None:
+            await super().connect()
+            return self
+        from websockets.asyncio.client import connect as ws_connect
+
+        try:
+            self._ws = await ws_connect(
+                self._ws_url,
+                open_timeout=self._connect_timeout,
+                max_size=self._max_message_size,
+                additional_headers={"Authorization": f"Bearer {self._token}"},
+                proxy=None,
+            )
+        except Exception as exc:
+            raise ConnectionError(f"Failed to connect to {self._ws_url}: {exc}") from exc
+        return self
+
+    async def _send_and_receive(self, message: dict[str, Any]) -> dict[str, Any]:
+        await self._send(message)
+        response = await self._receive()
+        if response.get("type") == "error":
+            raise RemoteError(response.get("data") or {})
+        return response
+
+    def _step_payload(self, action: SpadeAction | str) -> dict[str, Any]:
+        if isinstance(action, str):
+            return {"message": action}
+        return {"message": action.message}
+
+    def _parse_result(self, payload: dict[str, Any]) -> StepResult[SpadeObservation]:
+        fields = dict(payload.get("observation") or {})
+        obs = SpadeObservation(**fields, reward=payload.get("reward"), done=bool(payload.get("done", False)))
+        return StepResult(observation=obs, reward=payload.get("reward"), done=obs.done)
+
+    def _parse_state(self, payload: dict[str, Any]) -> SpadeState:
+        return SpadeState.model_validate(payload)
+
+
+__all__ = ["SpadeEnvClient", "env_base_url"]

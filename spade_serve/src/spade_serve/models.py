@@ -1,0 +1,61 @@
+"""The action, observation and state of a served SPADE environment, as openenv-core models.
+
+A SPADE environment is a text environment: the action is one string (``\\boxed{...}`` for
+boxed domains, ``<tool_call>...</tool_call>`` / ``<answer>...</answer>`` for tool-use
+ones), the observation one string. OpenEnv's observation has a single ``done``; SPADE
+keeps Gymnasium's two flags apart, so ``terminated`` and ``truncated`` travel both as
+fields and in the observation's ``metadata`` (``done`` is their ``or``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from openenv.core.env_server.types import Action, Observation, State
+from pydantic import Field
+
+
+class SpadeAction(Action):
+    """One turn of the agent: the text sent to the environment's ``step``."""
+
+    message: str = Field(description="The action text, e.g. \\boxed{42} or a <tool_call> block")
+
+
+class SpadeObservation(Observation):
+    """What ``reset`` and ``step`` return. ``metadata`` holds ``env_id``, ``session_id``,
+    ``episode_id``, ``seed``, ``step_count``, ``terminated`` and ``truncated``."""
+
+    text: str = Field(default="", description="The environment's observation text")
+    terminated: bool = Field(default=False, description="The episode reached a terminal state")
+    truncated: bool = Field(default=False, description="The episode was cut off (max_turns, or the env said so)")
+    info: dict[str, Any] = Field(default_factory=dict, description="The environment's info dict")
+    tools: list[dict[str, Any]] = Field(
+        default_factory=list, description="OpenAI-format tool schemas (tool-use environments; at reset)"
+    )
+
+
+class SpadeState(State):
+    """A session's state (``/state``): openenv's ``episode_id`` and ``step_count`` plus
+    the SPADE episode's flags."""
+
+    env_id: str = ""
+    session_id: str = ""
+    seed: int | None = None
+    terminated: bool = False
+    truncated: bool = False
+    total_reward: float = 0.0
+
+
+def wire_result(observation: SpadeObservation) -> dict[str, Any]:
+    """The ``{"observation", "reward", "done"}`` body of a reset/step answer.
+
+    openenv-core's own serializer leaves ``metadata`` out of the observation; here it
+    stays in, because that is where a client finds ``terminated`` and ``truncated``."""
+    return {
+        "observation": observation.model_dump(exclude={"reward", "done"}),
+        "reward": observation.reward,
+        "done": observation.done,
+    }
+
+
+__all__ = ["SpadeAction", "SpadeObservation", "SpadeState", "wire_result"]

@@ -1,0 +1,73 @@
+"""Running the app under uvicorn, and starting a server for tests and benchmarks."""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+from .app import create_app
+from .catalog import EnvCatalog
+from .sessions import SessionManager
+from .settings import ServeSettings
+
+
+def uvicorn_config(app: Any, settings: ServeSettings, *, log_level: str = "warning") -> Any:
+    """uvicorn's configuration for ``app``: the settings' address, WebSocket messages
+    capped at ``max_request_bytes``, and a bounded graceful shutdown."""
+    import uvicorn
+
+    return uvicorn.Config(
+        app,
+        host=settings.host,
+        port=settings.port,
+        ws_max_size=settings.max_request_bytes,
+        log_level=log_level,
+        timeout_graceful_shutdown=5,
+        lifespan="on",
+    )
+
+
+def run(catalog: EnvCatalog, settings: ServeSettings, *, log_level: str = "info") -> None:
+    """Serve until SIGINT/SIGTERM; then every session, worker and the zygote are closed."""
+    import uvicorn
+
+    manager = SessionManager(catalog, settings)
+    uvicorn.Server(uvicorn_config(create_app(manager), settings, log_level=log_level)).run()
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket() as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
+
+
+@contextlib.contextmanager
+def running(manager: SessionManager, *, startup_timeout_s: float = 30.0) -> Iterator[str]:
+    """Run ``manager``'s app in a background thread on its settings' host (port 0: a free
+    one); yields the base URL and shuts the server down (gracefully) on exit."""
+    import uvicorn
+
+    settings = manager.settings
+    if settings.port == 0:
+        settings = settings.model_copy(update={"port": free_port(settings.host)})
+        manager.settings = settings
+    server = uvicorn.Server(uvicorn_config(create_app(manager), settings))
+    thread = threading.Thread(target=server.run, name="spade-serve", daemon=True)
+    thread.start()
+    deadline = time.monotonic() + startup_timeout_s
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            raise RuntimeError(f"the server did not start on {settings.host}:{settings.port}")
+        time.sleep(0.01)
+    try:
+        yield f"http://{settings.host}:{settings.port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=30)
+
+
+__all__ = ["free_port", "run", "running", "uvicorn_config"]
