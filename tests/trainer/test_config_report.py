@@ -82,16 +82,16 @@ def test_metrics_round_trip_and_truncate_on_resume(tmp_path: Path) -> None:
     assert [r["iteration"] for r in read_metrics(tmp_path)] == [1, 2]
 
 
-def test_report_writes_html_and_six_pngs(tmp_path: Path) -> None:
+def test_report_writes_html_and_its_pngs(tmp_path: Path) -> None:
     log = MetricsLog(tmp_path)
     for r in _records(4):
         log.write(r)
     page = write_report(tmp_path)
     names = sorted(p.name for p in page.parent.glob("*.png"))
-    assert names == sorted(["regret.png", "win_rate.png", "admission.png", "difficulty.png", "pool.png",
-                            "rewards.png"])
+    assert names == sorted(["regret.png", "win_rate.png", "admission.png", "skill_regret.png", "skill_win_rate.png",
+                            "difficulty.png", "pool.png", "rewards.png"])
     html = page.read_text()
-    assert all(n in html for n in names) and "<table>" in html
+    assert all(n in html for n in names) and "<table id=iterations>" in html
 
 
 def test_report_of_a_folder_without_metrics_says_so(tmp_path: Path) -> None:
