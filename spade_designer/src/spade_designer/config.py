@@ -85,6 +85,14 @@ class EditSettings(_Model):
     reuse_parent_hint: bool = True
     #: How much of the parent's source a code edit prompt shows.
     code_chars: int = Field(default=6000, ge=200, le=200_000)
+    #: Share of a self-play loop's designs made by editing (``mix = "fixed"``), or the
+    #: bandit's prior (``mix = "bandit"``); 0 writes every design from scratch.
+    share: float = Field(default=0.0, ge=0.0, le=1.0)
+    #: ``fixed``: each design is an edit with probability ``share``; ``bandit``: UCB1 on the
+    #: admissions and designer reward each operator earned (:mod:`spade_designer.operators`).
+    mix: Literal["fixed", "bandit"] = "fixed"
+    #: Under the bandit, each operator keeps at least this share of the designs.
+    min_share: float = Field(default=0.1, ge=0.0, le=0.5)
 
 
 class DesignerConfig(_Model):

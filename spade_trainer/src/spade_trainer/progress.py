@@ -100,6 +100,9 @@ def design_progress(failed_stage: str | None, structure: float = 0.0) -> float:
     """
     if failed_stage is None:
         return 1.0
+    if failed_stage == "apply":
+        # an edit that does not apply to its parent got as far as a reply without code
+        failed_stage = "extract"
     if failed_stage not in DESIGN_GATES:
         return 0.0
     k = DESIGN_GATES.index(failed_stage)
@@ -109,7 +112,7 @@ def design_progress(failed_stage: str | None, structure: float = 0.0) -> float:
 
 def unknown_stage(failed_stage: str | None) -> bool:
     """True when ``failed_stage`` is not one of :data:`DESIGN_GATES`."""
-    return failed_stage is not None and failed_stage not in DESIGN_GATES
+    return failed_stage is not None and failed_stage not in DESIGN_GATES and failed_stage != "apply"
 
 
 def well_formed_action(message: str, action_format: Any) -> bool:
