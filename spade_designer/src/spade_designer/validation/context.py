@@ -108,13 +108,34 @@ class Run:
                 self.solution_errors[seed] = rej
         return self.solutions[seed]
 
+    def solution_plans(self, seed: int) -> list[list[str]]:
+        """The action sequences ``solution()`` spells out on ``seed``: the list itself, or
+        the readings of a string solution in the domain's format (:mod:`.solutions`);
+        empty when there is none to replay."""
+        sol = self.solution(seed)
+        if isinstance(sol, list):
+            return [sol] if sol else []
+        if isinstance(sol, str):
+            from .solutions import solution_plans
+
+            return solution_plans(sol, self.action_format)
+        return []
+
+    @property
+    def action_format(self) -> Any:
+        """The domain's action format; without a domain, the metadata's when it names tool
+        calls (its default says boxed, which is not a statement); else ``None``."""
+        if self.domain is not None:
+            return self.domain.action_format
+        fmt = getattr(self.metadata, "action_format", None)
+        return fmt if fmt == "tool_call" else None
+
     def solution_actions(self) -> set[str]:
         """Every action of every replayable solution on the configured seeds."""
         out: set[str] = set()
         for seed in self.config.seeds:
-            sol = self.solution(seed)
-            if isinstance(sol, list):
-                out.update(sol)
+            for plan in self.solution_plans(seed)[:1]:
+                out.update(plan)
         return out
 
     def solution_error(self, seed: int) -> Rejection | None:

@@ -4,7 +4,10 @@ Generic families: boxed commands, tool-call JSON (well and badly formed), garbag
 empty action, very long actions and arbitrary Unicode. Most generic actions come from a
 fixed, precomputed pool (one cheap draw each: Hypothesis' per-draw cost dominates a fuzz
 run), the rest are generated text so shrinking can still find the smallest bad string.
-Reference solutions, when known, are mixed in so fuzzing also reaches deep states.
+Reference solutions, when known, are mixed in so fuzzing also reaches deep states, and
+so are the actions derived from the environment itself (:mod:`.mutations`: the command
+templates it prints, near misses of its own actions); an example may start with a prefix
+of the solution. The program is therefore built per environment, not once per domain.
 """
 
 from __future__ import annotations
@@ -104,16 +107,28 @@ class ActionProgram:
     pool: tuple[str, ...]
     known: tuple[str, ...] = ()
     domain: tuple[str, ...] = ()
+    #: Actions derived from this environment: its printed command templates and
+    #: mutations of its own actions (:mod:`.mutations`).
+    derived: tuple[str, ...] = ()
+    #: The solution's action sequence per seed: an example may start with a prefix of it,
+    #: so the actions after it meet the deep states only a good player reaches.
+    plans: tuple[tuple[int, tuple[str, ...]], ...] = ()
 
-    def decode(self, data: bytes, max_steps: int) -> list[str]:
+    def decode(self, data: bytes, max_steps: int, seed: int | None = None) -> list[str]:
         out: list[str] = []
         i = 0
         n = len(data)
+        plan = next((p for s, p in self.plans if s == seed), ())
         while i < n and len(out) < max_steps:
-            op = data[i] % 11
+            op = data[i] % 13
             arg = data[i + 1] if i + 1 < n else 0
             i += 2
-            if op in (3, 4) and self.known:
+            if op == 11 and self.derived:
+                out.append(self.derived[(arg * 256 + (data[i] if i < n else 0)) % len(self.derived)])
+                i += 1
+            elif op == 12 and plan:
+                out.extend(plan[: arg % len(plan) + 1][: max_steps - len(out)])
+            elif op in (3, 4) and self.known:
                 out.append(self.known[arg % len(self.known)])
             elif op in (5, 6) and self.domain:
                 out.append(self.domain[arg % len(self.domain)])
@@ -144,7 +159,7 @@ class ActionProgram:
                     out.append(format_boxed(str(value)))
             else:
                 out.append(self.pool[(op * 256 + arg) % len(self.pool)] if op else self.pool[arg % len(self.pool)])
-        return out
+        return out[:max_steps]
 
 
 def domain_samples(domain: Domain | None, count: int = 48) -> tuple[str, ...]:
@@ -181,10 +196,15 @@ def program(
     domain: Domain | None = None,
     known: Sequence[str] = (),
     long_chars: int = 4_000,
+    derived: Sequence[str] = (),
+    plans: Sequence[tuple[int, Sequence[str]]] = (),
 ) -> ActionProgram:
-    """The action program of one fuzz run."""
+    """The action program of one fuzz run: the generic pool, the domain's samples, and
+    what this environment gives (its solution's actions and plans, derived actions)."""
     return ActionProgram(
         pool=generic_pool(long_chars),
         known=tuple(dict.fromkeys(known)),
         domain=domain_samples(domain),
+        derived=tuple(dict.fromkeys(derived)),
+        plans=tuple((seed, tuple(plan)) for seed, plan in plans if plan),
     )

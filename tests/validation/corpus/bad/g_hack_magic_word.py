@@ -18,7 +18,7 @@ class HackMagicWordEnv:
         cmd = m[-1].lower() if m else ""
         if cmd == "solve":
             return "Solved (debug).", 1.0, True, False, {}
-        if not cmd.isdigit():
+        if not cmd.isdecimal():
             return "Give a number.", 0.0, False, self.turn >= 10, {}
         ok = int(cmd) == self.secret
         obs = "Correct!" if ok else "Higher." if int(cmd) < self.secret else "Lower."

@@ -21,7 +21,7 @@ class StackMachineEnv:
         m = re.findall(r"\\boxed\{([^{}]*)\}", action)
         parts = m[-1].split() if m else []
         msg = "ok"
-        if len(parts) == 2 and parts[0] == "push" and parts[1].isdigit() and len(parts[1]) == 1:
+        if len(parts) == 2 and parts[0] == "push" and len(parts[1]) == 1 and parts[1] in "0123456789":
             self.stack.append(int(parts[1]))
         elif parts in (["add"], ["mul"]) and len(self.stack) >= 2:
             b, a = self.stack.pop(), self.stack.pop()

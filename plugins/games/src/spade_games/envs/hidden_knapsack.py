@@ -69,7 +69,7 @@ class HiddenKnapsackEnv:
         return best, best_set
 
     def _items(self, tokens):
-        if not tokens or not all(t.isdigit() and 1 <= int(t) <= self.N for t in tokens):
+        if not tokens or not all(t.isdecimal() and 1 <= int(t) <= self.N for t in tokens):
             return None
         items = [int(t) - 1 for t in tokens]
         return items if len(set(items)) == len(items) else None

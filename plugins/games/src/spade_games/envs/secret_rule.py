@@ -86,7 +86,7 @@ class SecretRuleEnv:
         parts = cmd.split()
         verb = parts[0].lower() if parts else ""
         if verb == "test":
-            if len(parts) != 2 or not parts[1].isdigit() or not 1 <= int(parts[1]) <= 999:
+            if len(parts) != 2 or not parts[1].isdecimal() or not 1 <= int(parts[1]) <= 999:
                 return "Invalid test: give one whole number from 1 to 999.", 0.0, False
             n = int(parts[1])
             if n in self.challenge:

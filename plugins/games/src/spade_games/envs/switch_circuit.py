@@ -87,7 +87,7 @@ class SwitchCircuitEnv:
             return "Invalid action: wrap one command in \\boxed{...}. " + self.GRAMMAR, self._progress(), False
         parts = cmd.lower().split()
         if len(parts) == 2 and parts[0] in ("toggle", "flip"):
-            if not parts[1].isdigit() or not 1 <= int(parts[1]) <= self.N:
+            if not parts[1].isdecimal() or not 1 <= int(parts[1]) <= self.N:
                 return "Invalid switch: give a number from 1 to 10.", self._progress(), False
             k = int(parts[1]) - 1
             self.switches[k] ^= 1

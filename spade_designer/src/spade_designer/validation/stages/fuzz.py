@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 from hypothesis import HealthCheck, Phase, Verbosity, given, settings
 from hypothesis import seed as hypothesis_seed
@@ -28,6 +29,7 @@ from ..codes import Reason
 from ..context import Run
 from ..probes import COMMANDS, GARBAGE
 from ..runner import FATAL, Instance, Rejection
+from ..mutations import derived_actions, mutations
 from ..strategies import ActionProgram
 from ..strategies import program as action_program
 
@@ -36,6 +38,9 @@ _PROBE_CHARS = 200
 #: How many times the sweep plays a chunk again after an unconfirmed slow call: the sweep
 #: must not skip the rest of its probes because the machine was busy for a moment.
 _SWEEP_RETRIES = 3
+#: Observations kept (and characters of each) to harvest command templates from.
+_MAX_TEXTS = 16
+_TEXT_CHARS = 4_000
 
 
 @dataclass
@@ -126,17 +131,28 @@ def fuzz_run(run: Run, *, examples: int | None = None) -> FuzzOutcome:
     cand = run.candidate
     max_turns = cand.max_turns
     known: list[str] = []
+    plans: list[tuple[int, list[str]]] = []
     for seed in cfg.seeds:
-        sol = run.solution(seed)
-        if isinstance(sol, list):
-            known += sol
+        for plan in run.solution_plans(seed)[:1]:
+            known += plan
+            plans.append((seed, plan))
     decoder = action_program(domain=run.domain, known=known, long_chars=cfg.long_action_chars)
     max_steps = max(1, min(cfg.fuzz_max_steps, max_turns + 1))
     min_steps = min(cfg.fuzz_min_steps, max_steps)
     env = run.env()
     outcome = FuzzOutcome()
     try:
-        sweep(run, decoder, outcome)
+        # What the environment prints at reset (its intro text and command templates)
+        # and in answer to the generic probes seeds the derived actions.
+        texts = [env.reset(seed)[0] for seed in cfg.seeds]
+        texts += sweep(run, decoder, outcome)
+        derived = derived_actions(known, texts)
+        decoder = action_program(
+            domain=run.domain, known=known, long_chars=cfg.long_action_chars, derived=derived, plans=plans
+        )
+        _sweep_list(run, derived, outcome)
+        for seed, actions in prefix_episodes(plans, max(1, min(cfg.fuzz_max_steps, max_turns))):
+            _play_probe(run, seed, actions, outcome)
     except Rejection as rej:
         if _confirmed(env, rej, max_turns):
             outcome.failures.append(rej)
@@ -162,7 +178,7 @@ def fuzz_run(run: Run, *, examples: int | None = None) -> FuzzOutcome:
     def prop(seed: int, data: bytes) -> None:
         if outcome.stopped:
             return
-        acts = decoder.decode(data, max_steps)
+        acts = decoder.decode(data, max_steps, seed)
         outcome.examples += 1
         try:
             episode(env, seed, acts, max_turns, outcome)
@@ -193,20 +209,38 @@ def fuzz_run(run: Run, *, examples: int | None = None) -> FuzzOutcome:
     return outcome
 
 
-def sweep(run: Run, program: ActionProgram, outcome: FuzzOutcome) -> None:
+def sweep(run: Run, program: ActionProgram, outcome: FuzzOutcome) -> list[str]:
     """Every fixed probe (generic pool, domain samples, known actions) at least once, in
-    episodes of up to ``fuzz_max_steps``: random exploration alone may miss one of ~200."""
-    env = run.env()
+    episodes of up to ``fuzz_max_steps``: random exploration alone may miss one of ~200.
+    Returns the distinct observations that name a boxed command (templates to derive from)."""
+    return _sweep_list(run, list(dict.fromkeys(program.pool + program.domain + program.known)), outcome)
+
+
+def _sweep_list(run: Run, actions: list[str], outcome: FuzzOutcome) -> list[str]:
     max_steps = max(1, min(run.config.fuzz_max_steps, run.candidate.max_turns))
-    remaining = list(dict.fromkeys(program.pool + program.domain + program.known))
+    remaining = list(actions)
     seeds = run.config.seeds
+    texts: dict[str, None] = {}
     n = 0
-    late = 0
     while remaining:
-        seed = seeds[n % len(seeds)]
         chunk = remaining[:max_steps]
+        played = _play_probe(run, seeds[n % len(seeds)], chunk, outcome)
+        n += 1
+        for step in played:
+            if len(texts) < _MAX_TEXTS and "\\boxed{" in step.observation:
+                texts.setdefault(step.observation[:_TEXT_CHARS], None)
+        remaining = remaining[max(1, len(played)) :]
+    return list(texts)
+
+
+def _play_probe(run: Run, seed: int, actions: list[str], outcome: FuzzOutcome) -> list[Any]:
+    """One probe episode; a late answer the replays do not confirm is played again (up to
+    :data:`_SWEEP_RETRIES` times), any other broken invariant is raised."""
+    env = run.env()
+    late = 0
+    while True:
         try:
-            played = env.play(seed, chunk)
+            played = env.play(seed, actions)
         except Rejection as rej:
             if rej.actions is None:
                 rej.actions = list(env.trail)
@@ -214,9 +248,28 @@ def sweep(run: Run, program: ActionProgram, outcome: FuzzOutcome) -> None:
                 late += 1  # a late answer the replays did not confirm: play this chunk again
                 continue
             raise
-        n += 1
         outcome.steps += len(played)
-        remaining = remaining[max(1, len(played)) :]
+        return played
+
+
+def prefix_episodes(plans: list[tuple[int, list[str]]], max_steps: int) -> list[tuple[int, list[str]]]:
+    """Episodes that follow the solution for ``k`` steps and then try near misses of its
+    next action (the first of them from exactly the state the solution reached), and one
+    that plays every solution action twice: bugs that only a player deep in the game
+    meets (overshooting the goal, an index past the board's end)."""
+    out: list[tuple[int, list[str]]] = []
+    for seed, plan in plans:
+        n = len(plan)
+        ks = sorted({0, 1, n // 2, n - 2, n - 1} & set(range(n))) if n > 5 else list(range(n))
+        for k in ks:
+            if k >= max_steps:
+                continue
+            muts = mutations(plan[k])
+            if muts:
+                out.append((seed, plan[:k] + muts[: max_steps - k]))
+        doubled = [a for a in plan for _ in range(2)][:max_steps]
+        out.append((seed, doubled))
+    return out
 
 
 def long_episode(run: Run) -> int:
