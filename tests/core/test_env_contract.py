@@ -152,8 +152,8 @@ def test_flags_are_plain_bools_even_when_the_env_returns_numpy_bools() -> None:
         (("o", 1.0, 1, False, {}), "terminated=1 of type int"),
         (("o", 1.0, False, None, {}), "truncated=None of type NoneType"),
         (("o", 1.0, False, False, ["info"]), "info of type list"),
-        (("o", 1.0, False), "must return (observation, reward, terminated, truncated, info)"),
-        ("just text", "must return (observation, reward, terminated, truncated, info)"),
+        (("o", 1.0, False), "step() returned a 3-tuple (str, float, bool); expected (observation, reward, terminated, truncated, info)"),
+        ("just text", "step() returned str; expected (observation, reward, terminated, truncated, info)"),
         (("x" * (MAX_TEXT_LENGTH + 1), 0.0, False, False, {}), "characters (limit"),
     ],
 )
@@ -171,8 +171,8 @@ def test_bad_step_values_raise_a_clear_contract_error(result: Any, message: str)
     [
         ((1, {}), "observation of type int"),
         (("o", "info"), "info of type str"),
-        (("o", {}, "extra"), "reset() must return (observation: str, info: dict)"),
-        (None, "reset() must return"),
+        (("o", {}, "extra"), "reset() returned a 3-tuple (str, dict, str); expected the pair (observation: str, info: dict)"),
+        (None, "reset() returned NoneType; expected the pair"),
     ],
 )
 def test_bad_reset_values_raise_a_clear_contract_error(result: Any, message: str) -> None:
@@ -183,19 +183,48 @@ def test_bad_reset_values_raise_a_clear_contract_error(result: Any, message: str
     assert err.value.method == "reset"
 
 
-def test_a_bare_string_reset_is_accepted_with_empty_info() -> None:
+def test_a_bare_string_reset_is_a_contract_violation_naming_what_came_back() -> None:
+    # The old Gym reset: repairing it would admit an environment the reference check rejects.
     env = ReferenceEnvAdapter(Scripted(reset_result="only the observation"))
-    assert env.reset(seed=0) == ("only the observation", {})
+    with pytest.raises(EnvContractError, match=r"reset\(\) returned str; expected the pair \(observation: str, info: dict\)"):
+        env.reset(seed=0)
 
 
 def test_none_info_becomes_an_empty_dict() -> None:
     assert check_reset_result(("o", None)) == ("o", {})
 
 
-def test_old_gym_four_tuple_step_is_accepted_done_meaning_terminated() -> None:
+def test_old_gym_four_tuple_step_is_a_contract_violation_naming_the_old_api() -> None:
     env = ReferenceEnvAdapter(Scripted(("done", 1, True, {"k": 1})))
     env.reset(seed=0)
-    assert env.step("x") == ("done", 1.0, True, False, {"k": 1})
+    with pytest.raises(EnvContractError, match=r"step\(\) returned a 4-tuple \(str, int, bool, dict\) \(the old Gym API") as err:
+        env.step("x")
+    assert err.value.method == "step"
+
+
+class _Declares:
+    reward_range = (-0.1, 1.0)
+
+    def reset(self, seed: int | None = None) -> tuple[str, dict[str, Any]]:
+        return "o", {}
+
+    def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        return "o", -0.1, False, False, {}
+
+
+class _Inherits(_Declares):
+    pass
+
+
+def test_the_adapter_enforces_the_inner_class_reward_range_attribute_inherited_too() -> None:
+    env = ReferenceEnvAdapter(_Inherits())
+    env.reset(seed=0)
+    assert env.reward_range == (-0.1, 1.0)
+    assert env.step("x")[1] == -0.1
+    strict = ReferenceEnvAdapter(_Inherits(), reward_range=(0.0, 1.0))  # the metadata's, given explicitly
+    strict.reset(seed=0)
+    with pytest.raises(EnvContractError, match="outside the declared range"):
+        strict.step("x")
 
 
 @given(

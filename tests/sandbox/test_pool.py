@@ -106,7 +106,8 @@ def test_static_rejection_happens_before_any_worker(pool: SandboxPool):
         ("('x', 0.0, 'yes', False, {})", "terminated of type str"),
         ("('x', 0.0, False, False, [])", "info of type list"),
         ("('x' * 70000, 0.0, False, False, {})", "70000 characters"),
-        ("'just a string'", "must return"),
+        ("'just a string'", r"step\(\) returned str; expected \(observation, reward, terminated, truncated, info\)"),
+        ("('x', 1.0, True, {})", r"returned a 4-tuple \(str, float, bool, dict\) \(the old Gym API"),  # reported, not repaired
         ("('x', 0.0, False, False, {'log': 'y' * 70000})", "characters of text"),
         ("('x', 0.0, False, False, {'deep': [[{'a': 'y' * 40000}], 'z' * 40000]})", "characters of text"),
     ],

@@ -156,6 +156,7 @@ def unusual(pool: SandboxPool):
         ("list-info", "info of type list"),
         ("str-reward", "reward of type str"),
         ("int-flag", "terminated of type float"),
+        ("four", r"4-tuple .*the old Gym API"),  # reported, not converted: done mixes the two flags
     ],
 )
 def test_a_result_the_binary_reply_cannot_carry_still_gets_its_specific_error(
@@ -170,7 +171,6 @@ def test_a_result_the_binary_reply_cannot_carry_still_gets_its_specific_error(
     ("action", "expected"),
     [
         ("int-reward", ("o", 3.0, False, False, {})),
-        ("four", ("o", 0.5, True, False, {})),
         ("info", ("o", 0.0, False, False, {"k": [1, 2]})),
         ("int-flags", ("o", 0.0, True, False, {})),
     ],

@@ -8,14 +8,14 @@ listing domains stays cheap.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .names import NAME_RE, ActionFormat
 
-__all__ = ["ActionFormat", "Domain", "EvalSuite", "SeedEnv"]
+__all__ = ["PRELUDE_ATTRIBUTE", "ActionFormat", "Domain", "EvalSuite", "SeedEnv", "domain_for_source"]
 
 
 @dataclass(frozen=True)
@@ -78,9 +78,63 @@ class Domain:
     eval_suites: Mapping[str, EvalSuite] = field(default_factory=dict)
     #: Action text that means "give up / no-op" for degenerate-reward probes.
     garbage_actions: tuple[str, ...] = ("", "hello", "\\boxed{}", "\\boxed{asdf qwerty}")
+    #: Range of the rewards this domain's environments give, where an environment does
+    #: not declare its own (a class attribute ``reward_range``); the validator enforces it.
+    reward_range: tuple[float, float] = (0.0, 1.0)
 
     def seed(self, name: str) -> SeedEnv:
         for s in self.seed_envs:
             if s.name == name or s.id == name:
                 return s
         raise KeyError(f"domain {self.name!r} has no seed environment {name!r}")
+
+
+#: Attribute of a domain helper module listing the names its environments may use without
+#: importing them (``spade_sandbox.prelude`` binds them in the sandbox).
+PRELUDE_ATTRIBUTE = "SANDBOX_PRELUDE"
+
+
+def domain_for_source(source: str, domains: Iterable[Domain]) -> Domain | None:
+    """The domain whose helper modules provide a base class that ``source`` subclasses
+    without defining or importing it (a reference tool-use environment subclassing
+    ``ToolUseBaseEnv``), or ``None`` when no domain does or the source does not parse.
+
+    Imports each domain's allowed modules (trusted plugin code) to read their
+    :data:`PRELUDE_ATTRIBUTE`; the first domain, in the order given, that provides one of
+    the free base names wins.
+    """
+    import ast
+    import importlib
+
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    bound: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+            bound.add(node.name)
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            bound.update((a.asname or a.name).split(".")[0] for a in node.names)
+        elif isinstance(node, ast.Assign):
+            bound.update(t.id for t in node.targets if isinstance(t, ast.Name))
+    free = {
+        b.id
+        for node in tree.body
+        if isinstance(node, ast.ClassDef)
+        for b in node.bases
+        if isinstance(b, ast.Name) and b.id not in bound
+    }
+    if not free:
+        return None
+    for domain in domains:
+        for module in sorted(domain.allowed_modules):
+            if module.endswith(".*"):
+                continue
+            try:
+                provided = getattr(importlib.import_module(module), PRELUDE_ATTRIBUTE, ())
+            except Exception:  # a broken helper module is the plugin's problem, reported elsewhere
+                continue
+            if free & set(provided):
+                return domain
+    return None

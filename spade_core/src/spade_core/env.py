@@ -113,28 +113,41 @@ def _check_info(value: Any, method: str) -> dict[str, Any]:
     return value
 
 
+def describe_shape(value: Any) -> str:
+    """What a value looks like, for contract messages: ``str``, ``(str, float, bool, dict)``."""
+    if isinstance(value, tuple):
+        return "a {}-tuple ({})".format(len(value), ", ".join(type(v).__name__ for v in value))
+    return type(value).__name__
+
+
 def check_reset_result(result: Any) -> tuple[str, dict[str, Any]]:
-    """Validate what a reference env's ``reset`` returned; accept a bare observation too."""
-    if isinstance(result, str):  # some published envs return only the observation
-        return result, {}
+    """Validate what a reference env's ``reset`` returned: exactly ``(observation, info)``.
+
+    A bare observation (the old Gym ``reset``) is a contract violation, not something to
+    repair: the reference implementation's own check rejects it too.
+    """
     if not isinstance(result, tuple) or len(result) != 2:
-        raise EnvContractError("reset() must return (observation: str, info: dict)", method="reset")
+        raise EnvContractError(
+            f"reset() returned {describe_shape(result)}; expected the pair (observation: str, info: dict)",
+            method="reset",
+        )
     return _check_obs(result[0], "reset"), _check_info(result[1], "reset")
 
 
 def check_step_result(
     result: Any, reward_range: tuple[float, float] = (-math.inf, math.inf)
 ) -> tuple[str, float, bool, bool, dict[str, Any]]:
-    """Validate a ``step`` result: types, finite reward within ``reward_range``, bool flags."""
-    if not isinstance(result, tuple) or len(result) not in (4, 5):
+    """Validate a ``step`` result: the 5-tuple, finite reward within ``reward_range``, bool
+    flags. The old Gym 4-tuple ``(obs, reward, done, info)`` is a contract violation (its
+    ``done`` cannot say whether the task ended or was cut off)."""
+    if not isinstance(result, tuple) or len(result) != 5:
+        old = " (the old Gym API's (observation, reward, done, info))" if isinstance(result, tuple) and len(result) == 4 else ""
         raise EnvContractError(
-            "step() must return (observation, reward, terminated, truncated, info)", method="step"
+            f"step() returned {describe_shape(result)}{old}; expected "
+            "(observation, reward, terminated, truncated, info)",
+            method="step",
         )
-    if len(result) == 4:  # old gym (obs, reward, done, info)
-        obs, reward, done, info = result
-        terminated, truncated = done, False
-    else:
-        obs, reward, terminated, truncated, info = result
+    obs, reward, terminated, truncated, info = result
     obs = _check_obs(obs, "step")
     if isinstance(reward, bool) or not isinstance(reward, SupportsFloat):
         raise EnvContractError(
@@ -157,6 +170,65 @@ def check_step_result(
     return obs, r, bool(terminated), bool(truncated), _check_info(info, "step")
 
 
+def valid_reward_range(value: Any) -> tuple[float, float] | None:
+    """``value`` as a ``(low, high)`` pair of finite numbers with ``low < high``, else ``None``."""
+    if not isinstance(value, tuple | list) or len(value) != 2:
+        return None
+    lo, hi = value
+    if any(isinstance(v, bool) or not isinstance(v, int | float) for v in (lo, hi)):
+        return None
+    lo, hi = float(lo), float(hi)
+    return (lo, hi) if math.isfinite(lo) and math.isfinite(hi) and lo < hi else None
+
+
+def declared_reward_range(source: str, class_name: str | None = None) -> tuple[float, float] | None:
+    """The reward range an environment source declares with a class attribute
+    ``reward_range = (low, high)`` (the old Gym convention) on its environment class or a
+    base class defined in the same source, nearest first; ``None`` when it declares none
+    there (a base from elsewhere, such as the tool-use domain's, may still declare one).
+
+    Raises :class:`~spade_core.errors.EnvContractError` when the declaration is not a
+    pair of literal finite numbers with ``low < high``; ``SyntaxError`` propagates.
+    """
+    import ast
+
+    from .source import env_class_node
+
+    tree = ast.parse(source)
+    classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
+    if class_name is not None and class_name in classes:
+        start: ast.ClassDef | None = classes[class_name]
+    else:
+        try:
+            start = env_class_node(tree)
+        except Exception:  # no environment class: the static stage reports it
+            return None
+    seen: set[str] = set()
+    todo = [start]
+    while todo:
+        node = todo.pop(0)
+        if node is None or node.name in seen:
+            continue
+        seen.add(node.name)
+        for stmt in node.body:
+            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target] if isinstance(stmt, ast.AnnAssign) and stmt.value is not None else []
+            if any(isinstance(t, ast.Name) and t.id == "reward_range" for t in targets):
+                try:
+                    value = ast.literal_eval(stmt.value)  # type: ignore[arg-type]
+                except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+                    return None  # computed (``reward_range = REWARD_RANGE``): only a run tells
+                found = valid_reward_range(value)
+                if found is None:
+                    raise EnvContractError(
+                        f"class {node.name} declares reward_range = {value!r} at line {stmt.lineno}; "
+                        "expected (low, high), finite numbers with low < high",
+                        method="reward_range",
+                    )
+                return found
+        todo += [classes.get(b.id) for b in node.bases if isinstance(b, ast.Name)]  # type: ignore[misc]
+    return None
+
+
 class ReferenceEnvAdapter(TextEnv):
     """A Gymnasium ``TextEnv`` around a reference-format environment.
 
@@ -164,7 +236,11 @@ class ReferenceEnvAdapter(TextEnv):
 
     * seeds Gymnasium's RNG through ``super().reset(seed=seed)`` and passes the seed on
       (``reset()`` without a seed passes one drawn from that RNG, kept in ``last_seed``);
-    * validates every value coming back (types, sizes, finite in-range reward);
+    * validates every value coming back (types, sizes, finite in-range reward), repairing
+      nothing: a bare observation from ``reset`` or a 4-tuple from ``step`` is an
+      :class:`~spade_core.errors.EnvContractError` naming the method and what it returned;
+    * enforces ``reward_range``: the one given, else the inner class's ``reward_range``
+      attribute, else [0, 1];
     * keeps ``terminated`` and ``truncated`` apart and truncates at ``max_turns``;
     * forwards ``solution()``, ``close()`` and tool schemas (``tools``) when present.
     """
@@ -174,7 +250,7 @@ class ReferenceEnvAdapter(TextEnv):
         inner: Any | Callable[[], Any],
         *,
         max_turns: int | None = None,
-        reward_range: tuple[float, float] = (0.0, 1.0),
+        reward_range: tuple[float, float] | None = None,
         render_mode: str | None = None,
     ) -> None:
         # A class has ``step`` as an attribute too, so it must be told apart from an instance
@@ -184,7 +260,9 @@ class ReferenceEnvAdapter(TextEnv):
         if not callable(getattr(self._inner, "reset", None)) or not callable(getattr(self._inner, "step", None)):
             raise EnvContractError(f"{type(self._inner).__name__} has no reset()/step() methods")
         self.max_turns = max_turns
-        self.reward_range = reward_range
+        # Given explicitly (the metadata's), else the class's own ``reward_range`` (the old
+        # Gym convention, inherited like any attribute), else [0, 1].
+        self.reward_range = reward_range or valid_reward_range(getattr(self._inner, "reward_range", None)) or (0.0, 1.0)
         self.render_mode = render_mode
         self._turn = 0
         self._last_obs = ""

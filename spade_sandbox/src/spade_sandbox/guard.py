@@ -20,12 +20,23 @@ import _string
 import ast
 import builtins
 import importlib
+import re
 import sys
 import types
 from collections.abc import Iterable
 from typing import Any
 
-from .allowlist import FORBIDDEN_BUILTINS, WRAPPER_EXCLUDED, attribute_allowed, module_allowed
+from .allowlist import (
+    FORBIDDEN_BUILTINS,
+    FORBIDDEN_DUNDER_DEFINITIONS,
+    SAFE_DUNDER_ATTRIBUTES,
+    SAFE_DUNDER_NAMES,
+    WRAPPER_EXCLUDED,
+    attribute_allowed,
+    attribute_names,
+    is_dunder,
+    module_allowed,
+)
 from .prelude import reference_namespace
 
 #: The builtin through which rewritten ``.format``/``.format_map`` reads go.
@@ -101,27 +112,103 @@ def format_attribute(obj: Any, name: str) -> Any:
     return checked_attribute(getattr(obj, name))
 
 
-class _FormatAccess(ast.NodeTransformer):
-    def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
-        self.generic_visit(node)
-        if node.attr in _FORMAT_METHODS and isinstance(node.ctx, ast.Load):
-            call = ast.Call(
-                func=ast.Name(id=FORMAT_ATTRIBUTE_GUARD, ctx=ast.Load()),
-                args=[node.value, ast.Constant(node.attr)],
-                keywords=[],
-            )
-            return ast.copy_location(call, node)
-        return node
+class GuardRefusal(Exception):
+    """The guard refuses to compile environment source that names what untrusted code may
+    not touch (the static layer's attribute and name rules, checked again inside the
+    worker, so that they hold when the static layer was skipped or got it wrong)."""
 
 
-def guard_format_access(source: str, filename: str) -> Any:
-    """Code for ``source`` in which every read of an attribute named ``format`` or
-    ``format_map`` goes through :func:`format_attribute` (source that never mentions them
-    compiles unchanged, so the common case costs no extra parse)."""
-    if "format" not in source:
-        return compile(source, filename, "exec")
-    tree = _FormatAccess().visit(ast.parse(source, filename))
-    return compile(ast.fix_missing_locations(tree), filename, "exec")
+#: Words a source must contain for the guard to have anything to refuse or rewrite; a
+#: source without one compiles as it is, with no extra parse (a linear scan, no nesting).
+_SUSPECT_WORD = re.compile(r"__\w*|\b(?:gi|cr|ag|f|tb|co|func)_\w+|\bmro\b|\b_(?:convert_|evaluate|eval_type)\b|\bformat(?:_map)?\b")
+_HARMLESS_WORDS = SAFE_DUNDER_ATTRIBUTES | SAFE_DUNDER_NAMES | {"__future__"}
+
+
+def _refusal(node: ast.AST) -> str | None:
+    """Why the guard refuses ``node`` itself, or None."""
+    for attr in attribute_names(node):
+        if not attribute_allowed(attr):
+            return f"attribute {attr!r} is not accessible in the sandbox"
+    if isinstance(node, ast.Name):
+        if is_dunder(node.id) and node.id not in SAFE_DUNDER_NAMES:
+            return f"the name {node.id!r} is not accessible in the sandbox"
+    elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        if node.name in FORBIDDEN_DUNDER_DEFINITIONS:
+            return f"defining {node.name!r} is not allowed in the sandbox"
+    elif isinstance(node, (ast.MatchAs, ast.MatchStar)):
+        if node.name and is_dunder(node.name):
+            return f"binding the dunder name {node.name!r} is not allowed in the sandbox"
+    elif isinstance(node, ast.MatchMapping):
+        if node.rest and is_dunder(node.rest):
+            return f"binding the dunder name {node.rest!r} is not allowed in the sandbox"
+    elif isinstance(node, ast.arg) and is_dunder(node.arg):
+        return f"the parameter name {node.arg!r} is not allowed in the sandbox"
+    elif isinstance(node, (ast.Import, ast.ImportFrom)):
+        for alias in node.names:
+            if alias.asname and is_dunder(alias.asname):
+                return f"binding the dunder name {alias.asname!r} is not allowed in the sandbox"
+    return None
+
+
+def _guard_tree(tree: ast.AST) -> ast.AST:
+    """Refuse what :func:`_refusal` names, then route every ``.format``/``.format_map``
+    read through the guard. Iterative (a tree as deep as CPython compiles would overflow a
+    recursive ``NodeTransformer``); new nodes take the location of the node they replace."""
+    found: list[tuple[ast.AST, str, int | None, ast.Attribute]] = []
+    stack: list[tuple[ast.AST, ast.AST | None, str, int | None]] = [(tree, None, "", None)]
+    node_type = ast.AST
+    while stack:
+        node, parent, field, index = stack.pop()
+        why = _refusal(node)
+        if why is not None:
+            raise GuardRefusal(f"line {getattr(node, 'lineno', '?')}: {why}")
+        if (
+            parent is not None
+            and type(node) is ast.Attribute
+            and node.attr in _FORMAT_METHODS
+            and isinstance(node.ctx, ast.Load)
+        ):
+            found.append((parent, field, index, node))
+        for name in node._fields:
+            child = getattr(node, name, None)
+            if isinstance(child, node_type):
+                stack.append((child, node, name, None))
+            elif type(child) is list:
+                stack.extend((c, node, name, i) for i, c in enumerate(child) if isinstance(c, node_type))
+    # Children were found after their parents: replacing in reverse order rewrites an inner
+    # read before the outer read that holds it (``s.format.format`` -> guard(guard(s)...)).
+    for parent, field, index, node in reversed(found):
+        name = ast.copy_location(ast.Name(id=FORMAT_ATTRIBUTE_GUARD, ctx=ast.Load()), node)
+        call = ast.copy_location(ast.Call(func=name, args=[node.value, ast.copy_location(ast.Constant(node.attr), node)], keywords=[]), node)
+        if index is None:
+            setattr(parent, field, call)
+        else:
+            getattr(parent, field)[index] = call
+    return tree
+
+
+def compile_guarded(source: str, filename: str) -> Any:
+    """Code for ``source`` under the guard: :class:`GuardRefusal` if it names a dunder,
+    frame or module-reaching attribute (``obj.attr`` or a match class pattern), a dunder
+    name, or defines a forbidden hook; otherwise every read of an attribute named
+    ``format`` or ``format_map`` goes through :func:`format_attribute`.
+
+    Accepts every source CPython compiles (up to its own nesting limit): the tree is turned
+    back into code with recursion headroom, since CPython converts a tree with a third of
+    the depth its parser allows. A source with none of the words involved compiles as it is."""
+    if not any(word not in _HARMLESS_WORDS for word in set(_SUSPECT_WORD.findall(source))):
+        return compile(source, filename, "exec", dont_inherit=True)
+    tree = _guard_tree(ast.parse(source, filename))
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, 4 * limit))
+    try:
+        return compile(tree, filename, "exec", dont_inherit=True)
+    finally:
+        sys.setrecursionlimit(limit)
+
+
+#: The name the worker used before the guard's compile step refused anything.
+guard_format_access = compile_guarded
 
 _wrappers: dict[str, types.ModuleType] = {}
 _builtins: dict[frozenset[str], dict[str, Any]] = {}
@@ -174,6 +261,122 @@ def module_wrapper(name: str, allowed: frozenset[str]) -> types.ModuleType:
             setattr(wrapper, modname[len(prefix) :], module_wrapper(modname, allowed))
     _wrappers[cache_key] = wrapper
     return wrapper
+
+
+class _Disarmed:
+    """The replacements :func:`disarm` installed, kept so that it runs once per process."""
+
+    done = False
+
+
+def _foreign_namespace(ns: Any) -> bool:
+    """Whether ``ns`` is the namespace of a real module (other than the environment's)."""
+    if ns is None:
+        return False
+    return any(getattr(m, "__dict__", None) is ns for name, m in list(sys.modules.items()) if name != "spade_env")
+
+
+def _checked_forward_evaluate(original: Any) -> Any:
+    def _evaluate(self: Any, globalns: Any, localns: Any, *rest: Any, **kw: Any) -> Any:
+        # A forward reference is code: check it as the guard checks source, and evaluate
+        # it only in the environment's own namespace or a plain dict, never with the real
+        # builtins (eval() puts them into a globals dict that lacks ``__builtins__``).
+        arg = self.__forward_arg__
+        _guard_tree(ast.parse(arg.strip(), "<forward reference>", mode="eval"))
+        module = self.__forward_module__
+        if module is not None and module != "spade_env":
+            raise GuardRefusal(f"forward reference {arg!r} names module {module!r}; the sandbox evaluates it only in the environment's namespace")
+        if _foreign_namespace(globalns) or _foreign_namespace(localns):
+            raise GuardRefusal(f"forward reference {arg!r} may not be evaluated in a module's namespace in the sandbox")
+        if globalns is None and localns is None:
+            globalns = localns = {}
+        elif globalns is None:
+            globalns = localns
+        if isinstance(globalns, dict) and "__builtins__" not in globalns:
+            globalns["__builtins__"] = make_builtins(frozenset())
+        return original(self, globalns, localns, *rest, **kw)
+
+    return _evaluate
+
+
+def _checked_update_wrapper(original: Any, defaults: frozenset[str]) -> Any:
+    def update_wrapper(wrapper: Any, wrapped: Any, assigned: Any = None, updated: Any = None) -> Any:
+        assigned = tuple(assigned) if assigned is not None else original.__defaults__[0]
+        updated = tuple(updated) if updated is not None else original.__defaults__[1]
+        for attr in (*assigned, *updated):
+            if not isinstance(attr, str) or (attr not in defaults and not attribute_allowed(attr)):
+                raise AttributeError(f"update_wrapper() may not copy attribute {attr!r} in the sandbox")
+        return original(wrapper, wrapped, assigned, updated)
+
+    update_wrapper.__doc__ = original.__doc__
+    return update_wrapper
+
+
+def _checked_fields(original: Any) -> Any:
+    def fields(class_or_instance: Any) -> tuple[Any, ...]:
+        result = original(class_or_instance)
+        for f in result:
+            if not isinstance(f.name, str) or not attribute_allowed(f.name):
+                raise TypeError(f"dataclass field {f.name!r} is not accessible in the sandbox")
+        return result
+
+    fields.__doc__ = original.__doc__
+    return fields
+
+
+def _user_string_method(name: str) -> Any:
+    checked = checked_format if name == "format" else checked_format_map
+
+    def method(self: Any, /, *args: Any, **kwargs: Any) -> str:
+        data = self.data
+        if isinstance(data, str):
+            return checked(data, *args, **kwargs)
+        return format_attribute(data, name)(*args, **kwargs)
+
+    method.__name__ = name
+    return method
+
+
+def disarm() -> None:
+    """Close, in this process, the allowed modules' paths from a string to code or to a
+    module's namespace that environment code could reach through public names. For the
+    worker only (it changes shared library classes; never call it in the caller's process):
+
+    * ``typing.ForwardRef._evaluate`` (``get_type_hints``, ``singledispatch``...) checks the
+      reference as the guard checks source, refuses module namespaces and evaluates with the
+      guard's builtins, never the real ones;
+    * ``collections.UserString.format``/``format_map`` are the checked ``str.format``;
+    * ``functools.update_wrapper`` (and so ``wraps``) copies only allowed attribute names;
+    * ``dataclasses.fields`` (and so ``asdict``/``astuple``/``replace``) refuses field names
+      that are not allowed attributes.
+
+    Module wrappers already built are updated too. Idempotent."""
+    if _Disarmed.done:
+        return
+    import collections
+    import dataclasses
+    import functools
+    import typing
+
+    typing.ForwardRef._evaluate = _checked_forward_evaluate(typing.ForwardRef._evaluate)  # type: ignore[method-assign]
+    collections.UserString.format = _user_string_method("format")  # type: ignore[method-assign,assignment]
+    collections.UserString.format_map = _user_string_method("format_map")  # type: ignore[method-assign,assignment]
+    defaults = frozenset(functools.WRAPPER_ASSIGNMENTS) | frozenset(functools.WRAPPER_UPDATES)
+    replaced = {
+        (functools, "update_wrapper"): _checked_update_wrapper(functools.update_wrapper, defaults),
+        (dataclasses, "fields"): _checked_fields(dataclasses.fields),
+    }
+    for (module, attr), replacement in replaced.items():
+        original = getattr(module, attr)
+        setattr(module, attr, replacement)
+        for wrapper in _wrappers.values():
+            if wrapper.__dict__.get(attr) is original:
+                setattr(wrapper, attr, replacement)
+        for namespace in _builtins.values():
+            for key, value in list(namespace.items()):
+                if value is original:
+                    namespace[key] = replacement
+    _Disarmed.done = True
 
 
 def make_builtins(allowed: frozenset[str]) -> dict[str, Any]:

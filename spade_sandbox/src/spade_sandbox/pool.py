@@ -192,7 +192,8 @@ class SandboxPool:
     (``"native"``, the default, or ``"restricted"``...). ``allow_insecure`` lets code run
     where neither seccomp nor Landlock+rlimits is active. ``unsafe_skip_static_check``
     exists for tests of the OS layers only: it disables the static check *and* the runtime
-    guard, so the source runs with full builtins inside the worker.
+    guard, so the source runs with full builtins inside the worker ``unsafe_runtime_guard``
+    (tests of the guard alone) keeps the guard on with the static check off.
 
     A context manager; :meth:`close` kills every worker and the zygote.
     """
@@ -204,10 +205,12 @@ class SandboxPool:
         allow_insecure: bool = False,
         *,
         unsafe_skip_static_check: bool = False,
+        unsafe_runtime_guard: bool | None = None,
     ) -> None:
         self.limits = limits or SandboxLimits()
         self.allow_insecure = allow_insecure
         self.skip_static = unsafe_skip_static_check
+        self.runtime_guard = not unsafe_skip_static_check if unsafe_runtime_guard is None else unsafe_runtime_guard
         self.backend = resolve_backend(backend) if isinstance(backend, str) else backend
         self._lock = threading.RLock()
         self._current: dict[tuple[str, str, tuple[str, ...]], WorkerLink] = {}
@@ -337,7 +340,7 @@ class SandboxPool:
             "allowed_modules": list(key[2]),
             "layers": self.limits.layer_options(),
             "require_secure": not self.allow_insecure,
-            "guarded": not self.skip_static,
+            "guarded": self.runtime_guard,
             "max_output_chars": self.limits.max_output_chars,
             "first_instance": 0,
         }

@@ -33,7 +33,7 @@ import msgpack
 
 from . import native, protocol
 from .allowlist import DEFAULT_ALLOWED_MODULES
-from .guard import guard_format_access, make_builtins
+from .guard import compile_guarded, disarm, make_builtins
 from .hardening import LayerOptions, apply_layers, secure_enough
 from .protocol import (  # noqa: F401 (EXIT_CODES: re-exported, the pool reads it here too)
     EXIT_CODES,
@@ -174,11 +174,16 @@ def _info(value: Any, method: str, limit: int = 65536) -> dict[str, Any]:
     return wire_value(value, text_limit=limit)
 
 
+def _shape(value: Any) -> str:
+    if isinstance(value, tuple):
+        return "a {}-tuple ({})".format(len(value), ", ".join(type(v).__name__ for v in value))
+    return type(value).__name__
+
+
 def wire_reset(result: Any, limit: int) -> list[Any]:
-    if isinstance(result, str):
-        return [_obs(result, "reset", limit), {}]
+    # A bare observation (the old Gym reset) is reported, not repaired: the host judges it.
     if not isinstance(result, tuple) or len(result) != 2:
-        raise ContractBroken("reset() must return (observation: str, info: dict)", "reset")
+        raise ContractBroken(f"reset() returned {_shape(result)}; expected the pair (observation: str, info: dict)", "reset")
     return [_obs(result[0], "reset", limit), _info(result[1], "reset", limit)]
 
 
@@ -204,13 +209,13 @@ def _plain_info(info: Any, limit: int) -> bool:
 
 
 def wire_step(result: Any, limit: int) -> list[Any]:
-    if type(result) is not tuple or len(result) not in (4, 5):
-        raise ContractBroken("step() must return (observation, reward, terminated, truncated, info)", "step")
-    if len(result) == 4:
-        obs, reward, terminated, info = result
-        truncated: Any = False
-    else:
-        obs, reward, terminated, truncated, info = result
+    if type(result) is not tuple or len(result) != 5:
+        # The old Gym 4-tuple is reported, not repaired (its ``done`` mixes the two flags).
+        old = " (the old Gym API's (observation, reward, done, info))" if type(result) is tuple and len(result) == 4 else ""
+        raise ContractBroken(
+            f"step() returned {_shape(result)}{old}; expected (observation, reward, terminated, truncated, info)", "step"
+        )
+    obs, reward, terminated, truncated, info = result
     if type(obs) is not str or len(obs) > limit:
         obs = _obs(obs, "step", limit)
     if type(reward) is not float:
@@ -548,7 +553,11 @@ def load_class(source: str, class_name: str, allowed: frozenset[str], guarded: b
     sys.modules["spade_env"] = module
     if report is not None:
         report.mark("builtins")
-    code = guard_format_access(source, ENV_FILENAME) if guarded else compile(source, ENV_FILENAME, "exec")
+    if guarded:
+        disarm()  # this process runs only this environment: close the library's string paths
+        code = compile_guarded(source, ENV_FILENAME)
+    else:
+        code = compile(source, ENV_FILENAME, "exec")
     if report is not None:
         report.mark("compile")
     exec(code, module.__dict__)  # noqa: S102 - untrusted code, inside the hardened worker

@@ -70,6 +70,11 @@ __all__ = [
     "function_schema",
 ]
 
+#: Names environments of this domain use without importing them (bound in the sandbox by
+#: ``spade_sandbox.prelude``): the reference designer's sources subclass ``ToolUseBaseEnv``
+#: as its loader provides it.
+SANDBOX_PRELUDE = ("ToolUseBaseEnv",)
+
 #: JSON-Schema type names a tool parameter may declare.
 JSON_TYPES = frozenset({"string", "integer", "number", "boolean", "array", "object", "null"})
 ADVANCE_MODES = ("check", "reply")

@@ -11,6 +11,7 @@ from spade_core.hookspecs import hookimpl
 from .catalog import SKILLS, seed_envs
 from .fuzz import actions
 from .prompt import PROMPT_SPEC
+from .reference_base import REWARD_RANGE
 
 #: Actions that must never solve a request or crash an environment (degenerate-reward probes).
 GARBAGE_ACTIONS: tuple[str, ...] = (
@@ -47,6 +48,8 @@ def tooluse_domain() -> Domain:
         action_format=ActionFormat.tool_call,
         seed_envs=seed_envs(),
         allowed_modules=frozenset({"spade_tooluse.base"}),
+        # -0.1 for a format error in the reference tool-use base (``ToolUseBaseEnv``).
+        reward_range=REWARD_RANGE,
         fuzz_strategy=actions,
         eval_suites={
             "bfcl_v4_multi_turn": EvalSuite(

@@ -13,12 +13,16 @@ such pools run unchanged: one ``<tool_call>`` per step (the first one), an ``<an
 compared with the expected answer (case-insensitively, or numerically within 0.01 after
 dropping ``$`` and thousands separators), reward 1.0 and termination on a right answer,
 -0.1 for a step without a parseable action, truncation at ``max_turns`` with the solution
-revealed. Rewards therefore lie in [-0.1, 1]; wrap such environments with
-``ReferenceEnvAdapter(..., reward_range=REWARD_RANGE)``.
+revealed. Rewards therefore lie in [-0.1, 1], declared as the class attribute
+``reward_range`` (the tool-use domain's range too).
 
-:func:`with_base_import` makes a reference source loadable by our loaders and the sandbox's
-static check, by adding ``from spade_tooluse.base import ToolUseBaseEnv`` when the source
-uses the name without defining or importing it.
+Such sources load unchanged wherever the tool-use domain's code runs (``spade validate``,
+``spade fuzz``, ``spade import``, ``gymnasium.make``): ``spade_tooluse.base`` lists the
+name in ``SANDBOX_PRELUDE``, so the sandbox binds it as its loader did.
+
+:func:`with_base_import` makes such a source loadable outside the sandbox too (trusted
+in-process loaders), by adding ``from spade_tooluse.base import ToolUseBaseEnv`` when the
+source uses the name without defining or importing it.
 
 New environments should use :class:`spade_tooluse.base.ToolEnv` (multi-turn users, state
 comparison against a replayed reference, replayable solutions).
@@ -48,6 +52,10 @@ class ToolUseBaseEnv:
     Subclasses implement ``reset``, ``solution`` and ``tool_*`` methods; the constructor
     calls ``reset()`` once so the tools exist right away, as the reference base does.
     """
+
+    #: Rewards lie in [-0.1, 1]: -0.1 for a step without a parseable action (the old Gym
+    #: convention of declaring the range on the class, which the validator reads).
+    reward_range = REWARD_RANGE
 
     def __init__(self, max_turns: int = 10, **kwargs: Any) -> None:
         self.max_turns = max_turns

@@ -31,6 +31,8 @@ class Reason(StrEnum):
 
     # static
     syntax_error = "syntax_error"
+    #: the class attribute ``reward_range`` is not a (low, high) pair of finite numbers
+    invalid_reward_range = "invalid_reward_range"
     banned_import = "banned_import"
     forbidden_construct = "forbidden_construct"
     no_env_class = "no_env_class"
@@ -56,6 +58,8 @@ class Reason(StrEnum):
     worker_crash = "worker_crash"
     memory_limit = "memory_limit"
     policy_violation = "policy_violation"
+    #: any stage: the candidate's whole validation ran past ``candidate_budget_s``
+    time_budget_exceeded = "time_budget_exceeded"
     # feasibility
     solution_fails = "solution_fails"
     solution_invalid = "solution_invalid"

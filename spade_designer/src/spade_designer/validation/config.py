@@ -34,6 +34,11 @@ class ValidationConfig(BaseModel):
     call_time_bound_s: float = Field(default=0.25, gt=0)
     #: Hard deadline the sandbox enforces (the worker is killed): ``call_timeout``.
     sandbox_call_timeout_s: float = Field(default=2.0, gt=0)
+    #: Wall-clock budget of one candidate's whole validation, every stage together; once
+    #: spent, no further call is sent and the candidate is rejected with
+    #: ``time_budget_exceeded`` (steps each just under the call deadline cannot keep a
+    #: validation running for minutes). A typical environment needs well under a second.
+    candidate_budget_s: float = Field(default=30.0, gt=0)
     #: Longest observation an environment may return, in characters.
     max_observation_chars: int = Field(default=16_384, ge=64)
     #: Turn budget when no metadata gives one.
@@ -82,6 +87,8 @@ class ValidationConfig(BaseModel):
     def _bounds(self) -> ValidationConfig:
         if self.sandbox_call_timeout_s < self.call_time_bound_s:
             raise ValueError("sandbox_call_timeout_s must be at least call_time_bound_s")
+        if self.candidate_budget_s < self.sandbox_call_timeout_s:
+            raise ValueError("candidate_budget_s must be at least sandbox_call_timeout_s (one call's deadline)")
         if self.fuzz_min_steps > self.fuzz_max_steps:
             raise ValueError("fuzz_min_steps must not exceed fuzz_max_steps")
         if not self.seeds:

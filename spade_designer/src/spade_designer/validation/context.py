@@ -57,6 +57,12 @@ class Run:
     feasibility_proven: bool = False
     duplicate_of: str | None = None
     fuzz_steps: int = 0
+    #: ``time.monotonic()`` at which the candidate's budget (``config.candidate_budget_s``)
+    #: is spent; set when the pipeline starts on it.
+    deadline: float | None = None
+    #: Where the reward range being enforced comes from: "class attribute", "metadata",
+    #: "domain" or "default".
+    reward_range_source: str = "default"
 
     @property
     def bounds(self) -> Bounds:
@@ -76,6 +82,8 @@ class Run:
             self.bounds,
             allowed_modules=self.candidate.allowed_modules,
             class_name=self.candidate.class_name,
+            deadline=self.deadline,
+            budget_s=self.config.candidate_budget_s,
         )
 
     def env(self) -> Instance:

@@ -21,7 +21,7 @@ from spade_core.domains import Domain
 from spade_core.errors import PluginError
 from spade_core.metadata import EnvMetadata, Finding, ValidationReport
 
-from .codes import STAGE_ORDER, Stage
+from .codes import STAGE_ORDER, Reason, Stage
 from .config import ValidationConfig
 from .context import Candidate, Run
 from .descriptions import plugin_embedder
@@ -255,7 +255,7 @@ class Validator:
         return Candidate(
             source=source,
             max_turns=metadata.max_turns if metadata else config.default_max_turns,
-            reward_range=tuple(metadata.reward_range) if metadata else config.default_reward_range,  # type: ignore[arg-type]
+            reward_range=reward_range_for(source, metadata, domain, config)[0],
             class_name=metadata.class_name if metadata else None,
             allowed_modules=tuple(sorted(domain.allowed_modules)) if domain else (),
             nondeterministic=metadata.nondeterministic if metadata else False,
@@ -273,8 +273,9 @@ class Validator:
         hint: str | None,
         config: ValidationConfig,
     ) -> Run:
-        dom = resolve_domain(domain, metadata)
+        dom = resolve_domain(domain, metadata, source=source if isinstance(source, str) else None)
         run = Run(candidate=self._candidate(source, metadata, dom, hint, config), config=config, runner=None, domain=dom)
+        run.reward_range_source = reward_range_for(source, metadata, dom, config)[1] if isinstance(source, str) else "default"
         run.novelty = self.novelty
         run.metadata = metadata
         return run
@@ -330,21 +331,62 @@ def combine(parts: Sequence[ValidationReport]) -> ValidationReport:
     )
 
 
-def resolve_domain(domain: Domain | str | None, metadata: EnvMetadata | None) -> Domain | None:
-    """The domain object for a name (or the metadata's domain); ``None`` when not installed."""
+def resolve_domain(domain: Domain | str | None, metadata: EnvMetadata | None, *, source: str | None = None) -> Domain | None:
+    """The domain object for a name (or the metadata's domain); ``None`` when not installed.
+
+    With neither (or a metadata domain that no plugin provides) and a ``source``, the
+    domain whose helper module provides a base the source subclasses without importing
+    it (:func:`spade_core.domains.domain_for_source`: a reference tool-use environment
+    subclassing ``ToolUseBaseEnv`` is the tool-use domain's), so such a source loads
+    unchanged without ``--domain``.
+    """
     if isinstance(domain, Domain):
         return domain
     name = domain if isinstance(domain, str) else (metadata.domain if metadata else None)
-    if name is None:
-        return None
     from spade_core.plugins import get_plugins
 
+    if name is not None:
+        try:
+            return get_plugins().domain(name)
+        except PluginError as exc:
+            if isinstance(domain, str):  # asked for explicitly: the caller must know
+                raise ValidationInputError(str(exc)) from None
+            # metadata names a domain whose plugin is not installed: inferred, or generic probes
+    if source is None:
+        return None
+    from spade_core.domains import domain_for_source
+
     try:
-        return get_plugins().domain(name)
-    except PluginError as exc:
-        if isinstance(domain, str):  # asked for explicitly: the caller must know
-            raise ValidationInputError(str(exc)) from None
-        return None  # metadata names a domain whose plugin is not installed: generic probes
+        return domain_for_source(source, get_plugins().domains().values())
+    except PluginError:
+        return None
+
+
+def reward_range_for(
+    source: str, metadata: EnvMetadata | None, domain: Domain | None, config: ValidationConfig
+) -> tuple[tuple[float, float], str]:
+    """The reward range the validator enforces, and where it comes from.
+
+    In order: the class attribute ``reward_range`` the source declares
+    (:func:`spade_core.env.declared_reward_range`, the old Gym convention, inherited from
+    bases in the same source); the metadata's, when it was set explicitly; the domain's
+    (the tool-use domain's [-0.1, 1], as its reference base gives -0.1 for a format error);
+    ``config.default_reward_range``. A malformed declaration is the static stage's to report.
+    """
+    from spade_core.env import declared_reward_range
+    from spade_core.errors import EnvContractError
+
+    try:
+        declared = declared_reward_range(source, metadata.class_name if metadata else None)
+    except (SyntaxError, ValueError, RecursionError, MemoryError, EnvContractError):
+        declared = None
+    if declared is not None:
+        return declared, "class attribute"
+    if metadata is not None and "reward_range" in metadata.model_fields_set:
+        return tuple(metadata.reward_range), "metadata"  # type: ignore[return-value]
+    if domain is not None:
+        return tuple(domain.reward_range), "domain"  # type: ignore[return-value]
+    return tuple(config.default_reward_range), "default"  # type: ignore[return-value]
 
 
 def execute(
@@ -362,12 +404,21 @@ def execute(
     timings: dict[str, float] = {}
     failed: Rejection | None = None
     failed_stage: Stage | None = None
+    if run.deadline is None:
+        run.deadline = time.monotonic() + run.config.candidate_budget_s
     try:
         for stage in STAGE_ORDER:
             if stage not in stages:
                 continue
             t0 = time.perf_counter()
             try:
+                if stage is not Stage.static and stage not in CALLER_STAGES and time.monotonic() > run.deadline:
+                    raise Rejection(
+                        Reason.time_budget_exceeded,
+                        f"the validation of this candidate used its whole time budget of "
+                        f"{run.config.candidate_budget_s:g} s (validation.candidate_budget_s) before the {stage.value} stage",
+                        details={"budget_s": run.config.candidate_budget_s},
+                    )
                 if stage is Stage.static:
                     summary = static.check(run, static_checker)
                 else:

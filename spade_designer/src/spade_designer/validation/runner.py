@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from spade_core.env import describe_shape
 from spade_core.errors import EnvContractError
 
 from .codes import Reason
@@ -72,8 +73,10 @@ PARSE_LOCK = threading.Lock()
 #: How many call-by-call replays must all be slow before a ``slow_call`` is reported.
 SLOW_CALL_REPLAYS = 3
 
-#: Reasons after which the worker is gone (every later call on its handles fails).
-FATAL = frozenset(_FATAL.values())
+#: Reasons after which the worker is gone (every later call on its handles fails), or,
+#: for ``time_budget_exceeded``, the whole validation must stop: no stage retries,
+#: replays or shrinks past one of these.
+FATAL = frozenset(_FATAL.values()) | {Reason.time_budget_exceeded}
 #: Method -> reason code when environment code itself raised.
 _RAISED = {
     "__init__": Reason.init_error,
@@ -171,6 +174,21 @@ class Instance:
     seed: int | None = None
     #: Whether a call slower than ``bounds.call_time_bound_s`` raises ``slow_call``.
     enforce_time_bound: bool = False
+    #: ``time.monotonic()`` after which no call is sent: the candidate's whole validation
+    #: budget is spent (``time_budget_exceeded``); ``None``: no budget.
+    deadline: float | None = None
+    budget_s: float | None = None
+
+    def check_budget(self) -> None:
+        """Raise ``time_budget_exceeded`` once the validation's total budget is spent."""
+        if self.deadline is not None and time.monotonic() > self.deadline:
+            raise Rejection(
+                Reason.time_budget_exceeded,
+                f"the validation of this candidate used its whole time budget of {self.budget_s:g} s "
+                "(validation.candidate_budget_s); its calls are too slow to judge it",
+                seed=self.seed,
+                details={"budget_s": self.budget_s, "actions_sent": len(self.trail)},
+            )
 
     def spawn(self) -> None:
         if self.alive:
@@ -208,6 +226,7 @@ class Instance:
         ) from exc
 
     def _timed(self, method: str, fn: Any, *args: Any) -> tuple[Any, float]:
+        self.check_budget()
         self.spawn()
         t0 = time.perf_counter()
         try:
@@ -254,12 +273,11 @@ class Instance:
         self.trail = []
         self.seed = seed
         out, seconds = self._timed("reset", self.runner.reset, seed)
-        if isinstance(out, str):  # the reference format tolerates a bare observation
-            out = (out, {})
+        # A bare observation (the old Gym reset) is a violation, not something to repair.
         if not isinstance(out, tuple) or len(out) != 2 or not isinstance(out[1], dict | type(None)):
             raise Rejection(
                 Reason.reset_wrong_types,
-                f"reset() must return (observation: str, info: dict); got {_shape(out)}",
+                f"reset() returned {describe_shape(out)}; expected the pair (observation: str, info: dict)",
                 seed=seed,
             )
         obs = self._observation(out[0], "reset")
@@ -287,6 +305,7 @@ class Instance:
         many = getattr(self.runner, "step_many", None)
         if many is None or len(actions) < 2:
             return self._play_sequential(actions)
+        self.check_budget()
         t0 = time.perf_counter()
         try:
             results = many([(self.handle, a) for a in actions])
@@ -369,18 +388,15 @@ class Instance:
         return self._check_step_values(out, seconds, timed=timed)
 
     def _check_step_values(self, out: Any, seconds: float, *, timed: bool) -> Step:
-        if not isinstance(out, tuple) or len(out) not in (4, 5):
+        if not isinstance(out, tuple) or len(out) != 5:
+            old = " (the old Gym API's (observation, reward, done, info))" if isinstance(out, tuple) and len(out) == 4 else ""
             raise Rejection(
                 Reason.step_wrong_types,
-                f"step() must return (observation, reward, terminated, truncated, info); got {_shape(out)}",
+                f"step() returned {describe_shape(out)}{old}; expected (observation, reward, terminated, truncated, info)",
                 actions=list(self.trail),
                 seed=self.seed,
             )
-        if len(out) == 4:
-            obs, reward, terminated, info = out
-            truncated: Any = False
-        else:
-            obs, reward, terminated, truncated, info = out
+        obs, reward, terminated, truncated, info = out
         obs = self._observation(obs, "step")
         if isinstance(reward, bool) or not isinstance(reward, int | float):
             raise Rejection(
@@ -447,8 +463,3 @@ class Instance:
             Reason.solution_invalid, f"solution() returned {type(out).__name__}; expected list[str] or str"
         )
 
-
-def _shape(value: Any) -> str:
-    if isinstance(value, tuple):
-        return "(" + ", ".join(type(v).__name__ for v in value) + ")"
-    return type(value).__name__

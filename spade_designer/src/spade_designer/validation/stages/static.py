@@ -129,4 +129,15 @@ def check(run: Run, checker: StaticChecker | None = None) -> str:
                 ]
             },
         )
-    return f"{lines} lines, class {run.candidate.class_name or classes[0]}, imports allowed"
+    from spade_core.env import declared_reward_range
+    from spade_core.errors import EnvContractError
+
+    try:
+        declared_reward_range(source, run.candidate.class_name)
+    except EnvContractError as exc:
+        raise Rejection(Reason.invalid_reward_range, str(exc)) from None
+    lo, hi = run.candidate.reward_range
+    return (
+        f"{lines} lines, class {run.candidate.class_name or classes[0]}, imports allowed; "
+        f"rewards checked against [{lo:g}, {hi:g}] ({run.reward_range_source})"
+    )
