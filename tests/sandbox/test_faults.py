@@ -156,8 +156,9 @@ def test_modules_not_preloaded_cannot_be_imported(os_layer_pool):
     ],
 )
 def test_landlock_alone_denies_files_and_tcp(snippet):
-    """With seccomp off, Landlock (and the empty network namespace) still stop the code."""
-    limits = SandboxLimits(call_timeout_s=5.0, seccomp=False)
+    """With seccomp and the namespaces (so the private root too) off, Landlock alone stops
+    the code."""
+    limits = SandboxLimits(call_timeout_s=5.0, seccomp=False, namespaces=False)
     with SandboxPool(limits, unsafe_skip_static_check=True) as p:
         h = p.spawn(step_body(snippet, name="LandlockEnv"))
         assert "seccomp" not in p.worker_of(h).layers and "landlock" in p.worker_of(h).layers
@@ -209,7 +210,9 @@ def test_closing_pools_leaves_no_process_and_no_descriptor():
     procs_before = {p.pid for p in sandbox_processes()}
     # Zygotes of other pools (module fixtures) may fork a spare worker at any moment:
     # only processes outside them can be left over by this pool.
-    other_zygotes = {p.pid for p in psutil.Process().children()}
+    # (A zygote is the process its pool started and, where it made a PID namespace, that
+    # process's one child: the zygote proper, parent of the workers.)
+    other_zygotes = {q.pid for p in psutil.Process().children() for q in [p, *p.children()]}
     with SandboxPool(SandboxLimits(call_timeout_s=TIMEOUT_S)) as p:
         hs = [p.spawn(COUNTER + f"\n# v{i}\n") for i in range(3)]
         hang = p.spawn(step_body("while True:\n    pass", name="HangEnv"))

@@ -132,9 +132,13 @@ class WorkerCgroups:
             return None
         return None
 
-    def attach(self, pid: int, memory_bytes: int) -> bool:
-        """Put worker ``pid`` in its own group with the limits; False if that failed."""
+    def attach(self, pid: int, memory_bytes: int, name: int | None = None) -> bool:
+        """Put worker ``pid`` (as the caller's PID namespace numbers it: what
+        ``cgroup.procs`` reads) in its own group ``w{name}`` (default ``pid``; the host
+        pid, for a zygote in its own PID namespace) with the limits; False if that failed.
+        :meth:`oom_killed` and :meth:`remove` take the name."""
         join = os.path.join
+        proc_pid, pid = pid, pid if name is None else name
         try:
             if self.version == 1:
                 mem, pids = join(self.memory, f"w{pid}"), join(self.pids, f"w{pid}")
@@ -142,8 +146,8 @@ class WorkerCgroups:
                 os.mkdir(pids)
                 _write(join(mem, "memory.limit_in_bytes"), str(memory_bytes + SLACK_BYTES))
                 _write(join(pids, "pids.max"), "1")
-                _write(join(mem, "cgroup.procs"), str(pid))
-                _write(join(pids, "cgroup.procs"), str(pid))
+                _write(join(mem, "cgroup.procs"), str(proc_pid))
+                _write(join(pids, "cgroup.procs"), str(proc_pid))
             else:
                 group = join(self.memory, f"w{pid}")
                 os.mkdir(group)
@@ -151,7 +155,7 @@ class WorkerCgroups:
                 if os.path.exists(join(group, "memory.swap.max")):
                     _write(join(group, "memory.swap.max"), "0")
                 _write(join(group, "pids.max"), "1")
-                _write(join(group, "cgroup.procs"), str(pid))
+                _write(join(group, "cgroup.procs"), str(proc_pid))
         except OSError:
             self.remove(pid)
             return False

@@ -2,12 +2,17 @@
 
 Order (each step needs the privileges the next one removes):
 
-1. rlimits — address space, CPU seconds, open files, file size, no core dumps;
-2. fresh network / mount / IPC / UTS namespaces, plus a user namespace when not root;
-3. drop to an unprivileged uid/gid (``nobody``) when running as root;
-4. ``no_new_privs``, non-dumpable, die with the parent (the zygote);
-5. Landlock deny-all: filesystem, TCP bind/connect, abstract unix sockets, signals;
-6. the seccomp allow-list (:mod:`spade_sandbox.seccomp_policy`).
+1. rlimits — address space, CPU seconds, open files, file size, no core dumps, all hard;
+2. fresh network / mount / IPC / UTS namespaces, plus a user namespace when not root; a
+   neutral host name;
+3. a private root: an empty read-only tmpfs made the root with ``pivot_root``, the host's
+   tree detached, the working directory ``/`` (nothing of the host is left to ``stat``);
+   the PID namespace is the zygote's (:func:`enter_pid_namespace`: workers are its
+   children, so it unshares once and they are born inside);
+4. drop to an unprivileged uid/gid (``nobody``) when running as root;
+5. ``no_new_privs``, non-dumpable, die with the parent (the zygote);
+6. Landlock deny-all: filesystem, TCP bind/connect, abstract unix sockets, signals;
+7. the seccomp allow-list (:mod:`spade_sandbox.seccomp_policy`).
 
 Every layer reports whether it took effect; :func:`apply_layers` returns the names of the
 active ones so the pool can refuse to run untrusted code on a host that lacks them.
@@ -33,7 +38,27 @@ CLONE_NEWNS = 0x00020000
 CLONE_NEWUTS = 0x04000000
 CLONE_NEWIPC = 0x08000000
 CLONE_NEWUSER = 0x10000000
+CLONE_NEWPID = 0x20000000
 CLONE_NEWNET = 0x40000000
+
+MS_RDONLY = 0x1
+MS_NOSUID = 0x2
+MS_NODEV = 0x4
+MS_NOEXEC = 0x8
+MS_REC = 0x4000
+MS_PRIVATE = 1 << 18
+MNT_DETACH = 2
+_SYS_PIVOT_ROOT = 155 if os.uname().machine == "x86_64" else 41
+
+#: The host name workers see (their own UTS namespace).
+SANDBOX_HOSTNAME = b"spade-sandbox"
+#: Where the empty root is mounted before ``pivot_root`` (inside the worker's own mount
+#: namespace: the host never sees the mount). Any existing directory would do.
+_EMPTY_ROOT_AT = (b"/tmp", b"/mnt", b"/proc")
+
+#: Set by the zygote (:func:`enter_pid_namespace`) before it forks workers: ``None`` when
+#: its children are born in a PID namespace of its own, else why not.
+PID_NAMESPACE_MISSING: str | None = "the zygote did not create a PID namespace"
 
 PR_SET_PDEATHSIG = 1
 PR_SET_DUMPABLE = 4
@@ -163,6 +188,55 @@ def unshare_namespaces(as_root: bool) -> None:
         flags |= CLONE_NEWUSER
     if _libc.unshare(flags) != 0:
         raise OSError(ctypes.get_errno(), f"unshare failed: {_errno_text()}")
+    # Its own UTS namespace: the host's name is replaced, not merely hidden.
+    if _libc.sethostname(SANDBOX_HOSTNAME, ctypes.c_size_t(len(SANDBOX_HOSTNAME))) != 0:
+        raise OSError(ctypes.get_errno(), f"sethostname failed: {_errno_text()}")
+
+
+def _mount(source: bytes | None, target: bytes, fstype: bytes | None, flags: int, data: bytes | None) -> None:
+    if _libc.mount(source, target, fstype, ctypes.c_ulong(flags), data) != 0:
+        raise OSError(ctypes.get_errno(), f"mount {target.decode()} failed: {_errno_text()}")
+
+
+def enter_empty_root() -> None:
+    """Make an empty read-only tmpfs this process's root (in its own mount namespace,
+    after :func:`unshare_namespaces`): the host's mounts are made private (nothing
+    propagates back), the tmpfs is mounted over an existing directory, ``pivot_root``
+    swaps it in, the old root is detached and the working directory becomes ``/``. Every
+    host path then names nothing: ``stat`` of a host file, ``/proc/<pid>`` of a host
+    process and the caller's working directory are gone, not merely denied."""
+    _mount(None, b"/", None, MS_REC | MS_PRIVATE, None)
+    at = next((d for d in _EMPTY_ROOT_AT if os.path.isdir(d)), None)
+    if at is None:
+        raise OSError("no directory to mount the empty root on")
+    _mount(b"spade-root", at, b"tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, b"size=4k,nr_inodes=2,mode=0555")
+    os.chdir(at)
+    # pivot_root(".", "."): the old root ends up stacked on "." and is detached next.
+    if _libc.syscall(_SYS_PIVOT_ROOT, b".", b".") != 0:
+        raise OSError(ctypes.get_errno(), f"pivot_root failed: {_errno_text()}")
+    if _libc.umount2(b".", MNT_DETACH) != 0:
+        raise OSError(ctypes.get_errno(), f"detaching the host's root failed: {_errno_text()}")
+    os.chdir("/")
+
+
+def enter_pid_namespace() -> int:
+    """Called by the zygote at its start: unshare a PID namespace and fork. The child
+    returns 0 and goes on as the zygote, PID 1 of the namespace, so every worker it forks
+    is born inside and sees no host process (``kill``, ``sched_getaffinity``, ``/proc``
+    name none). The parent returns the child's pid; it only waits for it (it is what the
+    pool started, so killing it kills the zygote through the child's parent-death signal,
+    and the namespace's PID 1 leaving kills every worker). Where the namespace cannot be
+    made (not root), returns 0 without forking and records why in
+    :data:`PID_NAMESPACE_MISSING`."""
+    global PID_NAMESPACE_MISSING
+    if _libc.unshare(CLONE_NEWPID) != 0:
+        PID_NAMESPACE_MISSING = f"unshare(CLONE_NEWPID) failed in the zygote: {_errno_text()}"
+        return 0
+    pid = os.fork()
+    if pid == 0:
+        PID_NAMESPACE_MISSING = None
+        prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    return pid
 
 
 def drop_uid() -> None:
@@ -220,6 +294,22 @@ def apply_layers(opts: LayerOptions, seccomp_program: bytes | None, parent_pid: 
             report.ok("namespaces")
         except OSError as exc:
             report.fail("namespaces", str(exc))
+        else:
+            try:
+                enter_empty_root()
+                report.ok("private_root")
+            except OSError as exc:
+                report.fail("private_root", str(exc))
+        if PID_NAMESPACE_MISSING is None:
+            report.ok("pid_namespace")
+        else:
+            report.fail("pid_namespace", PID_NAMESPACE_MISSING)
+    try:
+        # Never the caller's directory (the zygote starts in "/" too; this covers a
+        # worker whose private root could not be made).
+        os.chdir("/")
+    except OSError:
+        pass
     if as_root and opts.drop_uid:
         try:
             drop_uid()

@@ -17,12 +17,15 @@ from .hardening import landlock_abi, secure_enough
 
 #: Layers in the order a worker applies them.
 LAYERS: tuple[str, ...] = (
-    "rlimits", "namespaces", "userns", "uid_drop", "no_new_privs", "landlock", "seccomp", "cgroup",
+    "rlimits", "namespaces", "userns", "private_root", "pid_namespace", "uid_drop", "no_new_privs", "landlock",
+    "seccomp", "cgroup",
 )
 
 _DESCRIPTIONS = {
-    "rlimits": "address space, CPU time, open files, file size, no core dumps",
-    "namespaces": "fresh network, mount, IPC and UTS namespaces",
+    "rlimits": "address space, CPU time, open files, file size, no core dumps; all hard (not liftable)",
+    "namespaces": "fresh network, mount, IPC and UTS namespaces; host name 'spade-sandbox'",
+    "private_root": "an empty read-only tmpfs as root (pivot_root; host tree detached), cwd '/'",
+    "pid_namespace": "workers born in the zygote's own PID namespace (no host process visible)",
     "userns": "user namespace (used when not running as root)",
     "uid_drop": "switch to uid/gid 65534 (used when running as root)",
     "no_new_privs": "no_new_privs, non-dumpable, killed with the zygote",

@@ -35,7 +35,7 @@ import socket
 import sys
 from typing import Any
 
-from . import protocol
+from . import hardening, protocol
 from .allowlist import DEFAULT_ALLOWED_MODULES
 from .cgroups import WorkerCgroups
 from .guard import make_builtins, module_wrapper, preimport
@@ -79,10 +79,40 @@ class Spare:
         self.release()
 
 
+def outer_pid(pid: int | str = "self") -> int:
+    """The pid of a process (this one by default) as the host's ``/proc`` names it: inside
+    the zygote's PID namespace ``os.getpid()`` is 1 and its children count from 2, while
+    cgroup names, the hello and the pool speak of host pids."""
+    try:
+        with open(f"/proc/{pid}/status") as status:
+            for line in status:
+                if line.startswith("NSpid:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return os.getpid() if pid == "self" else int(pid)
+
+
+def _pid_of_pidfd(pidfd: int) -> int | None:
+    """The host pid of the process behind ``pidfd`` (its fdinfo, read through the host's
+    ``/proc``, names it in that procfs's namespace)."""
+    try:
+        with open(f"/proc/self/fdinfo/{pidfd}") as info:
+            for line in info:
+                if line.startswith("Pid:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
 class Zygote:
     def __init__(self, control: socket.socket, keep_spare: bool = True, use_cgroups: bool = True) -> None:
         self.keep_spare = keep_spare
-        self.cgroups = WorkerCgroups.create(f"spade-zygote-{os.getpid()}") if use_cgroups else None
+        self.host_pid = outer_pid()
+        self.cgroups = WorkerCgroups.create(f"spade-zygote-{self.host_pid}") if use_cgroups else None
+        #: pid (as this zygote sees it) -> the host pid naming its cgroup.
+        self.cgroup_names: dict[int, int] = {}
         self.spare: Spare | None = None
         #: Layer options of the spare to fork once the control socket goes quiet.
         self.spare_hardening: dict[str, Any] | None = None
@@ -117,9 +147,10 @@ class Zygote:
             and os.WTERMSIG(status) == signal.SIGKILL and usage.ru_utime + usage.ru_stime >= cap - 0.05
         )
         oom = False
+        name = self.cgroup_names.pop(pid, pid)
         if self.cgroups is not None:
-            oom = self.cgroups.oom_killed(pid)
-            self.cgroups.remove(pid)
+            oom = self.cgroups.oom_killed(name)
+            self.cgroups.remove(name)
         if len(self.statuses) >= _MAX_STATUSES:
             self.statuses.pop(next(iter(self.statuses)))
         self.statuses[pid] = (status, oom, cpu_hit)
@@ -186,7 +217,9 @@ class Zygote:
             pidfd = -1
         # Attached before the worker gets its load request, so before any untrusted code.
         memory = int(hardening["layers"].get("memory_mb", 512)) * 1024 * 1024
-        in_cgroup = self.cgroups is not None and self.cgroups.attach(pid, memory)
+        name = (_pid_of_pidfd(pidfd) if pidfd >= 0 else None) or pid
+        self.cgroup_names[pid] = name
+        in_cgroup = self.cgroups is not None and self.cgroups.attach(pid, memory, name)
         spare = Spare(pid, parent_end, pidfd, _hardening_key(hardening), frozenset(self.imported))
         spare.cgroup = in_cgroup
         return spare
@@ -254,7 +287,7 @@ class Zygote:
             elif op == "import":
                 protocol.send(self.control, [protocol.OK, self.preimport(list(msg[1]))])
             elif op == "ping":
-                protocol.send(self.control, [protocol.OK, {"pid": os.getpid(), "children": len(self.children)}])
+                protocol.send(self.control, [protocol.OK, {"pid": self.host_pid, "children": len(self.children)}])
             elif op == "exit":
                 break
             else:
@@ -280,6 +313,23 @@ def main() -> None:
     # Start-up allocates many objects and frees few: collecting during the imports is
     # wasted work. A freeze at the end moves everything to the permanent generation.
     gc.disable()
+    # Never the caller's working directory (workers inherit it until they pivot).
+    os.chdir("/")
+    # First of all (one small fork, before the imports): the PID namespace the workers are
+    # born in. The process the pool started only waits for the real zygote.
+    child = hardening.enter_pid_namespace()
+    if child:
+        os.close(int(sys.argv[1]))  # the pool must see EOF when the zygote itself ends
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        while True:
+            try:
+                _, status = os.waitpid(child, 0)
+                break
+            except ChildProcessError:
+                os._exit(protocol.EXIT_PROTOCOL)
+            except InterruptedError:
+                continue
+        os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
     control = socket.socket(fileno=int(sys.argv[1]))
     flags = sys.argv[2:]
     zygote = Zygote(control, keep_spare="--no-spare" not in flags, use_cgroups="--no-cgroups" not in flags)
@@ -298,7 +348,11 @@ def main() -> None:
     # everything just imported costs more than the few kilobytes it would free.
     gc.freeze()
     gc.enable()
-    protocol.send(control, [protocol.OK, {"pid": os.getpid(), "seccomp": zygote.seccomp_program is not None}])
+    protocol.send(control, [protocol.OK, {
+        "pid": zygote.host_pid,
+        "seccomp": zygote.seccomp_program is not None,
+        "pid_namespace": hardening.PID_NAMESPACE_MISSING is None,
+    }])
     zygote.serve(unclaimed_exit_s)
 
 
