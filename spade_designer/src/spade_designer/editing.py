@@ -136,12 +136,17 @@ def parameter_edit_conversation(parent: Parent, *, agent: AgentStats | None = No
 
 
 def _example_value(knob: Any) -> object:
+    """A value for the reply's example that differs from the current one by a small step
+    (a small model copies the example: it should then still propose a change)."""
     if knob.type is bool:
         return not knob.value
     if knob.type is str:
-        return next((c for c in knob.choices if c != knob.value), knob.value)
-    mid = (knob.low + knob.high) / 2
-    return int(round(mid)) if knob.type is int else round(mid, 3)
+        i = knob.choices.index(knob.value) if knob.value in knob.choices else 0
+        return knob.choices[(i + 1) % len(knob.choices)]
+    step = 1 if knob.type is int else round((knob.high - knob.low) / 10, 6)
+    up = knob.value + step
+    value = up if up <= knob.high else knob.value - step
+    return int(value) if knob.type is int else value
 
 
 def parameter_child(parent: Parent, reply: str) -> tuple[str, dict[str, Any], dict[str, Any]]:

@@ -28,10 +28,19 @@ class CodeBreakerEnv:
 
     LENGTH = 4
     DIGITS = "123456"
-    GRAMMAR = (
-        "Command: \\boxed{guess DDDD} with four digits, each from 1 to 6 (repeats allowed), e.g. \\boxed{guess 1123}. "
-        "Feedback: 'exact' counts right digits in the right place, 'misplaced' counts right digits in the wrong place."
-    )
+    # what an edit may change (spade_designer.knobs): the code's length and its alphabet
+    KNOBS = {"LENGTH": (int, 3, 6), "DIGITS": (str, "1234", "12345", "123456", "1234567", "12345678")}
+    _WORDS = {3: "three", 4: "four", 5: "five", 6: "six"}
+
+    @property
+    def GRAMMAR(self):
+        n = self._WORDS.get(self.LENGTH, str(self.LENGTH))
+        example = ("1123" + self.DIGITS[-1] * 8)[: self.LENGTH]
+        return (
+            "Command: \\boxed{guess %s} with %s digits, each from %s to %s (repeats allowed), e.g. \\boxed{guess %s}. "
+            "Feedback: 'exact' counts right digits in the right place, 'misplaced' counts right digits in the wrong place."
+            % ("D" * self.LENGTH, n, self.DIGITS[0], self.DIGITS[-1], example)
+        )
 
     def __init__(self, max_turns=12):
         self.max_turns = max_turns
@@ -46,7 +55,7 @@ class CodeBreakerEnv:
         self.turn = 0
         self.history = []
         self.done = False
-        obs = "Crack the hidden 4-digit code. %s You have %d turns." % (self.GRAMMAR, self.max_turns)
+        obs = "Crack the hidden %d-digit code. %s You have %d turns." % (self.LENGTH, self.GRAMMAR, self.max_turns)
         return obs, {"turn": 0}
 
     def _act(self, cmd):
@@ -56,7 +65,8 @@ class CodeBreakerEnv:
         if len(parts) >= 2 and parts[0] == "guess":
             guess = "".join(parts[1:])  # "1 2 3 4" means 1234
             if len(guess) != self.LENGTH or any(ch not in self.DIGITS for ch in guess):
-                return "Invalid guess %r: use exactly four digits from 1 to 6." % guess[:20], 0.0, False
+                return "Invalid guess %r: use exactly %s digits from %s to %s." % (
+                    guess[:20], self._WORDS.get(self.LENGTH, str(self.LENGTH)), self.DIGITS[0], self.DIGITS[-1]), 0.0, False
             exact, misplaced = _score(self.code, guess)
             self.history.append("%s -> exact %d, misplaced %d" % (guess, exact, misplaced))
             if exact == self.LENGTH:

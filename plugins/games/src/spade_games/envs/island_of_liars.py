@@ -24,14 +24,17 @@ class IslandOfLiarsEnv:
     """
 
     NAMES = "ABCDEF"
+    MAX_ANSWERS = 2
+    # what an edit may change (spade_designer.knobs): how many verdicts the player may give
+    KNOBS = {"MAX_ANSWERS": (int, 1, 4)}
     GRAMMAR = (
         "Commands: \\boxed{ask X Y} asks islander X 'Is Y a knight?' (X and Y are letters A-F); "
         "\\boxed{answer KNKKNN} gives your verdict, one letter per islander A-F: K = knight, N = knave."
     )
 
-    def __init__(self, max_turns=12, max_answers=2):
+    def __init__(self, max_turns=12, max_answers=None):
         self.max_turns = max_turns
-        self.max_answers = max_answers
+        self.max_answers = self.MAX_ANSWERS if max_answers is None else max_answers
         self.kinds = "KKKKKK"
         self.turn = 0
         self.answers = 0
