@@ -1,13 +1,16 @@
 """``spade validate`` and ``spade fuzz``: the pipeline from the command line.
 
-``TARGET`` is a path to an environment source file or the id/name of an environment in
-the store. Validating a stored environment records the report with its metadata.
+``TARGET`` is a path to an environment source file, the id or name of a seed environment
+of an installed domain (as ``spade show`` and ``spade play`` take it), or the id/name of
+an environment in the store. Validating a stored environment records the report with its
+metadata; a seed's domain applies to it unless ``--domain`` says otherwise.
 Configuration comes from the ``[validation]`` table of ``spade.toml`` (``spade -c FILE``).
 Exit status: 0 passed, 1 rejected, 2 usage or store errors.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -19,35 +22,58 @@ from .config import ValidationConfig
 from .errors import ValidationInputError
 from .render import print_report
 
-TargetArg = Annotated[str, typer.Argument(help="environment source file, or id/name of a stored environment")]
+TargetArg = Annotated[str, typer.Argument(help="environment source file, seed id, or id/name of a stored environment")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="print the report as JSON (the ValidationReport model)")]
 DomainOpt = Annotated[str | None, typer.Option("--domain", help="domain plugin whose fuzz strategy and modules apply")]
+SeedOpt = Annotated[
+    int | None,
+    typer.Option("--seed", help="seed of the fuzz examples and of the load/contract episodes (default: the configuration's)"),
+]
 
 
-def _load(ctx: typer.Context, target: str) -> tuple[str, EnvMetadata | None, Any, ValidationConfig]:
-    """(source, metadata, store or None, validation config) for a path or a store id."""
-    from spade_core.cli import command_config
+@dataclass(frozen=True)
+class Loaded:
+    """What a command validates: the source, its metadata (a seed's or the store's), the
+    store it came from (to record the report), a seed's domain, the validation config."""
+
+    source: str
+    metadata: EnvMetadata | None
+    store: Any
+    domain: Any
+    config: ValidationConfig
+
+
+def _load(ctx: typer.Context, target: str, seed: int | None = None) -> Loaded:
+    """Source, metadata, store (for a stored environment), seed domain and validation
+    config of a path, a seed id or a store id."""
+    from spade_core.cli import command_config, command_plugins
 
     spade_config = command_config(ctx)
-    vconfig = ValidationConfig.from_section(spade_config.section("validation"))
+    vconfig = ValidationConfig.from_section(spade_config.section("validation"), seed=seed)
     path = Path(target)
     if path.suffix == ".py" or path.is_file():
         if not path.is_file():
             raise ValidationInputError(f"{target}: no such file")
         try:
-            return path.read_text(encoding="utf-8"), None, None, vconfig
+            return Loaded(path.read_text(encoding="utf-8"), None, None, None, vconfig)
         except UnicodeDecodeError as exc:
             raise ValidationInputError(f"{target}: not UTF-8 text ({exc.reason})") from None
+    from spade_core.catalog import open_store, resolve
+
+    with open_store(spade_config, read_only=True) as lookup:
+        entry = resolve(target, command_plugins(ctx), lookup)
+        if entry.kind == "seed":
+            return Loaded(entry.source(), entry.metadata, None, entry.domain, vconfig)
     from spade_core.store import EnvStore
 
     store = EnvStore.open(spade_config)
     try:
-        meta = store.resolve(target)
+        meta = store.resolve(entry.metadata.id)
         source = store.get_source(meta.id)
     except Exception:
         store.close()
         raise
-    return source, meta, store, vconfig
+    return Loaded(source, meta, store, None, vconfig)
 
 
 def _emit(report: ValidationReport, title: str, as_json: bool) -> None:
@@ -64,14 +90,18 @@ def validate_command(
     as_json: JsonOpt = False,
     hint: Annotated[str | None, typer.Option("--hint", help="privileged hint to check for leakage")] = None,
     domain: DomainOpt = None,
+    seed: SeedOpt = None,
 ) -> None:
     """Run every validation stage on an environment and print the report."""
     from .pipeline import Validator
 
-    source, meta, store, vconfig = _load(ctx, target)
+    got = _load(ctx, target, seed)
+    store, meta = got.store, got.metadata
     try:
-        with Validator(config=vconfig) as validator:
-            report = validator.validate(source, metadata=meta, domain=domain, hint=hint, store=store)
+        with Validator(config=got.config) as validator:
+            report = validator.validate(
+                got.source, metadata=meta, domain=domain or got.domain, hint=hint, store=store
+            )
         if store is not None and meta is not None:
             store.set_validation(meta.id, report)
     finally:
@@ -86,14 +116,16 @@ def fuzz_command(
     examples: Annotated[int, typer.Option("--examples", "-n", min=1, help="Hypothesis examples (episodes)")] = 200,
     as_json: JsonOpt = False,
     domain: DomainOpt = None,
+    seed: SeedOpt = None,
 ) -> None:
     """Property-fuzz an environment (static, load and fuzz stages) and print the report."""
     from .pipeline import fuzz
 
-    source, meta, store, vconfig = _load(ctx, target)
-    if store is not None:
-        store.close()
-    report = fuzz(source, examples=examples, domain=domain, metadata=meta, config=vconfig)
+    got = _load(ctx, target, seed)
+    if got.store is not None:
+        got.store.close()
+    meta = got.metadata
+    report = fuzz(got.source, examples=examples, domain=domain or got.domain, metadata=meta, config=got.config)
     _emit(report, f"fuzz {meta.id if meta else target}", as_json)
 
 
