@@ -61,12 +61,15 @@ def garbage(run: Run) -> list[str]:
     return _unique(extra + list(GARBAGE))
 
 
+def solution_firsts(run: Run, seed: int) -> list[str]:
+    """The first action of every action sequence ``solution()`` spells out on ``seed`` (its
+    list, or the readings of its string): actions known to be well-formed."""
+    return _unique([plan[0] for plan in run.solution_plans(seed) if plan])
+
+
 def first_actions(run: Run, seed: int) -> list[str]:
-    """Distinct probes: the solution's first action, fuzz actions, commands, garbage."""
-    out: list[str] = []
-    sol = run.solution(seed)
-    if isinstance(sol, list) and sol:
-        out.append(sol[0])
+    """Distinct probes: the solution's first actions, fuzz actions, commands, garbage."""
+    out: list[str] = solution_firsts(run, seed)
     out += run.fuzz_actions[: run.config.probe_actions]
     out += list(COMMANDS)
     out += garbage(run)
@@ -75,8 +78,8 @@ def first_actions(run: Run, seed: int) -> list[str]:
 
 def mixed_sequence(run: Run, seed: int, length: int) -> list[str]:
     """A deterministic action sequence mixing the solution with commands and garbage."""
-    sol = run.solution(seed)
-    base = list(sol) if isinstance(sol, list) else []
+    plans = run.solution_plans(seed)
+    base = list(plans[0]) if plans else []
     pool = _unique(run.fuzz_actions[: run.config.probe_actions] + list(COMMANDS) + list(GARBAGE))
     seq: list[str] = []
     i = 0

@@ -16,10 +16,10 @@ In order, each on the configured seed with fixed probes (:mod:`..probes`):
 
 from __future__ import annotations
 
-from ..codes import Reason
+from ..codes import Reason, Stage
 from ..context import Run
 from ..leakage import leaked_payloads
-from ..probes import MAGIC, first_actions, garbage, mixed_sequence
+from ..probes import MAGIC, first_actions, garbage, mixed_sequence, solution_firsts
 from ..runner import Instance, Rejection
 from .determinism import first_difference, trajectory
 
@@ -38,7 +38,9 @@ def check(run: Run) -> str:
     full = run.full_reward_threshold()
     lo, hi = run.candidate.reward_range
     probes = first_actions(run, seed) + [m for m in MAGIC if m not in run.solution_actions()]
-    sol = run.solution(seed)
+    # Actions known to be well-formed: what the solution spells out (its list, or the
+    # commands read from its string). Generic probes may all be malformed for this format.
+    known = solution_firsts(run, seed)
     steps = min(run.candidate.max_turns, _REPEAT_STEPS)
     # Every probe is played as a repeated-action episode (one batched message); its first
     # step answers the first-step questions, the whole episode the repetition ones.
@@ -51,20 +53,30 @@ def check(run: Run) -> str:
             actions=[probes[-1]],
             seed=seed,
         )
+    # Judged only when a well-formed action ends the episode too: probes that are all
+    # malformed for this environment say nothing about multi-turn play (an environment may
+    # end on a malformed action and still take several well-formed ones).
     if all(s.done for s in firsts):
-        raise Rejection(
-            Reason.single_shot,
-            f"all {len(probes)} probe actions end the episode on the first step: not multi-turn",
-            actions=[probes[-1]],
-            seed=seed,
-        )
-    # Judged only with a replayable solution among the probes: without an action known to
-    # matter, "every probe is refused the same way" is what a good environment does too.
-    if isinstance(sol, list) and sol and len({s.observation for s in firsts}) == 1:
+        if known:
+            raise Rejection(
+                Reason.single_shot,
+                f"all {len(probes)} probe actions, the solution's first action {known[0]!r} among them, "
+                "end the episode on the first step: not multi-turn",
+                actions=[known[0]],
+                seed=seed,
+            )
+        run.note(Stage.degenerate, "single-shot not judged: every probe ends the episode, but no well-formed "
+                 "action is known (no solution() to read one from)")
+    # The agent reads observations, not rewards: if the solution's first action gets the
+    # same observation as every other probe, the text does not depend on the action (even
+    # where the reward does). Judged only with a well-formed action among the probes:
+    # without one, "every probe is refused the same way" is what a good environment does too.
+    if known and len({s.observation for s in firsts}) == 1:
         raise Rejection(
             Reason.not_interactive,
-            f"all {len(probes)} probe actions get the same observation: the environment ignores the action",
-            actions=[probes[0]],
+            f"all {len(probes)} probe actions, the solution's first action {known[0]!r} among them, get the same "
+            "observation: the text the agent reads does not depend on its action",
+            actions=[known[0]],
             seed=seed,
             details={"observation": firsts[0].observation[:300]},
         )
