@@ -394,9 +394,12 @@ class WorkerLink:
                     view, max_str_len=self.max_frame_bytes, max_values=max_values or self.single_reply_values
                 )
             except protocol.DecodeBudgetExceeded as exc:
-                self.fail(what, f"sent a reply that decodes to too many values ({exc})", SandboxCrash)
+                why = f"sent a reply that decodes to too many values ({exc})"
             except Exception as exc:
-                self.fail(what, f"sent an undecodable reply ({type(exc).__name__})", SandboxCrash)
+                why = f"sent an undecodable reply ({type(exc).__name__})"
+            # Raised outside the except clause: as its context, the decoder's exception
+            # (and through its traceback the whole frame) would live as long as the error.
+            self.fail(what, why, SandboxCrash)
         unpacker = self._unpacker
         try:
             unpacker.feed(view)

@@ -192,7 +192,7 @@ class SandboxPool:
     (``"native"``, the default, or ``"restricted"``...). ``allow_insecure`` lets code run
     where neither seccomp nor Landlock+rlimits is active. ``unsafe_skip_static_check``
     exists for tests of the OS layers only: it disables the static check *and* the runtime
-    guard, so the source runs with full builtins inside the worker ``unsafe_runtime_guard``
+    guard, so the source runs with full builtins inside the worker. ``unsafe_runtime_guard``
     (tests of the guard alone) keeps the guard on with the static check off.
 
     A context manager; :meth:`close` kills every worker and the zygote.
@@ -620,6 +620,10 @@ class SandboxPool:
                     else:  # a link of another backend (no wire: nothing to bound)
                         reply = link.receive(what, start + self.limits.call_timeout_s, self.limits.call_timeout_s)
                 except SandboxError as exc:
+                    # The error is handed back in the results: its traceback would keep
+                    # this frame, and the worker's raw reply in it, alive as long as they.
+                    exc.__traceback__ = exc.__context__ = None
+                    raw = None
                     self._fill(results, idx, exc)
                     continue
                 self._unpack_batch(link, reply, idx, results, op, what)

@@ -109,13 +109,16 @@ def _secret_free(decoys: Decoys, *texts: Any) -> None:
         assert decoys.secret not in repr(text), "the secret reached the caller"
 
 
-def assert_contained(pool: SandboxPool, attack: Attack, outcome: Outcome, decoys: Decoys) -> SandboxError | None:
+def assert_contained(
+    pool: SandboxPool, attack: Attack, outcome: Outcome, decoys: Decoys, call: str | None = None
+) -> SandboxError | None:
     """Run ``attack`` in ``pool`` and check the outcome and every decoy.
 
     Returns the error raised (None when the call returned). A static rejection must
     carry readable findings; an OS-layer stop must be the expected error class with the
     expected message, the worker must be gone when the error is fatal, and a bystander
-    environment in the same pool must keep working."""
+    environment in the same pool must keep working. ``call``: an allow-listed method
+    (``"solution"``...) called after the reset instead of the step."""
     bystander = pool.spawn(BYSTANDER)
     pool.reset(bystander)
     zygote = getattr(pool.backend, "_zygote", None)
@@ -126,10 +129,14 @@ def assert_contained(pool: SandboxPool, attack: Attack, outcome: Outcome, decoys
     result: Any = None
     pid = None
     try:
-        handle = pool.spawn(source, allowed_modules=OS_GADGET_MODULES if pool.skip_static else ())
+        # Modules with OS gadgets are allowed only where nothing in-process stands in the way.
+        os_only = pool.skip_static and not getattr(pool, "runtime_guard", False)
+        handle = pool.spawn(source, allowed_modules=OS_GADGET_MODULES if os_only else ())
         pid = pool.worker_of(handle).pid
         result = pool.reset(handle, seed=0)
-        if not attack.in_reset:
+        if call is not None:
+            result = pool.call(handle, call)
+        elif not attack.in_reset:
             result = pool.step(handle, "attack")
     except SandboxError as exc:
         error = exc
