@@ -16,6 +16,7 @@ PACKAGES = {
     "spade_core": "spade-core",
     "spade_sandbox": "spade-sandbox",
     "spade_serve": "spade-serve",
+    "spade_ui": "spade-ui",
     "spade_designer": "spade-designer",
     "spade_trainer": "spade-trainer",
     "plugins/games": "spade-games",
@@ -27,6 +28,8 @@ FORBIDDEN = {
     "spade-core": HEAVY | {"spade-sandbox", "spade-designer", "spade-trainer"},
     "spade-sandbox": HEAVY | {"spade-designer", "spade-trainer"},
     "spade-serve": HEAVY | {"spade-designer", "spade-trainer"},
+    # run reports come from spade-trainer only through the optional `runs` extra
+    "spade-ui": HEAVY | {"spade-designer", "spade-trainer"},
     "spade-designer": {"spade-trainer"},
     "spade-games": {"spade-tooluse", "spade-trainer", "spade-designer"} | HEAVY,
     "spade-tooluse": {"spade-games", "spade-trainer", "spade-designer"} | HEAVY,
