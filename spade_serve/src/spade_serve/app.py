@@ -31,20 +31,6 @@ from typing import Any
 
 from fastapi import FastAPI, Request, WebSocket, WebSocketDisconnect
 from fastapi.responses import JSONResponse, Response
-from openenv.core.env_server.types import (
-    EnvironmentMetadata,
-    HealthResponse,
-    HealthStatus,
-    ResetRequest,
-    SchemaResponse,
-    StepRequest,
-    WSErrorCode,
-    WSErrorResponse,
-    WSObservationResponse,
-    WSResetMessage,
-    WSStateResponse,
-    WSStepMessage,
-)
 from pydantic import ValidationError
 
 from .catalog import ServedEnv
@@ -58,6 +44,20 @@ from .errors import (
 )
 from .models import SpadeAction, SpadeObservation, SpadeState, wire_result
 from .sessions import Session, SessionManager
+from .wire import (
+    EnvironmentMetadata,
+    HealthResponse,
+    HealthStatus,
+    ResetRequest,
+    SchemaResponse,
+    StepRequest,
+    WSErrorCode,
+    WSErrorResponse,
+    WSObservationResponse,
+    WSResetMessage,
+    WSStateResponse,
+    WSStepMessage,
+)
 
 log = logging.getLogger("spade_serve")
 

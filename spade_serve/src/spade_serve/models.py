@@ -1,6 +1,7 @@
-"""The action, observation and state of a served SPADE environment, as openenv-core models.
+"""The action, observation and state of a served SPADE environment, in openenv-core's shapes.
 
-A SPADE environment is a text environment: the action is one string (``\\boxed{...}`` for
+They subclass openenv-core's ``Action`` / ``Observation`` / ``State`` (restated in
+:mod:`.wire`). A SPADE environment is a text environment: the action is one string (``\\boxed{...}`` for
 boxed domains, ``<tool_call>...</tool_call>`` / ``<answer>...</answer>`` for tool-use
 ones), the observation one string. OpenEnv's observation has a single ``done``; SPADE
 keeps Gymnasium's two flags apart, so ``terminated`` and ``truncated`` travel both as
@@ -11,8 +12,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from openenv.core.env_server.types import Action, Observation, State
 from pydantic import Field
+
+from .wire import Action, Observation, State
 
 
 class SpadeAction(Action):
