@@ -35,3 +35,21 @@ def test_seed_env_tests_makes_one_test_per_seed_environment(pytester):
     )
     result = pytester.runpytest_subprocess("--collect-only", "-q", "-p", "no:cacheprovider")
     result.stdout.fnmatch_lines([f"{count} tests collected*"])
+
+
+def test_spade_examples_applies_to_full_validation_too(pytester):
+    pytester.makepyfile(
+        env=corpus_source("good", "guess_number"),
+        test_envs='''
+import pathlib
+
+def test_full(spade_fuzz):
+    report = spade_fuzz.source(pathlib.Path(__file__).with_name("env.py").read_text(), full=True)
+    fuzz = [f for f in report.findings if f.stage == "fuzz"][0].message
+    assert report.timings.keys() >= {"fuzz", "feasibility", "degenerate"}
+    print("FUZZ:", fuzz)
+''',
+    )
+    result = pytester.runpytest_subprocess("--spade-examples", "7", "-s", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*FUZZ: 7 examples,*"])

@@ -14,7 +14,8 @@ or use the ``spade_fuzz`` fixture inside a test::
         spade_fuzz.source(MY_ENV_SOURCE, max_turns=10)
         spade_fuzz.domain("games")                     # all of them, one report on failure
 
-A failure shows the rendered validation report: stage, reason code and the shrunk,
+``--spade-examples N`` sets the Hypothesis examples of the fuzz stage, with or without
+``full``. A failure shows the rendered validation report: stage, reason code and the shrunk,
 replayable action list. Environments run in a sandbox pool shared by the session.
 """
 
@@ -69,12 +70,12 @@ class SpadeFuzz:
     def _stages(self, full: bool) -> Any:
         from .validation import Stage
 
+        # ``--spade-examples`` sets the fuzz stage's examples in both modes.
         if full:
             stages = tuple(s for s in Stage if s is not Stage.novelty)
-            return self.validator.config.model_copy(update={"stages": stages})
-        return self.validator.config.model_copy(
-            update={"stages": (Stage.static, Stage.load, Stage.fuzz), "fuzz_examples": self.examples}
-        )
+        else:
+            stages = (Stage.static, Stage.load, Stage.fuzz)
+        return self.validator.config.model_copy(update={"stages": stages, "fuzz_examples": self.examples})
 
     def source(
         self,
