@@ -16,6 +16,7 @@ Imported by the zygote and workers: standard library only.
 
 from __future__ import annotations
 
+import __future__
 import _string
 import ast
 import builtins
@@ -155,13 +156,14 @@ def _guard_tree(tree: ast.AST) -> ast.AST:
     read through the guard. Iterative (a tree as deep as CPython compiles would overflow a
     recursive ``NodeTransformer``); new nodes take the location of the node they replace."""
     found: list[tuple[ast.AST, str, int | None, ast.Attribute]] = []
+    refusals: list[tuple[int, int, str]] = []
     stack: list[tuple[ast.AST, ast.AST | None, str, int | None]] = [(tree, None, "", None)]
     node_type = ast.AST
     while stack:
         node, parent, field, index = stack.pop()
         why = _refusal(node)
         if why is not None:
-            raise GuardRefusal(f"line {getattr(node, 'lineno', '?')}: {why}")
+            refusals.append((getattr(node, "lineno", 0), getattr(node, "col_offset", 0), why))
         if (
             parent is not None
             and type(node) is ast.Attribute
@@ -175,6 +177,9 @@ def _guard_tree(tree: ast.AST) -> ast.AST:
                 stack.append((child, node, name, None))
             elif type(child) is list:
                 stack.extend((c, node, name, i) for i, c in enumerate(child) if isinstance(c, node_type))
+    if refusals:
+        line, _col, why = min(refusals)  # the first in the source, whatever the walk's order
+        raise GuardRefusal(f"line {line}: {why}")
     # Children were found after their parents: replacing in reverse order rewrites an inner
     # read before the outer read that holds it (``s.format.format`` -> guard(guard(s)...)).
     for parent, field, index, node in reversed(found):
@@ -197,15 +202,20 @@ def compile_guarded(source: str, filename: str) -> Any:
     back into code with recursion headroom, since CPython converts a tree with a third of
     the depth its parser allows. A source with none of the words involved compiles as it is."""
     if not any(word not in _HARMLESS_WORDS for word in set(_SUSPECT_WORD.findall(source))):
-        return compile(source, filename, "exec", dont_inherit=True)
+        return compile(source, filename, "exec", flags=ENV_COMPILE_FLAGS, dont_inherit=True)
     tree = _guard_tree(ast.parse(source, filename))
     limit = sys.getrecursionlimit()
     sys.setrecursionlimit(max(limit, 4 * limit))
     try:
-        return compile(tree, filename, "exec", dont_inherit=True)
+        return compile(tree, filename, "exec", flags=ENV_COMPILE_FLAGS, dont_inherit=True)
     finally:
         sys.setrecursionlimit(limit)
 
+
+#: Environments are compiled with postponed evaluation of annotations (PEP 563): they
+#: always were, inheriting this module's and the worker's ``from __future__ import
+#: annotations``; stated here so that the guarded and unguarded paths cannot drift apart.
+ENV_COMPILE_FLAGS = __future__.annotations.compiler_flag
 
 #: The name the worker used before the guard's compile step refused anything.
 guard_format_access = compile_guarded
