@@ -20,14 +20,17 @@ class HeightRankingEnv:
     """Six people with distinct hidden heights; comparisons reveal pairwise order only."""
 
     PEOPLE = ("Ava", "Ben", "Cleo", "Dev", "Eli", "Fay")
+    MAX_ANSWERS = 2
+    # what an edit may change (spade_designer.knobs): how many orders the player may submit
+    KNOBS = {"MAX_ANSWERS": (int, 1, 4)}
     GRAMMAR = (
         "Commands: \\boxed{compare NAME NAME} tells which of two people is taller; "
         "\\boxed{answer N1 N2 N3 N4 N5 N6} lists all six names from tallest to shortest."
     )
 
-    def __init__(self, max_turns=16, max_answers=2):
+    def __init__(self, max_turns=16, max_answers=None):
         self.max_turns = max_turns
-        self.max_answers = max_answers
+        self.max_answers = self.MAX_ANSWERS if max_answers is None else max_answers
         self.order = list(self.PEOPLE)
         self.turn = 0
         self.answers = 0

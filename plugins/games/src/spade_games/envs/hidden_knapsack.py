@@ -21,6 +21,8 @@ class HiddenKnapsackEnv:
     """Seven items with known weights and hidden values; one final packing is scored against the optimum."""
 
     N = 7
+    # what an edit may change (spade_designer.knobs): how many items there are
+    KNOBS = {"N": (int, 4, 10)}
     GRAMMAR = (
         "Commands: \\boxed{appraise 1 4 6} reports the total value of a set of item numbers (any set, even "
         "over capacity); \\boxed{pack 1 4 6} submits your final load (ends the game)."
