@@ -40,7 +40,7 @@ def test_roles_never_share_a_group() -> None:
 def test_fitting_to_capacity_pads_with_zero_advantage_or_drops_the_weakest(advs: list[float], cap: int) -> None:
     samples = [PolicySample(Role.agent, [1], [2] * (i + 1), [0.0] * (i + 1), 0.0, "e", advantage=a)
                for i, a in enumerate(advs)]
-    out, padded, dropped = fit_to_capacity(samples, cap)
+    out, padded, dropped, _ = fit_to_capacity(samples, cap)
     assert len(out) == cap and padded == max(0, cap - len(advs)) and dropped == max(0, len(advs) - cap)
     assert all(s.advantage == 0.0 for s in out[len(out) - padded:])
     if dropped:

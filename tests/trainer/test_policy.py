@@ -68,7 +68,10 @@ def test_vllm_colocated_generates_from_token_ids(monkeypatch: pytest.MonkeyPatch
         [[1, 2, 3], [4]], max_new_tokens=7, sampling=Sampling(0.5, 0.9), seed=4)
     prompts, params = engine.calls[0]
     assert prompts == [{"prompt_token_ids": [1, 2, 3]}, {"prompt_token_ids": [4]}]
-    assert params["max_tokens"] == 7 and params["temperature"] == 0.5 and params["stop_token_ids"] == [2]
+    # one SamplingParams per request: a batch seed gives request i the seed 4 + i
+    assert [p["seed"] for p in params] == [4, 5]
+    for p in params:
+        assert p["max_tokens"] == 7 and p["temperature"] == 0.5 and p["stop_token_ids"] == [2]
     assert gens == [Generation([9, 2], [-0.5, -0.1], True)] * 2
 
 
@@ -90,5 +93,23 @@ def test_chat_backend_returns_ids_for_training(tiny_tokenizer: Any) -> None:
     backend = PolicyChatBackend(InstantPolicy(answer), tok)
     (c,) = backend.chat([[{"role": "user", "content": "design"}]], max_new_tokens=64, stop=["STOP"])
     assert c.text.strip() == "class GuessEnv: pass"
-    assert c.completion_ids == answer and len(c.logprobs) == len(answer)
+    # the ids are cut with the text: they end with the token that completed the stop string
+    assert c.completion_ids == answer[: len(c.completion_ids)] and len(c.logprobs) == len(c.completion_ids)
+    assert "STOP" in tok.decode(c.completion_ids) and "more" not in tok.decode(c.completion_ids)
+    assert "STOP" not in tok.decode(c.completion_ids[:-1])
+    assert c.finish_reason == "stop" and c.completion_tokens == len(c.completion_ids)
     assert tok.decode(c.prompt_ids).endswith("<|im_start|>assistant\n")
+
+
+def test_tokens_after_the_closing_fence_are_not_trained(tiny_tokenizer: Any) -> None:
+    from spade_designer.designer import CLOSING_FENCE
+
+    tok = tiny_tokenizer
+    code = "        return 'ok'\n```"
+    answer = tok(code + "\n\nThis game is fun. More words after the fence.", add_special_tokens=False)["input_ids"]
+    backend = PolicyChatBackend(InstantPolicy(answer, finished=False), tok)
+    (c,) = backend.chat([[{"role": "user", "content": "design"}]], max_new_tokens=64, stop=[CLOSING_FENCE])
+    assert c.text == "        return 'ok'"
+    trained = tok.decode(c.completion_ids)
+    assert trained.rstrip().endswith("```") and "fun" not in trained
+    assert len(c.completion_ids) < len(answer) and len(c.logprobs) == len(c.completion_ids)

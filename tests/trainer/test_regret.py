@@ -41,11 +41,23 @@ def test_returns_outside_unit_interval_are_rejected() -> None:
 
 
 def test_estimate_reports_unhinted_win_rate_and_store_stats() -> None:
-    est = RegretEstimate("e-v1", (1.0, 1.0, 1.0, 0.0), (1.0, 0.0, 0.0, -0.5))
-    assert est.regret == pytest.approx(0.75 - 0.125)
-    assert est.win_rate == 0.25 and est.hinted_win_rate == 0.75
+    est = RegretEstimate("e-v1", (1.0, 1.0, 1.0, 0.0), (1.0, 0.0, 0.5, -0.5))
+    assert est.regret == pytest.approx(0.75 - 0.25)
+    # the reference's win rate: the mean unhinted return (clipped to [0, 1]), not the share of wins
+    assert est.win_rate == pytest.approx(0.25) and est.solve_rate == 0.25 and est.hinted_win_rate == 0.75
     snap = est.stats("step-3")
-    assert snap.samples == 8 and snap.regret == pytest.approx(est.regret) and snap.win_rate == 0.25
+    assert snap.samples == 8 and snap.regret == pytest.approx(est.regret) and snap.win_rate == pytest.approx(0.25)
+
+
+def test_an_environment_that_always_returns_half_has_win_rate_half() -> None:
+    est = RegretEstimate("e-v1", (0.5,) * 4, (0.5,) * 4)
+    assert est.win_rate == 0.5 and est.solve_rate == 0.0
+
+
+@given(st.lists(st.floats(-1.0, 1.0, allow_nan=False), min_size=1, max_size=16))
+def test_the_win_rate_is_the_clipped_mean_return(u: list[float]) -> None:
+    est = RegretEstimate("e-v1", (0.0,), tuple(u))
+    assert est.win_rate == pytest.approx(max(0.0, min(1.0, math.fsum(u) / len(u))))
 
 
 ENV = PlayableEnv("a-v1", "class AEnv: pass", "games", hint="go left")
@@ -87,3 +99,28 @@ def test_summarise_groups_episodes_by_environment() -> None:
     a, b = RegretEstimator.summarise([ENV, OTHER], eps)
     assert (a.env_id, a.regret) == ("a-v1", pytest.approx(0.8))
     assert (b.env_id, b.regret) == ("b-v1", 0.0)
+
+
+def _broken(env: PlayableEnv, hinted: bool, *, hung: bool) -> Episode:
+    ep = Episode(spec=EpisodeSpec(env, hinted, 0))
+    ep.done, ep.hung, ep.error = True, hung, "SandboxTimeout: step" if hung else "ValueError: boom"
+    return ep
+
+
+def test_failed_and_hung_plays_are_dropped_from_the_means() -> None:
+    # 16 hinted and 16 unhinted plays, all returning 0, except 4 unhinted that hung and 2 that
+    # failed: the hint does not help, so the regret stays 0 (the -0.5 of a hang is no return)
+    eps = [_played(ENV, True, 0.0) for _ in range(16)] + [_played(ENV, False, 0.0) for _ in range(10)]
+    eps += [_broken(ENV, False, hung=True) for _ in range(4)] + [_broken(ENV, False, hung=False) for _ in range(2)]
+    (est,) = RegretEstimator.summarise([ENV], eps)
+    assert est.regret == 0.0 and est.win_rate == 0.0
+    assert len(est.unhinted_returns) == 10 and (est.hung, est.failed) == (4, 2)
+    assert est.stats("s").samples == 26
+
+
+def test_an_environment_without_usable_plays_of_one_kind_is_not_measured() -> None:
+    eps = [_played(ENV, True, 1.0), _broken(ENV, False, hung=True)]
+    (est,) = RegretEstimator.summarise([ENV], eps)
+    assert not est.measured and est.hung == 1
+    with pytest.raises(RewardError, match="empty"):
+        _ = est.regret

@@ -51,10 +51,12 @@ def test_two_iterations_exercise_every_stage(tmp_path: Path) -> None:
     # the invalid candidate was rejected at "load": penalised less than an extraction failure
     assert first["designer_shaping"]["invalid_env"] == pytest.approx(-0.5 * (1 - design_progress("load")))
     assert -0.5 < first["designer_shaping"]["invalid_env"] < 0
-    # a real policy update: samples carried signal, the gradient and the weights moved
+    # a real policy update: samples carried signal, the gradient and the weights moved. The
+    # one valid design is its skill's only valid one, so its own baseline (advantage 0, as in
+    # the reference recipe); the invalid one is measured against it and carries the signal
     for rec in lines:
         update = rec["update"]
-        assert update["nonzero_advantages"] >= 2
+        assert update["nonzero_advantages"] >= 1
         assert update["grad_norm"] > 0
         assert update["param_delta_l2"] > 0 and update["param_delta_max"] > 0
         assert rec["timings"]["update_s"] >= 0

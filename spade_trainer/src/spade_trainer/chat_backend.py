@@ -25,8 +25,10 @@ class PolicyChatBackend(ChatBackend):
 
     :class:`ChatBackend` checks the arguments of ``chat``; :meth:`generate` samples.
 
-    ``stop`` strings cut the returned *text*; the token ids stay those sampled, since the
-    trainer learns from what the policy actually produced.
+    ``stop`` strings cut the returned text *and* the token ids: the ids end with the token
+    that completed the stop string (the designer's closing code fence), so what the trainer
+    scores is exactly the reply that was used; tokens sampled past it are dropped with their
+    logprobs (the policy backends generate to their own stop tokens only).
 
     A conversation ending with an assistant message is a prefilled reply (the designer's
     code scaffold): it is rendered open and the policy continues it, so a short reply budget
@@ -52,20 +54,42 @@ class PolicyChatBackend(ChatBackend):
         )
         out = []
         for prompt, gen in zip(prompts, gens, strict=True):
-            text = self.tokenizer.decode(gen.completion_ids, skip_special_tokens=True)
+            ids, logprobs = list(gen.completion_ids), list(gen.logprobs)
+            text = self.tokenizer.decode(ids, skip_special_tokens=True)
             text, stopped = apply_stop(text, sampling.stop)
+            if stopped:
+                keep = self.tokens_to_stop(ids, sampling.stop)
+                ids, logprobs = ids[:keep], logprobs[:keep]
             out.append(
                 Completion(
                     text=text,
                     prompt_tokens=len(prompt),
-                    completion_tokens=len(gen.completion_ids),
+                    completion_tokens=len(ids),
                     finish_reason="stop" if gen.finished or stopped else "length",
                     prompt_ids=prompt,
-                    completion_ids=list(gen.completion_ids),
-                    logprobs=list(gen.logprobs),
+                    completion_ids=ids,
+                    logprobs=logprobs,
                 )
             )
         return out
+
+    def tokens_to_stop(self, ids: list[int], stop: tuple[str, ...]) -> int:
+        """The fewest leading tokens of ``ids`` whose text holds a stop string (``len(ids)``
+        when none does). Found by bisection: a longer prefix decodes to a longer text."""
+
+        def holds(k: int) -> bool:
+            return apply_stop(self.tokenizer.decode(ids[:k], skip_special_tokens=True), stop)[1]
+
+        if not ids or not holds(len(ids)):
+            return len(ids)
+        lo, hi = 1, len(ids)
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if holds(mid):
+                hi = mid
+            else:
+                lo = mid + 1
+        return lo
 
     def render(self, conversation: Conversation) -> str:
         """Prompt text of one conversation; a final assistant message is left open."""

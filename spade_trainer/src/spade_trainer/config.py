@@ -53,12 +53,31 @@ class GenerationSettings(_Section):
 
 
 class RewardSettings(_Section):
+    """Both roles' rewards. The defaults are the reference recipe (REFERENCE.md); every
+    setting that departs from it is listed in docs/trainer.md with the value that restores it."""
+
     variant: DesignerRewardVariant = DesignerRewardVariant.blend
     regret_scale: float = Field(default=0.15, gt=0)
     regret_weight: float = 0.4
     plateau_weight: float = 0.6
     plateau: tuple[float, float, float, float] = (0.15, 0.4, 0.6, 0.85)
     invalid_reward: float = 0.0
+    #: ``reject``: only designs that passed are trained (the reference's rejection sampling).
+    #: ``shape``: invalid candidates are trained too, with the graded ``invalid_env`` penalty
+    #: (a CPU policy that designs nothing valid has no other designer signal); they are
+    #: centred apart from the valid designs and never outrank one (:mod:`.samples`).
+    invalid_designs: Literal["reject", "shape"] = "reject"
+    #: What the plateau reads: ``mean_return`` (the reference: mean unhinted return) or
+    #: ``solve_rate`` (share of unhinted plays won outright).
+    win_rate: Literal["mean_return", "solve_rate"] = "mean_return"
+    #: Multiplier of designer advantages: ``"auto"`` is the reference's env_reward_scale,
+    #: ``min(designer_scale_max, agent samples / designer samples x regeneration interval)``
+    #: (one iteration here); a number fixes it.
+    designer_scale: Annotated[float, Field(gt=0)] | Literal["auto"] = "auto"
+    designer_scale_max: float = Field(default=50.0, gt=0)
+    #: Base reward of a design whose environment hung in a play (it is also retired);
+    #: ``None`` rewards it from its remaining plays, as the reference's blend does.
+    designer_hang_penalty: float | None = -0.5
     #: Weights handed to shaping plugins (``context.extra["shaping"]``).
     shaping: dict[str, float] = Field(
         default_factory=lambda: {"invalid_penalty": 0.5, "novelty_weight": 0.1, "well_formed_weight": 0.1}
@@ -134,10 +153,42 @@ class SelfPlayConfig(_Section):
         return self
 
     @property
+    def designer_samples_per_iteration(self) -> int:
+        """Designer samples an iteration trains on at most: one per candidate under
+        rejection sampling (a candidate has at most one passing attempt), every attempt of
+        every candidate under ``invalid_designs = "shape"``."""
+        candidates = self.skills_per_iteration * self.designs_per_skill
+        if self.reward.invalid_designs == "reject":
+            return candidates
+        from spade_designer.config import DesignerConfig
+
+        repairs = self.designer.get("repair_attempts", DesignerConfig.model_fields["repair_attempts"].default)
+        return candidates * (1 + int(repairs))
+
+    @property
+    def agent_samples_per_iteration(self) -> int:
+        """Agent episodes trained per iteration in the usual case (``envs_per_iteration``)."""
+        return self.envs_per_iteration * self.plays_per_condition * (2 if self.train_on_hinted else 1)
+
+    @property
     def expected_samples(self) -> int:
-        """Samples per iteration: designer candidates plus agent episodes that are trained on."""
-        agent = self.envs_per_iteration * self.plays_per_condition * (2 if self.train_on_hinted else 1)
-        return self.skills_per_iteration * self.designs_per_skill + agent
+        """The most samples one iteration can bring, which the update is sized for so that
+        none is dropped: every design admitted means that many new environments are played
+        (new admissions are played even beyond ``envs_per_iteration``)."""
+        envs = max(self.envs_per_iteration, self.skills_per_iteration * self.designs_per_skill)
+        agent = envs * self.plays_per_condition * (2 if self.train_on_hinted else 1)
+        return self.designer_samples_per_iteration + agent
+
+    @property
+    def designer_reward_scale(self) -> float:
+        """The multiplier of designer advantages (``reward.designer_scale``). The reference's
+        ``min(50, actor samples / designer samples x regeneration interval)`` (32 in its 30B
+        recipe) with new environments every iteration: interval 1, and the samples counted
+        per iteration (agent episodes, design candidates)."""
+        if self.reward.designer_scale != "auto":
+            return float(self.reward.designer_scale)
+        ratio = self.agent_samples_per_iteration / (self.skills_per_iteration * self.designs_per_skill)
+        return min(self.reward.designer_scale_max, ratio * 1)
 
     def fingerprint(self) -> str:
         """What must not change between a checkpoint and its resumption (JSON)."""

@@ -14,6 +14,30 @@ from typing import Protocol
 
 
 @dataclass(frozen=True)
+class DesignTurn:
+    """One generation of a candidate as the trainer credits it: the first design
+    (``number`` 0) or a repair, with its own tokens and its own outcome.
+
+    ``passed`` is whether this turn's code passed validation; ``failed_stage`` the stage
+    that rejected it (``"extract"`` when it held no code). ``code_structure`` and
+    ``novelty`` grade this turn's reply and report alone.
+    """
+
+    number: int
+    passed: bool
+    failed_stage: str | None
+    prompt_ids: list[int] | None
+    completion_ids: list[int] | None
+    logprobs: list[float] | None
+    code_structure: float = 0.0
+    novelty: float | None = None
+
+    @property
+    def trainable(self) -> bool:
+        return bool(self.prompt_ids) and bool(self.completion_ids) and self.logprobs is not None
+
+
+@dataclass(frozen=True)
 class DesignedCandidate:
     """One designer output, as the trainer sees it.
 
@@ -38,6 +62,25 @@ class DesignedCandidate:
     reasons: tuple[str, ...] = field(default_factory=tuple)
     #: :func:`~.progress.code_structure` of the reply: how much of an environment it wrote.
     code_structure: float = 0.0
+    #: Every generation of the candidate (first design, then repairs), each trained with the
+    #: reward of what it produced; empty: the candidate-level fields are its one turn.
+    turns: tuple[DesignTurn, ...] = ()
+
+    def trained_turns(self) -> tuple[DesignTurn, ...]:
+        """The turns to credit: :attr:`turns`, or the candidate itself as a single turn."""
+        if self.turns:
+            return self.turns
+        return (DesignTurn(0, self.valid, self.failed_stage, self.prompt_ids, self.completion_ids, self.logprobs,
+                           self.code_structure, self.novelty),)
+
+    def earning_turn(self) -> int | None:
+        """Index in :meth:`trained_turns` of the turn whose code was admitted (the last one
+        that passed), or ``None``: only it earns the measured reward; a repaired design's
+        earlier turns earn their own failures."""
+        if not self.admitted:
+            return None
+        turns = self.trained_turns()
+        return next((i for i in range(len(turns) - 1, -1, -1) if turns[i].passed), None)
 
 
 class DesignStage(Protocol):

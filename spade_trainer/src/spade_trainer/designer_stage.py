@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from spade_core.metadata import ValidationReport
 
 from .chat_backend import PolicyChatBackend
-from .design import DesignedCandidate
+from .design import DesignedCandidate, DesignTurn
 from .progress import code_structure
 
 if TYPE_CHECKING:
@@ -134,10 +134,31 @@ def _structure(c: Any) -> float:
     attempts = list(getattr(c, "attempts", []) or [])
     if not attempts:
         return 0.0
-    first = attempts[0]
-    reply = getattr(first, "reply", None)
-    text = reply if isinstance(reply, str) else (first.completion.text if first.completion else "")
-    return code_structure(text)
+    return code_structure(_reply_text(attempts[0]))
+
+
+def _reply_text(attempt: Any) -> str:
+    reply = getattr(attempt, "reply", None)
+    return reply if isinstance(reply, str) else (attempt.completion.text if attempt.completion else "")
+
+
+def design_turns(c: Any) -> tuple[DesignTurn, ...]:
+    """Every attempt of a ``CandidateResult`` as a :class:`DesignTurn` with its own tokens,
+    outcome, code structure and novelty (credit follows the tokens that earned it)."""
+    turns = []
+    for a in list(getattr(c, "attempts", []) or []):
+        comp = a.completion
+        turns.append(DesignTurn(
+            number=int(a.number),
+            passed=bool(a.passed),
+            failed_stage=a.failed_stage,
+            prompt_ids=list(comp.prompt_ids) if comp is not None and comp.prompt_ids else None,
+            completion_ids=list(comp.completion_ids) if comp is not None and comp.completion_ids else None,
+            logprobs=list(comp.logprobs) if comp is not None and comp.logprobs is not None else None,
+            code_structure=code_structure(_reply_text(a)),
+            novelty=novelty_score(a.report),
+        ))
+    return tuple(turns)
 
 
 def candidate(c: Any, skill: str) -> DesignedCandidate:
@@ -157,6 +178,7 @@ def candidate(c: Any, skill: str) -> DesignedCandidate:
         logprobs=list(comp.logprobs) if comp is not None and comp.logprobs is not None else None,
         reasons=tuple(c.reasons),
         code_structure=_structure(c),
+        turns=design_turns(c),
     )
 
 

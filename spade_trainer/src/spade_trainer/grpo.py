@@ -154,11 +154,13 @@ def build_trainer(
     args: Any,
     *,
     callbacks: Sequence[Any] = (),
+    designer_scale: float = 1.0,
 ) -> SelfPlayGRPOTrainer:
-    """A :class:`SelfPlayGRPOTrainer` whose every generation step pulls from ``source``."""
+    """A :class:`SelfPlayGRPOTrainer` whose every generation step pulls from ``source``;
+    ``designer_scale`` multiplies designer advantages (:class:`SelfPlayRollout`)."""
     from datasets import Dataset
 
-    rollout = SelfPlayRollout(source)
+    rollout = SelfPlayRollout(source, designer_scale=designer_scale)
     slots = args.generation_batch_size // _NUM_GENERATIONS
     dataset = Dataset.from_dict({"prompt": [f"self-play slot {i}" for i in range(slots)]})
     trainer = SelfPlayGRPOTrainer(
@@ -196,10 +198,15 @@ class _AttachDelta(TrainerCallback):
 
 
 class SelfPlayRollout:
-    """TRL ``rollout_func``: one iteration's samples shaped as TRL expects."""
+    """TRL ``rollout_func``: one iteration's samples shaped as TRL expects.
 
-    def __init__(self, source: SampleSource) -> None:
+    ``designer_scale`` multiplies designer advantages (the reference recipe's
+    ``env_reward_scale``; see :attr:`~.config.SelfPlayConfig.designer_reward_scale`).
+    """
+
+    def __init__(self, source: SampleSource, *, designer_scale: float = 1.0) -> None:
         self.source = source
+        self.designer_scale = designer_scale
         self.last_fill: dict[str, int] = {}
 
     def __call__(self, prompts: list[Any], trainer: Any) -> dict[str, Any]:
@@ -210,16 +217,20 @@ class SelfPlayRollout:
             from accelerate.utils import gather_object
 
             everyone = gather_object([reward_keys(local)])
-            samples = with_pooled_advantages(local, everyone, acc.process_index)
+            samples = with_pooled_advantages(local, everyone, acc.process_index, designer_scale=self.designer_scale)
             pooled = sum(len(keys) for keys in everyone)
         else:
-            samples, pooled = with_advantages(local), len(local)
-        fitted, padded, dropped = fit_to_capacity(samples, len(prompts))
+            samples, pooled = with_advantages(local, designer_scale=self.designer_scale), len(local)
+        fit = fit_to_capacity(samples, len(prompts))
+        fitted = fit.samples
         self.last_fill = {
             "samples": len(samples),
             "advantage_pool": pooled,
-            "padded": padded,
-            "dropped": dropped,
+            "padded": fit.padded,
+            "dropped": fit.dropped,
+            # what the cut took from each role (the update is sized so that it takes nothing)
+            "dropped_designer": fit.dropped_by_role.get(Role.designer.value, 0),
+            "dropped_agent": fit.dropped_by_role.get(Role.agent.value, 0),
             "designer_samples": sum(s.role is Role.designer for s in samples),
             "agent_samples": sum(s.role is Role.agent for s in samples),
             # what makes the step a real update: a sample with advantage 0 adds no gradient

@@ -49,14 +49,45 @@ class Sampling:
             raise RolloutError(f"top_p must be in (0, 1], got {self.top_p}")
 
 
+#: A batch's seeding: ``None`` (unseeded), one seed for the batch (request ``i`` uses
+#: ``seed + i`` where a backend seeds per request, as the designer's backends do), or one
+#: seed per prompt.
+Seeds = int | Sequence[int] | None
+
+
+def request_seeds(seed: Seeds, n: int) -> list[int | None]:
+    """One seed per request of a batch of ``n`` (see :data:`Seeds`)."""
+    if seed is None:
+        return [None] * n
+    if isinstance(seed, int):
+        from spade_designer.llm.base import SamplingRequest
+
+        batch = SamplingRequest(seed=seed)
+        return [batch.item_seed(i) for i in range(n)]
+    seeds = [int(s) for s in seed]
+    if len(seeds) != n:
+        raise RolloutError(f"{len(seeds)} seeds for {n} prompts")
+    return list(seeds)
+
+
+def batch_seed(seed: Seeds) -> int | None:
+    """One seed standing for a whole batch (a backend that seeds a batch, not a request)."""
+    if seed is None or isinstance(seed, int):
+        return seed
+    mixed = 0
+    for s in seed:
+        mixed = (mixed * 1_000_003 + int(s)) % (2**63 - 1)
+    return mixed
+
+
 @runtime_checkable
 class TokenPolicy(Protocol):
     """Batched generation from token ids."""
 
     def generate(
-        self, prompts: Sequence[Sequence[int]], *, max_new_tokens: int, sampling: Sampling, seed: int | None
+        self, prompts: Sequence[Sequence[int]], *, max_new_tokens: int, sampling: Sampling, seed: Seeds
     ) -> list[Generation]:
-        """One :class:`Generation` per prompt, in order."""
+        """One :class:`Generation` per prompt, in order; ``seed`` as in :data:`Seeds`."""
         ...
 
 
@@ -69,7 +100,7 @@ class InstantPolicy:
         self._finished = finished
 
     def generate(
-        self, prompts: Sequence[Sequence[int]], *, max_new_tokens: int, sampling: Sampling, seed: int | None
+        self, prompts: Sequence[Sequence[int]], *, max_new_tokens: int, sampling: Sampling, seed: Seeds
     ) -> list[Generation]:
         ids = self._ids[:max_new_tokens]
         return [Generation(ids, self._logprobs[: len(ids)], self._finished) for _ in prompts]
@@ -93,7 +124,7 @@ class TransformersPolicy:
         self.pad_token_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else self.stop_token_ids[0]
 
     def generate(
-        self, prompts: Sequence[Sequence[int]], *, max_new_tokens: int, sampling: Sampling, seed: int | None
+        self, prompts: Sequence[Sequence[int]], *, max_new_tokens: int, sampling: Sampling, seed: Seeds
     ) -> list[Generation]:
         import torch
 
@@ -110,8 +141,10 @@ class TransformersPolicy:
                 raise RolloutError("cannot generate from an empty prompt")
             input_ids[row, width - len(p) :] = torch.tensor(list(p), dtype=torch.long)
             attention[row, width - len(p) :] = 1
-        if seed is not None:
-            torch.manual_seed(seed)
+        # model.generate samples a batch from one generator: per-prompt seeds fold into one
+        one = batch_seed(seed)
+        if one is not None:
+            torch.manual_seed(one)
         greedy = sampling.temperature == 0
         was_training = self.model.training
         self.model.eval()
@@ -157,6 +190,12 @@ class VLLMPolicy:
     ``engine`` is either a ``vllm.LLM`` (colocated) or TRL's ``VLLMClient`` (server mode);
     both are driven through :meth:`generate` below. Only the interface is exercised on
     machines without a GPU (the vLLM wheel is a CUDA build).
+
+    Colocated, every request gets its own ``SamplingParams`` with its own seed
+    (:func:`request_seeds`): vLLM seeds per request, so one seed for a whole batch would
+    make identical prompts (K plays of one environment) sample identical replies. TRL's
+    server client takes one set of parameters per call, so server mode sends no seed
+    (each request is sampled independently; not reproducible).
     """
 
     def __init__(self, engine: Any, *, stop_token_ids: Sequence[int]) -> None:
@@ -164,7 +203,7 @@ class VLLMPolicy:
         self.stop_token_ids = list(stop_token_ids)
 
     def generate(
-        self, prompts: Sequence[Sequence[int]], *, max_new_tokens: int, sampling: Sampling, seed: int | None
+        self, prompts: Sequence[Sequence[int]], *, max_new_tokens: int, sampling: Sampling, seed: Seeds
     ) -> list[Generation]:
         if not prompts:
             return []
@@ -173,19 +212,22 @@ class VLLMPolicy:
         return self._generate_server(prompts, max_new_tokens, sampling)
 
     def _generate_colocated(
-        self, prompts: Sequence[Sequence[int]], max_new_tokens: int, sampling: Sampling, seed: int | None
+        self, prompts: Sequence[Sequence[int]], max_new_tokens: int, sampling: Sampling, seed: Seeds
     ) -> list[Generation]:
         from vllm import SamplingParams
 
-        params = SamplingParams(
-            n=1,
-            temperature=sampling.temperature,
-            top_p=sampling.top_p,
-            max_tokens=max_new_tokens,
-            stop_token_ids=self.stop_token_ids,
-            logprobs=0,
-            seed=seed,
-        )
+        params = [
+            SamplingParams(
+                n=1,
+                temperature=sampling.temperature,
+                top_p=sampling.top_p,
+                max_tokens=max_new_tokens,
+                stop_token_ids=self.stop_token_ids,
+                logprobs=0,
+                seed=s,
+            )
+            for s in request_seeds(seed, len(prompts))
+        ]
         outs = self.engine.generate([{"prompt_token_ids": list(p)} for p in prompts], params, use_tqdm=False)
         result = []
         for out in outs:

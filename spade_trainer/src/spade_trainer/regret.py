@@ -3,6 +3,13 @@
 ``regret = mean(hinted returns) - mean(unhinted returns)``, floored at 0, measured from
 K hinted and K unhinted plays of the *same* policy snapshot (all 2K plays of all
 environments run in one batched rollout, so they see the same weights).
+
+As in the reference recipe, plays that failed (the environment raised) or hung (a step
+past the sandbox deadline) are the environment's fault, not the agent's: they are dropped
+from the means and counted apart (:attr:`RegretEstimate.failed`, :attr:`RegretEstimate.hung`);
+the loop retires an environment that hung. The win rate is the mean unhinted return
+(clipped to [0, 1]), the reference's "mean return over the regeneration window" (one
+iteration here); the share of full wins is :attr:`RegretEstimate.solve_rate`.
 """
 
 from __future__ import annotations
@@ -34,11 +41,22 @@ def regret_from_returns(hinted: Sequence[float], unhinted: Sequence[float]) -> f
 
 @dataclass(frozen=True)
 class RegretEstimate:
-    """Returns of one environment's hinted and unhinted plays, and what follows from them."""
+    """Returns of one environment's usable hinted and unhinted plays, and what follows.
+
+    ``failed`` / ``hung`` count the plays (of either kind) left out of the returns because
+    the environment raised or hung. An estimate with no usable play of one kind is not
+    :attr:`measured`: it has no regret and no win rate.
+    """
 
     env_id: str
     hinted_returns: tuple[float, ...]
     unhinted_returns: tuple[float, ...]
+    failed: int = 0
+    hung: int = 0
+
+    @property
+    def measured(self) -> bool:
+        return bool(self.hinted_returns) and bool(self.unhinted_returns)
 
     @property
     def regret(self) -> float:
@@ -54,15 +72,24 @@ class RegretEstimate:
 
     @property
     def win_rate(self) -> float:
-        """Share of *unhinted* plays won: the agent's own ability on this environment."""
+        """Mean unhinted return, clipped to [0, 1]: the agent's own ability here (the
+        reference's win rate; rewards are partial progress, 1.0 = success)."""
+        return max(0.0, min(1.0, self.mean_unhinted))
+
+    @property
+    def solve_rate(self) -> float:
+        """Share of usable *unhinted* plays won outright (return 1)."""
+        if not self.unhinted_returns:
+            raise RewardError("unhinted returns is empty: no usable unhinted play")
         return sum(is_win(r) for r in self.unhinted_returns) / len(self.unhinted_returns)
 
     @property
     def hinted_win_rate(self) -> float:
-        return sum(is_win(r) for r in self.hinted_returns) / len(self.hinted_returns)
+        """Mean hinted return, clipped to [0, 1]."""
+        return max(0.0, min(1.0, self.mean_hinted))
 
     def stats(self, policy_snapshot: str) -> StatsSnapshot:
-        """The store record of this measurement."""
+        """The store record of this measurement (usable plays only)."""
         return StatsSnapshot(
             policy_snapshot=policy_snapshot,
             samples=len(self.hinted_returns) + len(self.unhinted_returns),
@@ -110,15 +137,19 @@ class RegretEstimator:
 
     @staticmethod
     def summarise(envs: Sequence[PlayableEnv], episodes: Sequence[Episode]) -> list[RegretEstimate]:
-        """Group played episodes into one estimate per environment (in ``envs`` order)."""
+        """Group played episodes into one estimate per environment (in ``envs`` order);
+        failed and hung plays are counted, not averaged."""
         out = []
         for env in envs:
             mine = [e for e in episodes if e.spec.env.env_id == env.env_id]
+            usable = [e for e in mine if e.usable]
             out.append(
                 RegretEstimate(
                     env.env_id,
-                    tuple(e.episode_return for e in mine if e.spec.hinted),
-                    tuple(e.episode_return for e in mine if not e.spec.hinted),
+                    tuple(e.episode_return for e in usable if e.spec.hinted),
+                    tuple(e.episode_return for e in usable if not e.spec.hinted),
+                    failed=sum(not e.usable and not e.hung for e in mine),
+                    hung=sum(e.hung for e in mine),
                 )
             )
         return out

@@ -10,7 +10,10 @@ Conventions (REFERENCE.md):
 * designer reward *blend* = ``0.4 * clip(regret / 0.15, 0, 1) + 0.6 * plateau(win_rate)``,
   plateau = 1 on [0.4, 0.6], falling linearly to 0 at 0.15 and 0.85;
 * designer advantages are centred per skill (no std division); agent advantages are
-  episode returns normalised per environment (GRPO groups).
+  episode returns normalised per environment (GRPO groups);
+* shaping terms (plugins) only break ties: :func:`bound_shaping` scales them below the
+  smallest gap between distinct base rewards, so they never reverse an ordering that regret
+  or return set.
 """
 
 from __future__ import annotations
@@ -191,3 +194,23 @@ def normalise_by_group(
             else:
                 out[i] = centred
     return out
+
+
+def bound_shaping(base: Sequence[float], shaping: Sequence[float]) -> list[float]:
+    """``base + lam * shaping`` with the largest ``lam <= 1`` that cannot reverse an ordering
+    of ``base``: shaping's spread is held to half the smallest gap between distinct base
+    values, so for ``base[i] > base[j]`` the result keeps ``i`` above ``j``. When every base
+    value ties, shaping keeps its full size (it is then the only signal)."""
+    if len(base) != len(shaping):
+        raise RewardError(f"{len(base)} base rewards but {len(shaping)} shaping values")
+    b = [_finite(f"base[{i}]", v) for i, v in enumerate(base)]
+    s = [_finite(f"shaping[{i}]", v) for i, v in enumerate(shaping)]
+    if not b:
+        return []
+    spread = max(s) - min(s)
+    distinct = sorted(set(b))
+    lam = 1.0
+    if spread > 0 and len(distinct) > 1:
+        gap = min(y - x for x, y in zip(distinct, distinct[1:], strict=False))
+        lam = min(1.0, 0.5 * gap / spread)
+    return [x + lam * y for x, y in zip(b, s, strict=True)]

@@ -13,6 +13,7 @@ tokens) — the multi-turn shape TRL's ``rollout_func`` returns.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 from collections.abc import Sequence
@@ -82,7 +83,15 @@ class Episode:
         return sum(self.env_mask)
 
     @property
+    def usable(self) -> bool:
+        """False when the environment failed or hung: the play says nothing about the agent
+        (left out of regret and win rate, not trained on)."""
+        return self.error is None and not self.hung
+
+    @property
     def episode_return(self) -> float:
+        """REFERENCE.md's return; a hung play records the pure-regret variant's hang
+        penalty here, but no usable mean or training reward ever reads it."""
         last = self.rewards[-1] if self.rewards else None
         return episode_return(last, self.terminated, hung=self.hung, hang_penalty=HUNG_STEP_PENALTY)
 
@@ -123,6 +132,15 @@ def is_hang(error: BaseException) -> bool:
     except ImportError:  # pragma: no cover - sandbox not installed
         SandboxTimeout = ()
     return isinstance(error, SandboxTimeout) or getattr(error, "kind", None) == "timeout"
+
+
+def play_seed(seed: int, spec: EpisodeSpec, turn: int) -> int:
+    """The sampling seed of one request: a stable function of the rollout's seed, the
+    environment, the play (its reset seed and hint condition) and the turn, so the K plays
+    of one environment sample apart (under vLLM's per-request seeding identical prompts with
+    one seed would sample identically) and a rerun samples the same."""
+    key = f"{seed}/{spec.env.env_id}/{spec.seed}/{int(spec.hinted)}/{turn}".encode()
+    return int.from_bytes(hashlib.blake2b(key, digest_size=8).digest(), "big") >> 33  # < 2**31
 
 
 def first_observation(obs: str, spec: EpisodeSpec, tools: list[dict[str, Any]] | None = None) -> str:
@@ -244,12 +262,11 @@ class RolloutEngine:
         self, episodes: list[Episode], handles: list[Any], live: list[int], seed: int, stats: RolloutStats
     ) -> None:
         t0 = time.perf_counter()
-        turn_seed = seed * 1_000_003 + episodes[live[0]].turns
         gens = self.policy.generate(
             [episodes[i].prompt_ids + episodes[i].completion_ids for i in live],
             max_new_tokens=self.budget.per_turn,
             sampling=self.sampling,
-            seed=turn_seed,
+            seed=[play_seed(seed, episodes[i].spec, episodes[i].turns) for i in live],
         )
         stats.generate_s += time.perf_counter() - t0
         if len(gens) != len(live):

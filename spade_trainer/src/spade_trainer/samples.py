@@ -1,21 +1,36 @@
 """Training samples of both roles, and their per-role advantages.
 
 A :class:`PolicySample` is one sequence the shared policy produced: a designer sample is
-the design prompt and the environment code it wrote; an agent sample is one episode's
-multi-turn trajectory (environment tokens marked 0 in ``env_mask``). Advantages are
-computed per role — designer rewards centred per skill (no std division), agent returns
-normalised per environment — then handed to the GRPO step unchanged.
+one design turn (the first design or a repair) and the environment code it wrote; an agent
+sample is one episode's multi-turn trajectory (environment tokens marked 0 in
+``env_mask``). Advantages are computed per role, as the reference recipe does:
+
+* designer: rewards centred per skill (no std division), times the designer reward scale
+  (``env_reward_scale``). Valid designs are centred among the valid ones of their skill, so
+  an invalid candidate (trained only under the CPU shaping option) never moves a valid
+  design's advantage; invalid candidates are measured against the valid designs' mean
+  (among themselves when their skill has no valid design) and then placed at or below the
+  lowest valid advantage of their skill, so none outranks a valid design;
+* agent: returns normalised per environment (GRPO groups), the std taken over the returns
+  themselves: shaping that only separates tied returns yields advantages of the shaping's
+  own size, not unit-size ones;
+* shaping terms of either role only break ties (:func:`~.rewards.bound_shaping`).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
+from typing import NamedTuple
 
 from .errors import TrainerError
-from .rewards import centre_by_group, normalise_by_group
+from .rewards import bound_shaping
+
+#: GRPO's std floor (TRL's default epsilon); a group whose returns tie has std 0.
+_EPS = 1e-4
 
 
 class Role(StrEnum):
@@ -29,6 +44,9 @@ class PolicySample:
 
     ``group`` is the advantage group: the skill for designer samples, the environment id
     for agent samples. ``env_mask`` is ``None`` when every completion token is the model's.
+    ``reward`` is the training reward, ``shaping`` the part of it that plugin shaping terms
+    added (the rest is the base reward: the designer's measured reward, the agent's episode
+    return). ``valid`` is false for a designer turn whose environment did not pass.
     """
 
     role: Role
@@ -39,6 +57,8 @@ class PolicySample:
     group: str
     env_mask: list[int] | None = None
     advantage: float = 0.0
+    shaping: float = 0.0
+    valid: bool = True
 
     def __post_init__(self) -> None:
         if not self.prompt_ids or not self.completion_ids:
@@ -47,34 +67,95 @@ class PolicySample:
             raise TrainerError("logprobs and completion_ids differ in length")
         if self.env_mask is not None and len(self.env_mask) != len(self.completion_ids):
             raise TrainerError("env_mask and completion_ids differ in length")
-        if not math.isfinite(self.reward):
-            raise TrainerError(f"{self.role.value} sample has non-finite reward {self.reward!r}")
+        if not math.isfinite(self.reward) or not math.isfinite(self.shaping):
+            raise TrainerError(f"{self.role.value} sample has non-finite reward {self.reward!r} "
+                               f"(shaping {self.shaping!r})")
+
+    @property
+    def base_reward(self) -> float:
+        return self.reward - self.shaping
 
 
-def with_advantages(samples: Sequence[PolicySample]) -> list[PolicySample]:
-    """Samples with ``advantage`` set per role (see module docstring); order is kept."""
-    out = list(samples)
-    for role, compute in ((Role.designer, centre_by_group), (Role.agent, normalise_by_group)):
-        idx = [i for i, s in enumerate(out) if s.role is role]
-        if not idx:
-            continue
-        adv = compute([out[i].reward for i in idx], [out[i].group for i in idx])
-        for i, a in zip(idx, adv, strict=True):
-            out[i] = replace(out[i], advantage=a)
-    return out
-
-
-#: What advantages are computed from: ``(role, group, reward)`` of one sample.
-RewardKey = tuple[str, str, float]
+#: What advantages are computed from: ``(role, group, reward, shaping, valid)`` of one sample.
+RewardKey = tuple[str, str, float, float, bool]
 
 
 def reward_keys(samples: Sequence[PolicySample]) -> list[RewardKey]:
-    """The ``(role, group, reward)`` of each sample: all that other processes need to see."""
-    return [(s.role.value, s.group, s.reward) for s in samples]
+    """What other processes need to see of each sample to compute advantages (no tokens)."""
+    return [(s.role.value, s.group, s.reward, s.shaping, s.valid) for s in samples]
+
+
+def _mean(xs: Sequence[float]) -> float:
+    return math.fsum(xs) / len(xs)
+
+
+def _designer_group(keys: Sequence[RewardKey], scale: float) -> list[float]:
+    out = [0.0] * len(keys)
+    valid = [i for i, k in enumerate(keys) if k[4]]
+    invalid = [i for i, k in enumerate(keys) if not k[4]]
+
+    def shaped(idx: list[int]) -> list[float]:
+        return bound_shaping([keys[i][2] - keys[i][3] for i in idx], [keys[i][3] for i in idx])
+
+    lowest_valid: float | None = None
+    if valid:
+        rv = shaped(valid)
+        mean = _mean(rv)  # the baseline of valid designs is theirs alone
+        for i, r in zip(valid, rv, strict=True):
+            out[i] = (r - mean) * scale
+        lowest_valid = min(out[i] for i in valid)
+    if invalid:
+        ri = shaped(invalid)
+        # measured against the valid designs' baseline when there are some (else among
+        # themselves: the CPU case), and never above the lowest valid design
+        baseline = _mean(rv) if valid else _mean(ri)
+        adv = [(r - baseline) * scale for r in ri]
+        if lowest_valid is not None:
+            adv = [a + min(0.0, lowest_valid - max(adv)) for a in adv]
+        for i, a in zip(invalid, adv, strict=True):
+            out[i] = a
+    return out
+
+
+def _agent_group(keys: Sequence[RewardKey]) -> list[float]:
+    base = [k[2] - k[3] for k in keys]
+    shaped = bound_shaping(base, [k[3] for k in keys])
+    mean = _mean(shaped)
+    centred = [r - mean for r in shaped]
+    if max(shaped) - min(shaped) <= _EPS * 1e-3:
+        return [0.0] * len(keys)  # equal scores: no signal (and float noise must not become one)
+    bmean = _mean(base)
+    std = math.sqrt(math.fsum((b - bmean) ** 2 for b in base) / len(base))
+    if std <= _EPS * 1e-3:
+        return centred  # returns tie: only (bounded) shaping separates them, at its own size
+    return [c / (std + _EPS) for c in centred]
+
+
+def advantages_of(keys: Sequence[RewardKey], *, designer_scale: float = 1.0) -> list[float]:
+    """Per-role advantages of ``keys`` (see the module docstring), in order."""
+    if not designer_scale > 0 or not math.isfinite(designer_scale):
+        raise TrainerError(f"designer_scale must be a finite number > 0, got {designer_scale!r}")
+    groups: dict[tuple[str, str], list[int]] = defaultdict(list)
+    for i, k in enumerate(keys):
+        groups[(k[0], k[1])].append(i)
+    out = [0.0] * len(keys)
+    for (role, _), idx in groups.items():
+        members = [keys[i] for i in idx]
+        adv = _designer_group(members, designer_scale) if role == Role.designer.value else _agent_group(members)
+        for i, a in zip(idx, adv, strict=True):
+            out[i] = a
+    return out
+
+
+def with_advantages(samples: Sequence[PolicySample], *, designer_scale: float = 1.0) -> list[PolicySample]:
+    """Samples with ``advantage`` set per role (see module docstring); order is kept."""
+    adv = advantages_of(reward_keys(samples), designer_scale=designer_scale)
+    return [replace(s, advantage=a) for s, a in zip(samples, adv, strict=True)]
 
 
 def with_pooled_advantages(
-    samples: Sequence[PolicySample], everyone: Sequence[Sequence[RewardKey]], rank: int
+    samples: Sequence[PolicySample], everyone: Sequence[Sequence[RewardKey]], rank: int,
+    *, designer_scale: float = 1.0,
 ) -> list[PolicySample]:
     """``samples`` (this process's, in order) with advantages computed over the samples of
     every process of a launch: ``everyone[r]`` holds process ``r``'s :func:`reward_keys`.
@@ -86,27 +167,42 @@ def with_pooled_advantages(
     """
     if not 0 <= rank < len(everyone):
         raise TrainerError(f"rank {rank} is not one of the {len(everyone)} processes whose rewards were gathered")
-    if list(everyone[rank]) != reward_keys(samples):
+    if [tuple(k) for k in everyone[rank]] != reward_keys(samples):
         raise TrainerError(f"the rewards gathered for rank {rank} are not this process's samples")
     offset = sum(len(keys) for keys in everyone[:rank])
-    flat = [k for keys in everyone for k in keys]
-    out = list(samples)
-    for role, compute in ((Role.designer, centre_by_group), (Role.agent, normalise_by_group)):
-        idx = [i for i, k in enumerate(flat) if k[0] == role.value]
-        if not idx:
-            continue
-        adv = compute([flat[i][2] for i in idx], [flat[i][1] for i in idx])
-        for i, a in zip(idx, adv, strict=True):
-            if offset <= i < offset + len(out):
-                out[i - offset] = replace(out[i - offset], advantage=a)
-    return out
+    flat = [tuple(k) for keys in everyone for k in keys]
+    adv = advantages_of(flat, designer_scale=designer_scale)  # type: ignore[arg-type]
+    return [replace(s, advantage=a) for s, a in zip(samples, adv[offset:offset + len(samples)], strict=True)]
 
 
-def fit_to_capacity(samples: Sequence[PolicySample], capacity: int) -> tuple[list[PolicySample], int, int]:
-    """Exactly ``capacity`` samples for one GRPO step: ``(samples, padded, dropped)``.
+class Fit(NamedTuple):
+    """One GRPO step's samples and what fitting them to the update's capacity did."""
+
+    samples: list[PolicySample]
+    padded: int
+    dropped: int
+    #: Samples dropped per role (``Role.value`` -> count); empty when nothing was dropped.
+    dropped_by_role: Mapping[str, int]
+
+
+def _quotas(counts: Mapping[Role, int], capacity: int) -> dict[Role, int]:
+    """``capacity`` places shared by the roles in proportion to their counts (largest remainder)."""
+    total = sum(counts.values())
+    exact = {r: capacity * n / total for r, n in counts.items()}
+    quota = {r: math.floor(x) for r, x in exact.items()}
+    for r in sorted(exact, key=lambda r: (quota[r] - exact[r], list(Role).index(r)))[: capacity - sum(quota.values())]:
+        quota[r] += 1
+    return quota
+
+
+def fit_to_capacity(samples: Sequence[PolicySample], capacity: int) -> Fit:
+    """Exactly ``capacity`` samples for one GRPO step.
 
     Missing slots are filled with copies of the shortest sample at advantage 0 (they add no
-    gradient); surplus samples with the smallest |advantage| (least signal) are dropped.
+    gradient). A surplus is cut from each role in proportion to its share of the samples, and
+    within a role the samples of smallest |advantage| go first: designer advantages (centred
+    rewards) are on another scale than agent z-scores, so one ranking across both roles would
+    drop the designer first.
     """
     if capacity < 1:
         raise TrainerError(f"capacity must be >= 1, got {capacity}")
@@ -114,12 +210,19 @@ def fit_to_capacity(samples: Sequence[PolicySample], capacity: int) -> tuple[lis
         raise TrainerError("no samples to train on this iteration")
     kept = list(samples)
     dropped = max(0, len(kept) - capacity)
+    by_role: dict[str, int] = {}
     if dropped:
-        order = sorted(range(len(kept)), key=lambda i: abs(kept[i].advantage))
-        gone = set(order[:dropped])
+        counts = {r: sum(s.role is r for s in kept) for r in Role}
+        counts = {r: n for r, n in counts.items() if n}
+        gone: set[int] = set()
+        for role, quota in _quotas(counts, capacity).items():
+            mine = sorted((i for i, s in enumerate(kept) if s.role is role), key=lambda i: abs(kept[i].advantage))
+            cut = mine[: counts[role] - quota]
+            gone.update(cut)
+            by_role[role.value] = len(cut)
         kept = [s for i, s in enumerate(kept) if i not in gone]
     padded = capacity - len(kept)
     if padded:
         filler = replace(min(kept, key=lambda s: len(s.completion_ids)), advantage=0.0)
         kept.extend([filler] * padded)
-    return kept, padded, dropped
+    return Fit(kept, padded, dropped, by_role)

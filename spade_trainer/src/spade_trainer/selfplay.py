@@ -254,7 +254,8 @@ class SelfPlayRun:
         args = GRPOConfig(**plan.trainer_args)
         gen = cfg.generation
         self.shape = plan.shape
-        self.trainer = build_trainer(model, tokenizer, self.collect, args, callbacks=[SelfPlayCallback(self)])
+        self.trainer = build_trainer(model, tokenizer, self.collect, args, callbacks=[SelfPlayCallback(self)],
+                                     designer_scale=cfg.designer_reward_scale)
         self.policy = self._build_policy(self.trainer, tokenizer)
         self.backend = self._env_backend if self._env_backend is not None else self._default_backend()
         self.engine = RolloutEngine(
@@ -360,8 +361,14 @@ class SelfPlayRun:
         record.timings["rollout_s"] = time.perf_counter() - t2
         by_id = {e.env_id: e for e in measurement.estimates}
         for est in measurement.estimates:
-            self.store.record_stats(est.env_id, est.stats(snapshot))
-            self.stage.remember(est.env_id, win_rate=est.win_rate, regret=est.regret)
+            if est.measured:
+                self.store.record_stats(est.env_id, est.stats(snapshot))
+                self.stage.remember(est.env_id, win_rate=est.win_rate, regret=est.regret)
+        # a hung environment is blacklisted (the reference's rule): never chosen again
+        hung = [e.env_id for e in measurement.estimates if e.hung]
+        for env_id in hung:
+            self.store.set_status(env_id, EnvStatus.retired)
+        record.data["retired_hung"] = hung
 
         samples = self._designer_samples(candidates, by_id, record) + self._agent_samples(measurement, record)
         self._summarise(record, candidates, chosen, measurement)
@@ -370,30 +377,64 @@ class SelfPlayRun:
         self._phase("updating the policy")
         return samples
 
+    def _win_rate(self, est: RegretEstimate) -> float:
+        return est.solve_rate if self.config.reward.win_rate == "solve_rate" else est.win_rate
+
+    def _measured_reward(self, est: RegretEstimate | None) -> float | None:
+        """Base reward of an admitted design from its plays, or ``None`` when nothing usable
+        was measured (it is then credited as a design that did not pass)."""
+        spec = self.config.reward.spec()
+        penalty = self.config.reward.designer_hang_penalty
+        if est is None:
+            return None
+        if est.hung and penalty is not None:
+            return float(penalty)  # its environment hung: it costs the designer (and is retired)
+        if not est.measured:
+            return None
+        return designer_reward(est.regret, self._win_rate(est), spec)
+
     def _designer_samples(
         self, candidates: Sequence[DesignedCandidate], by_id: dict[str, RegretEstimate], record: IterationRecord
     ) -> list[PolicySample]:
-        spec = self.config.reward.spec()
+        """One sample per design turn, rewarded by what that turn produced: the admitted
+        turn earns the measured reward; every other turn (a broken first design before its
+        repair, a candidate that never passed) earns its own failure, graded by its own stage
+        and code, and is trained only under ``reward.invalid_designs = "shape"``."""
+        rcfg = self.config.reward
+        spec = rcfg.spec()
+        shape = rcfg.invalid_designs == "shape"
         out: list[PolicySample] = []
         rewards, terms_total = [], Counter[str]()
+        skipped = 0
         for c in candidates:
             est = by_id.get(c.env_id) if c.admitted and c.env_id else None
-            base = designer_reward(est.regret, est.win_rate, spec) if est else designer_reward(None, None, spec)
-            ctx = DesignerRewardContext(
-                env_id=c.env_id, domain=self.config.domain, skill=c.skill, valid=c.valid, base_reward=base,
-                regret=est.regret if est else None, win_rate=est.win_rate if est else None, novelty=c.novelty,
-                failed_stage=c.failed_stage,
-                extra={"shaping": dict(self.config.reward.shaping), "code_structure": c.code_structure},
-            )
-            terms = designer_terms(self.plugins, ctx)
-            terms_total.update(terms)
-            reward = base + sum(terms.values())
-            rewards.append(reward)
-            if c.prompt_ids and c.completion_ids and c.logprobs is not None:
-                out.append(PolicySample(Role.designer, list(c.prompt_ids), list(c.completion_ids),
-                                        list(c.logprobs), reward, c.skill))
+            earning = c.earning_turn()
+            for n, t in enumerate(c.trained_turns()):
+                base = self._measured_reward(est) if n == earning else None
+                valid = base is not None
+                failed_stage = None if valid else (t.failed_stage or c.failed_stage or "admission")
+                ctx = DesignerRewardContext(
+                    env_id=c.env_id, domain=self.config.domain, skill=c.skill, valid=valid,
+                    base_reward=base if valid else spec.invalid_reward,
+                    regret=est.regret if valid and est is not None and est.measured else None,
+                    win_rate=self._win_rate(est) if valid and est is not None and est.measured else None,
+                    novelty=t.novelty, failed_stage=failed_stage,
+                    extra={"shaping": dict(rcfg.shaping), "code_structure": t.code_structure},
+                )
+                if not valid and not shape:
+                    skipped += 1  # rejection sampling: only valid designs are trained
+                    continue
+                terms = designer_terms(self.plugins, ctx)
+                terms_total.update(terms)
+                shaping = sum(terms.values())
+                reward = ctx.base_reward + shaping
+                rewards.append(reward)
+                if t.trainable:
+                    out.append(PolicySample(Role.designer, list(t.prompt_ids or []), list(t.completion_ids or []),
+                                            list(t.logprobs or []), reward, c.skill, shaping=shaping, valid=valid))
         record.data["designer_reward_mean"] = sum(rewards) / len(rewards) if rewards else None
         record.data["designer_shaping"] = dict(terms_total)
+        record.data["designer_turns_rejected"] = skipped
         return out
 
     def _agent_samples(self, measurement: RegretMeasurement, record: IterationRecord) -> list[PolicySample]:
@@ -402,22 +443,25 @@ class SelfPlayRun:
         returns = []
         terms_total = Counter[str]()
         for ep in episodes:
+            if not ep.usable:
+                continue  # the environment failed or hung: its bug, not the agent's doing
             ctx = AgentRewardContext(
                 env_id=ep.spec.env.env_id, domain=ep.spec.env.domain, episode_return=ep.episode_return,
                 turns=ep.turns, terminated=ep.terminated, hinted=ep.spec.hinted,
                 extra={"shaping": dict(self.config.reward.shaping), "well_formed_turns": ep.well_formed_turns},
             )
-            # shaping terms enter the training reward only: ep.episode_return (and the regret
-            # measured from it) keeps the REFERENCE.md definition
+            # shaping terms enter the training reward only, bounded to break ties
+            # (samples.with_advantages): ep.episode_return (and the regret) keeps REFERENCE.md's definition
             terms = agent_terms(self.plugins, ctx)
             terms_total.update(terms)
-            reward = ep.episode_return + sum(terms.values())
+            shaping = sum(terms.values())
+            reward = ep.episode_return + shaping
             returns.append(reward)
             if ep.model_tokens == 0 or not ep.prompt_ids:
                 continue  # the environment failed before the agent spoke: nothing to learn from
             group = ep.spec.env.env_id + ("/hinted" if ep.spec.hinted else "")
             out.append(PolicySample(Role.agent, ep.prompt_ids, ep.completion_ids, ep.logprobs, reward, group,
-                                    env_mask=ep.env_mask))
+                                    env_mask=ep.env_mask, shaping=shaping))
         record.data["agent_reward_mean"] = sum(returns) / len(returns) if returns else None
         record.data["agent_shaping"] = dict(terms_total)
         return out
@@ -430,7 +474,7 @@ class SelfPlayRun:
         stage_pass: Counter[str] = Counter()
         for c in candidates:
             stage_pass.update(set(c.stages_passed))
-        ests = measurement.estimates
+        ests = [e for e in measurement.estimates if e.measured]
         eps = measurement.episodes
         pool = self.store.find(domain=self.config.domain, status=EnvStatus.admitted)
         by_skill: dict[str, int] = defaultdict(int)
@@ -444,12 +488,14 @@ class SelfPlayRun:
             admission_rate=(sum(c.admitted for c in candidates) / n) if n else None,
             admission_by_stage={k: v / n for k, v in sorted(stage_pass.items())} if n else {},
             rejected_at=dict(Counter(c.failed_stage for c in candidates if c.failed_stage)),
-            envs_played=len(ests),
+            envs_played=len(measurement.estimates),
+            envs_measured=len(ests),
             episodes=len(eps),
             regret_mean=sum(e.regret for e in ests) / len(ests) if ests else None,
             regret_max=max((e.regret for e in ests), default=None),
             win_rate=sum(e.win_rate for e in ests) / len(ests) if ests else None,
             hinted_win_rate=sum(e.hinted_win_rate for e in ests) / len(ests) if ests else None,
+            solve_rate=sum(e.solve_rate for e in ests) / len(ests) if ests else None,
             return_hinted=sum(e.mean_hinted for e in ests) / len(ests) if ests else None,
             return_unhinted=sum(e.mean_unhinted for e in ests) / len(ests) if ests else None,
             measured_difficulty=1.0 - sum(e.win_rate for e in ests) / len(ests) if ests else None,
