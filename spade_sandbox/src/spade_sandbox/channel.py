@@ -653,10 +653,10 @@ class WorkerLink:
         the worker closed its channel on its own; ask the zygote how it ended."""
         self.kill()
         status, oom, cpu_hit = self.zygote.wait_status(self.zygote_side_pid)
-        if oom or cpu_hit:
-            cls, why = describe_status(status, oom, cpu_hit)
-        elif why is None or cls is None:
-            cls, why = describe_status(status)
+        if oom:
+            cls, why = describe_status(status, oom)
+        elif why is None or cls is None:  # it ended by itself: the status says how
+            cls, why = describe_status(status, False, cpu_hit)
         self.mark_dead(cls(f"worker {self.pid} {why} during {what}; it was killed and its "
                            f"{len(self.instances)} instance(s) are lost"))
         assert self.death is not None
