@@ -282,11 +282,21 @@ def test_play_store_code_through_the_sandbox_by_default(spade_home: Path) -> Non
 def test_play_refuses_store_code_when_no_sandbox_is_available(
     spade_home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """No loaded plugin provides the ``sandbox`` env runner (SPADE_PLUGINS leaves
+    spade-sandbox out, as if it were not installed): play refuses to run store code."""
+    from spade_core.plugins import reset_plugins
+
     import_fixtures()
-    monkeypatch.setitem(sys.modules, "spade_sandbox", None)  # makes `import spade_sandbox` fail
-    run = spade("play", "SwapSort-v1", input="\\boxed{done}\n")
+    monkeypatch.setenv("SPADE_PLUGINS", "games")
+    reset_plugins(None)
+    try:
+        run = spade("play", "SwapSort-v1", input="\\boxed{done}\n")
+    finally:
+        monkeypatch.delenv("SPADE_PLUGINS")
+        reset_plugins(None)
     assert run.exit_code == 2
-    assert "sandbox (spade_sandbox.SandboxedEnv) is not available; refusing to run it" in run.stderr
+    assert "the sandbox is not available (no loaded plugin provides the 'sandbox' env runner" in run.stderr
+    assert "refusing to run it in this process" in run.stderr
 
 
 def test_config_in_process_setting_lets_store_code_run_in_process(

@@ -28,6 +28,7 @@ from spade_core.env import ReferenceEnvAdapter
 from spade_core.hookspecs import hookimpl
 from spade_core.metadata import EnvMetadata, EnvStatus
 from spade_core.plugins import SpadePlugins, reset_plugins
+from spade_core.runners import EnvRunner
 from spade_core.store import EnvStore
 
 from spade_core import registry
@@ -76,6 +77,25 @@ class PuzzlePlugin:
     @hookimpl
     def spade_register_domains(self, register):  # type: ignore[no-untyped-def]
         register(self.domain)
+
+
+class RecordingRunnerPlugin:
+    """A plugin registering the ``sandbox`` env runner as a test double of spade-sandbox's:
+    its ``make`` and ``prepare`` (in the module ``spade_test_runner``) record their calls."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, *, prepare: bool = True) -> None:
+        self.events: list[tuple[str, object]] = []
+        module = types.ModuleType("spade_test_runner")
+        module.make = lambda source, **options: self.events.append(("make", {"source": source, **options})) or self  # type: ignore[attr-defined]
+        module.prepare = lambda *, at_import: self.events.append(("prepare", at_import))  # type: ignore[attr-defined]
+        monkeypatch.setitem(sys.modules, "spade_test_runner", module)
+        self.runner = EnvRunner(
+            "sandbox", make="spade_test_runner:make", prepare="spade_test_runner:prepare" if prepare else None
+        )
+
+    @hookimpl
+    def spade_register_env_runners(self, register):  # type: ignore[no-untyped-def]
+        register(self.runner)
 
 
 @pytest.fixture
@@ -223,23 +243,27 @@ def test_a_broken_store_warns_naming_the_file_and_the_import_survives(tmp_path: 
 
 
 def test_store_code_is_refused_without_the_sandbox_unless_opted_in(tmp_path: Path) -> None:
+    """No loaded plugin provides the ``sandbox`` runner (here: SPADE_PLUGINS leaves
+    spade-sandbox out, as if it were not installed): the make refuses, saying how to opt in."""
     home = home_with_store(tmp_path, in_process=False)
     out = run_python(
         """
-        import sys
-        sys.modules["spade_sandbox"] = None  # as if spade-sandbox were not installed
         import gymnasium as gym
         from spade_core.errors import UntrustedCodeError
         try:
             gym.make("spade_core:spade/guess-v1")
         except UntrustedCodeError as exc:
             print("refused:", exc)
+        print("sandbox imported:", "spade_sandbox" in __import__("sys").modules)
         """,
         home,
+        extra_env={"SPADE_PLUGINS": "games"},
     )
     assert out.returncode == 0, out.stderr
-    assert out.stdout.startswith("refused: guess-v1 comes from the store and is untrusted")
+    assert out.stdout.startswith("refused: guess-v1 comes from the store and is untrusted: it runs only in the sandbox")
+    assert "no loaded plugin provides the 'sandbox' env runner" in out.stdout
     assert 'store_envs_run = "in-process"' in out.stdout
+    assert "sandbox imported: False" in out.stdout
 
 
 # --- make entry points (in this process) ----------------------------------------------------
@@ -248,88 +272,95 @@ def test_store_code_is_refused_without_the_sandbox_unless_opted_in(tmp_path: Pat
 def test_stored_envs_run_in_the_sandbox_with_their_domain_allowed_modules(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, puzzle_domain: PuzzlePlugin
 ) -> None:
+    """The make hands the stored code and its metadata to the ``sandbox`` runner a plugin
+    registered, after the runner's ``prepare`` (which starts the zygote) and before reading
+    the store."""
     url = f"sqlite:///{tmp_path / 'store.db'}"
     with EnvStore(url) as store:
         store.add(GUESS.read_text(), guess_meta("guess", class_name="GuessNumberEnv", reward_range=(0.0, 2.0)))
-    made: dict = {}
+    runner = RecordingRunnerPlugin(monkeypatch)
+    from spade_core.plugins import get_plugins
 
-    class RecordingSandboxedEnv:  # test double of spade_sandbox.SandboxedEnv's constructor
-        def __init__(self, source: str, **kwargs: object) -> None:
-            made.update(source=source, **kwargs)
-
-    def start_default_zygote() -> None:  # test double: the zygote starts before the store is read
-        made["zygote_started_first"] = not made
-
-    monkeypatch.setitem(sys.modules, "spade_sandbox", types.SimpleNamespace(SandboxedEnv=RecordingSandboxedEnv))
-    monkeypatch.setitem(
-        sys.modules, "spade_sandbox.prestart", types.SimpleNamespace(start_default_zygote=start_default_zygote)
-    )
+    get_plugins().register(runner, name="recording-runner")
+    read = registry._read_stored
+    monkeypatch.setattr(registry, "_read_stored", lambda *args: (runner.events.append(("read", None)), read(*args))[1])
     env = registry.make_stored_env("guess-v1", url, config=SpadeConfig())
-    assert isinstance(env, RecordingSandboxedEnv)
-    assert made.pop("zygote_started_first") is True
-    assert made == {
-        "source": GUESS.read_text(),
-        "max_turns": 6,
-        "allowed_modules": ("math", "re"),
-        "reward_range": (0.0, 2.0),
-        "class_name": "GuessNumberEnv",
-        "render_mode": None,
-    }
+    assert env is runner
+    assert runner.events == [
+        ("prepare", False),
+        ("read", None),
+        (
+            "make",
+            {
+                "source": GUESS.read_text(),
+                "max_turns": 6,
+                "allowed_modules": ("math", "re"),
+                "reward_range": (0.0, 2.0),
+                "class_name": "GuessNumberEnv",
+                "render_mode": None,
+            },
+        ),
+    ]
 
 
-def test_import_starts_the_sandbox_before_reading_a_store_it_would_run(
+def test_import_prepares_the_runner_before_reading_a_store_it_would_run(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, clean_registry: None
 ) -> None:
-    """``import spade_core`` starts the zygote (spade_sandbox.prestart, a test double here)
-    before it reads the store, so the zygote's boot overlaps the registration; only when
-    the store exists and its code would run in the sandbox, and only at import."""
+    """``import spade_core`` calls the runner's ``prepare(at_import=True)`` (the sandbox
+    starts its zygote: a test double here) before it reads the store, so that the zygote's
+    boot overlaps the registration; only when the store exists and its code would run in
+    that runner, and only at import."""
     monkeypatch.setenv("SPADE_HOME", str(tmp_path))
     monkeypatch.chdir(tmp_path)
-    events: list[str] = []
-    monkeypatch.setitem(
-        sys.modules, "spade_sandbox.prestart", types.SimpleNamespace(start_at_import=lambda: events.append("zygote"))
-    )
+    plugin = RecordingRunnerPlugin(monkeypatch)
+    plugins = SpadePlugins(load_entry_points=False)
+    plugins.register(plugin, name="recording-runner")
+    reset_plugins(plugins)
+    monkeypatch.setattr(registry, "_indexed_runners", None)
+    events = plugin.events
     read = registry._admitted_gym_ids
-    monkeypatch.setattr(registry, "_admitted_gym_ids", lambda *args: (events.append("store"), read(*args))[1])
+    monkeypatch.setattr(registry, "_admitted_gym_ids", lambda *args: (events.append(("store", None)), read(*args))[1])
 
-    def importing() -> list[str]:
+    def importing() -> list[tuple[str, object]]:
         events.clear()
         registry._register_store(None, registry.Registration(), at_import=True)
         return list(events)
 
-    assert importing() == ["store"]  # no store file: nothing to run, and the store is not created
-    assert not (tmp_path / "store.db").exists()
-    with EnvStore(f"sqlite:///{tmp_path / 'store.db'}") as store:
-        store.add(GUESS.read_text(), guess_meta("guess", class_name="GuessNumberEnv"))
-        store.set_status("guess-v1", EnvStatus.admitted)
-    assert importing() == ["zygote", "store"]
-    assert "spade/guess-v1" in gym.registry
-    events.clear()
-    registry.register()  # a re-registration is not an import
-    assert events == ["store"]
-    (tmp_path / "spade.toml").write_text('[spade]\nstore_envs_run = "in-process"\n')
-    assert importing() == ["store"]
-    (tmp_path / "spade.toml").unlink()
-    monkeypatch.setitem(sys.modules, "spade_sandbox.prestart", types.SimpleNamespace())  # an older sandbox
-    assert importing() == ["store"]
+    try:
+        assert importing() == [("store", None)]  # no store file: nothing to run, and it is not created
+        assert not (tmp_path / "store.db").exists()
+        with EnvStore(f"sqlite:///{tmp_path / 'store.db'}") as store:
+            store.add(GUESS.read_text(), guess_meta("guess", class_name="GuessNumberEnv"))
+            store.set_status("guess-v1", EnvStatus.admitted)
+        assert importing() == [("prepare", True), ("store", None)]
+        assert "spade/guess-v1" in gym.registry
+        events.clear()
+        registry.register()  # a re-registration is not an import
+        assert events == [("store", None)]
+        (tmp_path / "spade.toml").write_text('[spade]\nstore_envs_run = "in-process"\n')
+        assert importing() == [("store", None)]
+        (tmp_path / "spade.toml").unlink()
+        reset_plugins(SpadePlugins(load_entry_points=False))  # no runner at all: nothing to prepare
+        assert importing() == [("store", None)]
+    finally:
+        reset_plugins(None)
 
 
-def test_a_sandbox_without_prestart_still_runs_store_code(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """An older spade-sandbox (no ``prestart`` module): its pool starts the zygote itself."""
+def test_a_runner_without_prepare_still_runs_store_code(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, puzzle_domain: PuzzlePlugin
+) -> None:
+    """``prepare`` is optional: a runner without it is asked only to make."""
     url = f"sqlite:///{tmp_path / 'store.db'}"
     with EnvStore(url) as store:
         store.add(GUESS.read_text(), guess_meta("guess", class_name="GuessNumberEnv"))
-    made: dict = {}
+    runner = RecordingRunnerPlugin(monkeypatch, prepare=False)
+    from spade_core.plugins import get_plugins
 
-    class RecordingSandboxedEnv:  # test double of spade_sandbox.SandboxedEnv's constructor
-        def __init__(self, source: str, **kwargs: object) -> None:
-            made.update(source=source, **kwargs)
-
-    monkeypatch.setitem(sys.modules, "spade_sandbox", types.SimpleNamespace(SandboxedEnv=RecordingSandboxedEnv))
-    monkeypatch.delitem(sys.modules, "spade_sandbox.prestart", raising=False)
-    env = registry.make_stored_env("guess-v1", url, config=SpadeConfig())
-    assert isinstance(env, RecordingSandboxedEnv)
-    assert made["source"] == GUESS.read_text()
+    get_plugins().register(runner, name="recording-runner")
+    assert registry.make_stored_env("guess-v1", url, config=SpadeConfig()) is runner
+    assert [kind for kind, _ in runner.events] == ["make"]
+    made = runner.events[0][1]
+    assert isinstance(made, dict) and made["source"] == GUESS.read_text()
 
 
 def test_in_process_execution_of_store_code_is_an_explicit_opt_in(tmp_path: Path) -> None:
@@ -356,9 +387,7 @@ def test_make_of_an_unknown_stored_env_names_it(tmp_path: Path) -> None:
 
 
 @pytest.mark.usefixtures("clean_registry")
-def test_seed_envs_of_plugins_are_registered_and_made_in_process(
-    tmp_path: Path, puzzle_domain: PuzzlePlugin
-) -> None:
+def test_seed_envs_of_plugins_are_registered_and_made_in_process(tmp_path: Path, puzzle_domain: PuzzlePlugin) -> None:
     result = registry.register(f"sqlite:///{tmp_path / 'none.db'}")
     assert result.seeds == ["spade/seed_guess-v1"]
     assert not (tmp_path / "none.db").exists()
@@ -442,7 +471,9 @@ def test_registration_inserts_specs_without_gym_register(monkeypatch: pytest.Mon
 
     monkeypatch.setattr(gym.envs.registration, "register", refuse)
     monkeypatch.setattr(gym, "register", refuse)
-    registry._register_stored([f"spade/bulk{i}-v1" for i in range(20_000)], None, "sqlite:///x.db", registry.Registration())
+    registry._register_stored(
+        [f"spade/bulk{i}-v1" for i in range(20_000)], None, "sqlite:///x.db", registry.Registration()
+    )
     assert sum(k.startswith("spade/bulk") for k in gym.registry) == 20_000
 
 
@@ -487,9 +518,7 @@ def test_gym_make_of_one_stored_env_does_not_expand_every_spec(tmp_path: Path) -
     """gymnasium.make scans every spec's namespace and name; the others stay unexpanded."""
     url = f"sqlite:///{tmp_path / 'store.db'}"
     with EnvStore(url) as store:
-        store.add_many(
-            (GUESS.read_text() + f"\n# {i}", guess_meta(f"many{i}", status="admitted")) for i in range(300)
-        )
+        store.add_many((GUESS.read_text() + f"\n# {i}", guess_meta(f"many{i}", status="admitted")) for i in range(300))
     registry.register(url, seeds=False)
     env = registry.make_stored_env("many7-v1", url, config=SpadeConfig(store_envs_run="in-process"))
     assert env.reset(seed=1)[0]
@@ -526,7 +555,9 @@ def test_registration_leaves_the_garbage_collector_as_it_found_it(enabled: bool)
 
     (gc.enable if enabled else gc.disable)()
     try:
-        registry._register_stored([f"spade/gc{i}-v1" for i in range(100)], None, "sqlite:///x.db", registry.Registration())
+        registry._register_stored(
+            [f"spade/gc{i}-v1" for i in range(100)], None, "sqlite:///x.db", registry.Registration()
+        )
         assert gc.isenabled() == enabled
     finally:
         gc.enable()

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     import typer
 
     from .domains import Domain
+    from .runners import EnvRunner
     from .shaping import AgentRewardContext, DesignerRewardContext
 
 hookspec = pluggy.HookspecMarker("spade")
@@ -32,6 +33,20 @@ def spade_register_domains(register: Callable[[Domain], None]) -> None:
 def spade_register_llm_backends(register: Callable[[str, Callable[..., Any]], None]) -> None:
     """Register LLM backends: ``register(name, factory)``; ``factory(**options)`` returns an
     object with ``chat(batch_of_message_lists, **sampling) -> list[Completion]``."""
+
+
+@hookspec
+def spade_register_env_runners(register: Callable[[EnvRunner], None]) -> None:
+    """Register where untrusted (store) environment code runs: ``register(EnvRunner(name,
+    make="module:callable", prepare="module:callable" | None))``.
+
+    ``store_envs_run = name`` in ``[spade]`` selects a runner (``"sandbox"``, spade-sandbox's,
+    is the default); the core imports the named callables only when it runs store code, so
+    registering costs nothing. Called once per plugin set, the first time a runner is looked
+    up (``SpadePlugins.env_runners()``); the answers are kept in the seed index, so ``import
+    spade_core`` + ``gymnasium.make`` need not load the plugins. A name registered twice, by
+    one plugin or two, is a ``PluginError`` naming both: which code runs untrusted
+    environments never depends on load order."""
 
 
 @hookspec
@@ -75,3 +90,14 @@ def spade_embed_texts(texts: list[str]) -> list[list[float]] | None:
     scale, callers normalise), or ``None`` to leave it to another plugin. *firstresult*:
     the first answer wins. Used by validation to find near-duplicate environment
     descriptions; spade_designer's built-in lexical embedder answers last (``trylast``)."""
+
+
+@hookspec(firstresult=True)
+def spade_admission_validator(config: Any) -> Any:
+    """Return the pipeline that decides which imported environments are admitted (an
+    ``spade_core.importer.AdmissionValidator`` built for ``config``, a ``SpadeConfig``),
+    or ``None`` to leave it to another plugin. Called once by each ``spade import
+    --status admitted`` without ``--trust``, which closes it when done. *firstresult*:
+    the first answer wins; spade-designer answers with its validation pipeline. With no
+    plugin answering, such an import is refused (admitting unvalidated code takes
+    ``--trust``)."""

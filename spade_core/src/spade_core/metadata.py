@@ -26,9 +26,19 @@ from .names import code_hash as code_hash
 from .names import utcnow as utcnow
 
 if TYPE_CHECKING:
-    from ._metadata_models import DocumentRef, EnvEdit, EnvMetadata, Finding, StatsSnapshot, ValidationReport, json_schema
+    from ._metadata_models import (
+        DocumentRef,
+        EnvEdit,
+        EnvMetadata,
+        Finding,
+        StatsSnapshot,
+        ValidationReport,
+        json_schema,
+    )
 
-_MODELS = frozenset({"DocumentRef", "EnvEdit", "EnvMetadata", "Finding", "StatsSnapshot", "ValidationReport", "json_schema"})
+_MODELS = frozenset(
+    {"DocumentRef", "EnvEdit", "EnvMetadata", "Finding", "StatsSnapshot", "ValidationReport", "json_schema"}
+)
 
 __all__ = [
     "NAME_RE",

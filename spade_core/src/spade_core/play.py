@@ -6,16 +6,18 @@ session command, and returns what happened as a :class:`Turn`. The terminal loop
 in :func:`play_in_terminal`.
 
 Where the environment runs is decided by :func:`open_env`: seed environments are trusted
-and run in this process; store environments run in the sandbox
-(``spade_sandbox.SandboxedEnv``) unless the user explicitly opts in to in-process
-execution (``--in-process`` or ``store_envs_run = "in-process"`` in the config).
+and run in this process; store environments run in the env runner the configuration's
+``store_envs_run`` names (``"sandbox"``: spade-sandbox's ``SandboxedEnv``, reached through
+the ``spade_register_env_runners`` hook, see :mod:`spade_core.runners`) unless the user
+explicitly opts in to in-process execution (``--in-process`` or ``store_envs_run =
+"in-process"`` in the config).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from .actions import format_boxed, parse_boxed
 from .catalog import CatalogEntry
@@ -25,6 +27,10 @@ from .errors import EnvContractError, SpadeError, UntrustedCodeError
 from .metadata import ActionFormat
 from .source import instantiate, load_trusted_class
 
+if TYPE_CHECKING:
+    from .plugins import SpadePlugins
+    from .store import EnvStore
+
 COMMANDS_HELP = {
     ":quit": "leave",
     ":reset [SEED]": "start a new episode (same seed unless one is given)",
@@ -33,37 +39,47 @@ COMMANDS_HELP = {
 }
 
 
-def open_env(entry: CatalogEntry, config: SpadeConfig, *, in_process: bool = False, store: Any = None) -> TextEnv:
-    """A Gymnasium text environment for ``entry``, run where its trust level allows."""
+def open_env(
+    entry: CatalogEntry,
+    config: SpadeConfig,
+    *,
+    in_process: bool = False,
+    store: EnvStore | None = None,
+    plugins: SpadePlugins | None = None,
+) -> TextEnv:
+    """A Gymnasium text environment for ``entry``, run where its trust level allows:
+    in-process for seeds (or when opted in), else by the env runner of ``plugins``
+    (default: the process-wide set) that ``config.store_envs_run`` names;
+    :class:`~spade_core.errors.UntrustedCodeError` when none provides it."""
     meta = entry.metadata
     source = entry.source(store)
     if entry.kind == "seed" or in_process or config.store_envs_run == "in-process":
         cls = load_trusted_class(source, meta.class_name, source_name=meta.id)
-        return ReferenceEnvAdapter(
-            lambda: instantiate(cls), max_turns=meta.max_turns, reward_range=meta.reward_range
-        )
-    try:
-        from spade_sandbox import SandboxedEnv
-    except ImportError as exc:
-        why = "" if exc.name == "spade_sandbox" else f" ({exc})"  # installed but broken: say how
-        raise UntrustedCodeError(
-            f"{meta.id} is store code and the sandbox (spade_sandbox.SandboxedEnv) is not available{why}; "
-            "refusing to run it in this process. Pass --in-process (or set "
-            'store_envs_run = "in-process" in spade.toml) only for code you trust.'
-        ) from None
-    allowed: frozenset[str] = frozenset()
-    try:
+        return ReferenceEnvAdapter(lambda: instantiate(cls), max_turns=meta.max_turns, reward_range=meta.reward_range)
+    if plugins is None:
         from .plugins import get_plugins
 
-        allowed = get_plugins().domain(meta.domain).allowed_modules
+        plugins = get_plugins()
+    runner = plugins.env_runners().get(config.store_envs_run)
+    if runner is None:
+        raise UntrustedCodeError(
+            f"{meta.id} is store code and the {config.store_envs_run} is not available (no loaded plugin "
+            f"provides the {config.store_envs_run!r} env runner: spade-sandbox is not installed, or "
+            "SPADE_PLUGINS / the config's 'plugins' leaves it out); refusing to run it in this process. "
+            'Pass --in-process (or set store_envs_run = "in-process" in spade.toml) only for code you trust.'
+        )
+    allowed: frozenset[str] = frozenset()
+    try:
+        allowed = plugins.domain(meta.domain).allowed_modules
     except SpadeError:
         pass  # an uninstalled domain gets the sandbox's standard allow-list only
-    env: TextEnv = SandboxedEnv(
+    env: TextEnv = runner.make_env(
         source,
         max_turns=meta.max_turns,
         allowed_modules=tuple(sorted(allowed)),
         reward_range=meta.reward_range,
         class_name=meta.class_name,
+        render_mode=None,
     )
     return env
 
@@ -218,7 +234,5 @@ def play_in_terminal(session: PlaySession, read_line: Callable[[], str | None], 
                     f"{session.last_reward:.3f}. :reset to play again, :quit to leave",
                     highlight=False,
                 )
-    console.print(
-        f"bye: {session.turns} turns, final reward {session.last_reward:.3f}", highlight=False
-    )
+    console.print(f"bye: {session.turns} turns, final reward {session.last_reward:.3f}", highlight=False)
     return session

@@ -24,6 +24,7 @@ import pluggy
 from . import hookspecs
 from .domains import Domain
 from .errors import PluginError
+from .runners import EnvRunner
 
 ENTRY_POINT_GROUP = "spade"
 DEFAULT_PLUGINS: tuple[str, ...] = ("spade_core.builtin",)
@@ -84,6 +85,7 @@ class SpadePlugins:
             self._fill_hooks(info)
         self._lock = threading.Lock()
         self._domains: dict[str, Domain] | None = None
+        self._runners: dict[str, EnvRunner] | None = None
         self._factories: dict[str, dict[str, Callable[..., Any]]] = {}
 
     def _fill_hooks(self, info: PluginInfo) -> None:
@@ -143,6 +145,7 @@ class SpadePlugins:
         self._fill_hooks(info)
         self._infos.append(info)
         self._domains = None
+        self._runners = None
         self._factories.clear()
 
     # --- registries -----------------------------------------------------------------
@@ -163,8 +166,7 @@ class SpadePlugins:
                             )
                         if domain.name in found:
                             raise PluginError(
-                                f"domain {domain.name!r} registered twice "
-                                f"(by {owner[domain.name]!r} and {_plugin!r})"
+                                f"domain {domain.name!r} registered twice (by {owner[domain.name]!r} and {_plugin!r})"
                             )
                         found[domain.name] = domain
                         owner[domain.name] = _plugin
@@ -181,6 +183,33 @@ class SpadePlugins:
         except KeyError:
             known = ", ".join(sorted(self.domains())) or "none installed"
             raise PluginError(f"unknown domain {name!r} (known: {known})") from None
+
+    def env_runners(self) -> dict[str, EnvRunner]:
+        """The runners of untrusted environment code, by name (``store_envs_run`` picks one).
+        A name registered twice is a :class:`~spade_core.errors.PluginError` naming both
+        plugins: which one would run untrusted code must never depend on load order."""
+        with self._lock:
+            if self._runners is None:
+                found: dict[str, EnvRunner] = {}
+                owner: dict[str, str] = {}
+                for impl in self.pm.hook.spade_register_env_runners.get_hookimpls():
+
+                    def register(runner: EnvRunner, _plugin: str = impl.plugin_name) -> None:
+                        if not isinstance(runner, EnvRunner):
+                            raise PluginError(
+                                f"plugin {_plugin!r}: register() expects an EnvRunner, got {type(runner).__name__}"
+                            )
+                        if runner.name in found:
+                            raise PluginError(
+                                f"env runner {runner.name!r} registered twice "
+                                f"(by {owner[runner.name]!r} and {_plugin!r})"
+                            )
+                        found[runner.name] = runner
+                        owner[runner.name] = _plugin
+
+                    impl.function(register=register)
+                self._runners = found
+            return self._runners
 
     def _named(self, kind: str) -> dict[str, Callable[..., Any]]:
         with self._lock:

@@ -51,10 +51,12 @@ from gymnasium.envs.registration import EnvSpec
 from gymnasium.envs.registration import registry as gym_registry
 
 from . import native, seed_index
+from .runners import IN_PROCESS, EnvRunner
 from .store.id_snapshot import names_of
 
 if TYPE_CHECKING:
     from .config import SpadeConfig
+    from .env import TextEnv
     from .store import EnvStore
 
 NAMESPACE = "spade"
@@ -185,8 +187,8 @@ def register(store: EnvStore | str | None = None, *, seeds: bool = True) -> Regi
 def _register_store(store: EnvStore | str | None, result: Registration, at_import: bool = False) -> None:
     url, run = _store_url(store, result)
     if url is not None:
-        if at_import and run is not None and run != "in-process":
-            _start_sandbox_ahead(url)
+        if at_import and run is not None and run != IN_PROCESS:
+            _prepare_ahead(url, run)
         result.store = url
         found = _admitted_gym_ids(store, url, result)
         if found is not None:
@@ -404,14 +406,16 @@ def _plugins_loaded() -> bool:
     return module is not None and getattr(module, "_plugins", None) is not None
 
 
-#: Allowed modules per domain, from the seed index while the plugins are not loaded.
+#: Allowed modules per domain and the env runners, from the seed index while the plugins
+#: are not loaded.
 _indexed_allowed_modules: dict[str, list[str]] | None = None
+_indexed_runners: dict[str, EnvRunner] | None = None
 
 
 def _register_indexed_seeds(indexed: dict[str, Any], result: Registration) -> bool:
     """Register the seeds of a valid seed index; ``False`` (nothing registered) when the
     plugins are already loaded or the index names an id that is taken."""
-    global _indexed_allowed_modules
+    global _indexed_allowed_modules, _indexed_runners
     if _plugins_loaded():
         return False
     seeds = indexed["seeds"]
@@ -420,6 +424,7 @@ def _register_indexed_seeds(indexed: dict[str, Any], result: Registration) -> bo
     for seed in seeds:
         _register_seed(seed["gym_id"], seed["path"], seed["class_name"], seed["max_turns"], seed["domain"], result)
     _indexed_allowed_modules = indexed["allowed_modules"]
+    _indexed_runners = indexed["runners"]
     return True
 
 
@@ -440,7 +445,8 @@ def _save_seed_index() -> None:
         for seed in domain.seed_envs
     ]
     allowed = {name: sorted(domain.allowed_modules) for name, domain in domains.items()}
-    seed_index.save(seeds, allowed, plugins.module_names())
+    runners = [runner.to_json() for runner in plugins.env_runners().values()]
+    seed_index.save(seeds, allowed, plugins.module_names(), runners)
 
 
 # --- entry points: called by gymnasium.make -------------------------------------------------
@@ -464,12 +470,15 @@ def make_seed_env(
 
 def make_stored_env(
     env_id: str, store_url: str | None = None, render_mode: str | None = None, config: SpadeConfig | None = None
-) -> Any:
-    """An admitted store environment: in ``spade_sandbox`` (default), or in this process
-    when the configuration says ``store_envs_run = "in-process"``.
+) -> TextEnv:
+    """An admitted store environment, run by the env runner ``store_envs_run`` names
+    (``"sandbox"`` by default: spade-sandbox's, see :mod:`spade_core.runners`), or in this
+    process when the configuration says ``store_envs_run = "in-process"``.
 
-    Raises :class:`~spade_core.errors.UntrustedCodeError` when the sandbox is not
-    installed and in-process execution was not chosen.
+    ``config`` is the configuration the caller loaded (``None``: the active one, as
+    ``gymnasium.make`` from a fresh interpreter has it). Raises
+    :class:`~spade_core.errors.UntrustedCodeError` when no loaded plugin provides the runner
+    and in-process execution was not chosen.
     """
     import json
 
@@ -481,71 +490,67 @@ def make_stored_env(
     else:
         default_url, run = config.resolved_store_url, config.store_envs_run
     url = store_url or default_url
-    if run != "in-process":
-        _start_sandbox()
+    runner = None if run == IN_PROCESS else env_runner(run)
+    if runner is not None:
+        runner.run_prepare(at_import=False)  # before the store is read: its work overlaps ours
     document, source = _read_stored(url, env_id)
     info = json.loads(document)
     max_turns = info.get("max_turns")
-    if run == "in-process":
+    reward_range = tuple(info.get("reward_range") or (0.0, 1.0))
+    if run == IN_PROCESS:
         from .env import ReferenceEnvAdapter
         from .source import instantiate, load_trusted_class
 
         cls = load_trusted_class(source, info.get("class_name"), source_name=env_id)
         return ReferenceEnvAdapter(
-            lambda: instantiate(cls),
-            max_turns=max_turns,
-            reward_range=tuple(info.get("reward_range") or (0.0, 1.0)),
-            render_mode=render_mode,
+            lambda: instantiate(cls), max_turns=max_turns, reward_range=reward_range, render_mode=render_mode
         )
-    try:
-        from spade_sandbox import SandboxedEnv
-    except ImportError as exc:
-        if exc.name not in ("spade_sandbox", None):
-            raise
+    if runner is None:
         from .errors import UntrustedCodeError
 
         raise UntrustedCodeError(
-            f"{env_id} comes from the store and is untrusted: it runs only in the sandbox, and "
-            "spade-sandbox is not installed. Install it (pip install spade-sandbox), or, for code "
+            f"{env_id} comes from the store and is untrusted: it runs only in the {run}, and no loaded "
+            f"plugin provides the {run!r} env runner (spade-sandbox is not installed, or SPADE_PLUGINS / "
+            "the config's 'plugins' leaves it out). Install it (pip install spade-sandbox), or, for code "
             'you trust, opt in with store_envs_run = "in-process" under [spade] in spade.toml.'
-        ) from None
-    return SandboxedEnv(
+        )
+    return runner.make_env(
         source,
         max_turns=max_turns,
         allowed_modules=_allowed_modules(info.get("domain")),
-        reward_range=tuple(info.get("reward_range") or (0.0, 1.0)),
+        reward_range=reward_range,
         class_name=info.get("class_name"),
         render_mode=render_mode,
     )
 
 
-def _start_sandbox() -> None:
-    """Start the sandbox's zygote before anything else (see :mod:`spade_sandbox.prestart`:
-    its boot then overlaps reading the store and importing the pool here). Without
-    spade-sandbox this does nothing: the import of ``SandboxedEnv`` reports it."""
-    try:
-        from spade_sandbox.prestart import start_default_zygote
-    except ImportError as exc:
-        if exc.name not in ("spade_sandbox", "spade_sandbox.prestart", None):
-            raise
-        return  # not installed, or a spade-sandbox older than prestart (its pool starts the zygote)
-    start_default_zygote()
+def env_runner(name: str) -> EnvRunner | None:
+    """The env runner registered as ``name`` (:mod:`spade_core.runners`), or ``None``: from
+    the seed index while the plugins are not loaded (no plugin is imported), else from the
+    process-wide plugin set."""
+    if _indexed_runners is not None and not _plugins_loaded():
+        return _indexed_runners.get(name)
+    from .plugins import get_plugins
+
+    return get_plugins().env_runners().get(name)
 
 
-def _start_sandbox_ahead(url: str) -> None:
-    """At import, before the active store (whose environments run in the sandbox) is read:
-    start the sandbox's zygote, so that its boot overlaps the registration (see
-    :mod:`spade_sandbox.prestart`). Best effort and silent: the first make reports problems."""
+def _prepare_ahead(url: str, run: str) -> None:
+    """At import, before the active store (whose environments the runner ``run`` would run)
+    is read: the runner's ``prepare(at_import=True)``, so that what it starts (the sandbox's
+    zygote) overlaps the registration. Best effort and silent: the first make reports
+    problems."""
     from .store import quick_read
 
     path = quick_read.sqlite_path(url)
     if path is not None and not path.exists():
         return  # nothing to make from
     try:
-        from spade_sandbox.prestart import start_at_import
-    except Exception:  # none, an older spade-sandbox, or a broken install the make reports
+        runner = env_runner(run)
+        if runner is not None:
+            runner.run_prepare(at_import=True)
+    except Exception:  # a broken runner or plugin set: the make reports it
         return
-    start_at_import()
 
 
 def _read_stored(url: str, env_id: str) -> tuple[str, str]:

@@ -1,5 +1,6 @@
 """What the plugins gave ``import spade_core`` last time, kept so the next interpreter need
-not load them: the seed environments to register and each domain's allowed modules.
+not load them: the seed environments to register, each domain's allowed modules and the
+runners of store code (:mod:`spade_core.runners`).
 
 Loading the plugins costs a fresh interpreter about 0.08 s (``importlib.metadata`` to find
 the entry points, pluggy, every plugin package), more than registering 100,000 store
@@ -29,7 +30,7 @@ import os
 import sys
 from typing import Any
 
-FORMAT = 1
+FORMAT = 2  # 2: the env runners are kept too
 DISABLE_VAR = "SPADE_SEED_INDEX"
 PLUGINS_VAR = "SPADE_PLUGINS"
 
@@ -71,8 +72,8 @@ def _stamp(path: str) -> list[Any] | None:
 
 
 def load() -> dict[str, Any] | None:
-    """``{"seeds": [...], "allowed_modules": {domain: [...]}}`` when the index exists and
-    is still valid, else ``None``."""
+    """``{"seeds": [...], "allowed_modules": {domain: [...]}, "runners": {name: EnvRunner}}``
+    when the index exists and is still valid, else ``None``."""
     if not enabled():
         return None
     try:
@@ -86,7 +87,10 @@ def load() -> dict[str, Any] | None:
         seeds, allowed = data["seeds"], data["allowed_modules"]
         if not (isinstance(seeds, list) and all(map(_is_seed, seeds)) and _is_allowed(allowed)):
             return None
-        return {"seeds": seeds, "allowed_modules": allowed}
+        from .runners import EnvRunner, by_name
+
+        runners = by_name(map(EnvRunner.from_json, data["runners"]))
+        return {"seeds": seeds, "allowed_modules": allowed, "runners": runners}
     except (OSError, ValueError, KeyError, TypeError):
         return None
 
@@ -119,8 +123,14 @@ def _plugin_module_files(plugin_modules: list[str]) -> list[str]:
     return files
 
 
-def save(seeds: list[dict[str, Any]], allowed_modules: dict[str, list[str]], plugin_modules: list[str]) -> None:
-    """Write the index (see the module docstring for when it is written)."""
+def save(
+    seeds: list[dict[str, Any]],
+    allowed_modules: dict[str, list[str]],
+    plugin_modules: list[str],
+    runners: list[dict[str, str | None]] | None = None,
+) -> None:
+    """Write the index (see the module docstring for when it is written); ``runners`` are
+    :meth:`EnvRunner.to_json <spade_core.runners.EnvRunner.to_json>` records."""
     if not enabled():
         return
     home = _home()
@@ -136,7 +146,13 @@ def save(seeds: list[dict[str, Any]], allowed_modules: dict[str, list[str]], plu
         if stamp is None:
             return  # a file that vanished already: nothing sound to remember
         stamped.append([path, stamp])
-    data = {"key": _key(), "depends": stamped, "seeds": seeds, "allowed_modules": allowed_modules}
+    data = {
+        "key": _key(),
+        "depends": stamped,
+        "seeds": seeds,
+        "allowed_modules": allowed_modules,
+        "runners": runners or [],
+    }
     target = index_file(home)
     tmp = f"{target}.{os.getpid()}.tmp"
     try:

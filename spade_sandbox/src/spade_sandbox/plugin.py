@@ -1,4 +1,5 @@
-"""spade_sandbox's hook implementations: its backends and the ``spade sandbox`` commands."""
+"""spade_sandbox's hook implementations: the ``sandbox`` runner of store code, its backends
+and the ``spade sandbox`` commands."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from spade_core.hookspecs import hookimpl
+from spade_core.runners import SANDBOX, EnvRunner
 
 if TYPE_CHECKING:
     import typer
@@ -33,6 +35,16 @@ def _restricted(**options: Any) -> Any:
     from .restricted import RestrictedBackend
 
     return RestrictedBackend(**options)
+
+
+#: How the core runs store code here: in a :class:`~spade_sandbox.env.SandboxedEnv` of the
+#: default pool, whose zygote :func:`spade_sandbox.prestart.prepare` starts early.
+RUNNER = EnvRunner(SANDBOX, make="spade_sandbox.env:SandboxedEnv", prepare="spade_sandbox.prestart:prepare")
+
+
+@hookimpl
+def spade_register_env_runners(register: Callable[[EnvRunner], None]) -> None:
+    register(RUNNER)
 
 
 @hookimpl

@@ -12,6 +12,9 @@ runs on another core while this process does other work, instead of after it:
 * :func:`start_default_zygote`, at the top of :func:`spade_core.registry.make_stored_env`
   (the boot then overlaps reading the store and importing the pool).
 
+The core calls both through :func:`prepare`, the ``prepare`` of the sandbox's runner
+(:data:`spade_sandbox.plugin.RUNNER`): it never imports this package itself.
+
 The default pool's backend adopts the started zygote (:func:`take`) when it would run the
 same command; otherwise it is told to leave. A child made by ``os.fork`` forgets a zygote
 its parent started (the parent's, not the child's to use). This module imports only
@@ -63,6 +66,16 @@ def configures_default_sandbox() -> bool:
 
     run_settings(file)  # raises ConfigError (through load_config) where the file is invalid
     return True
+
+
+def prepare(*, at_import: bool) -> None:
+    """The sandbox runner's ``prepare`` (see :class:`spade_core.runners.EnvRunner`):
+    :func:`start_at_import` when ``import spade_core`` is about to register the active
+    store, :func:`start_default_zygote` at the start of a make from the store."""
+    if at_import:
+        start_at_import()
+    else:
+        start_default_zygote()
 
 
 def start_at_import() -> None:
