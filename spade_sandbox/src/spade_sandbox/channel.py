@@ -536,12 +536,13 @@ class WorkerLink:
             self.fail("step()", "sent an undecodable reply (a malformed binary step reply)", SandboxCrash)
         return obs, reward, flags & 1 == 1, flags & 2 == 2, {}
 
-    def receive_payload(self, what: str, deadline: float, timeout: float, max_bytes: int = 0) -> bytes:
+    def receive_payload(self, what: str, deadline: float, timeout: float, max_bytes: int = 0) -> bytes | memoryview:
         """Wait for one reply frame until ``deadline`` and return its payload undecoded
-        (for :meth:`decode_payload`, or a C decoder that checks it first)."""
+        (for :meth:`decode_payload`, or a C decoder that checks it first): bytes, or for a
+        frame longer than the link's buffer a view of the buffer it was read into."""
         return self._finish(what, deadline, timeout, 0, raw=True, max_bytes=max_bytes)
 
-    def decode_payload(self, payload: bytes, what: str, max_values: int = 0) -> Any:
+    def decode_payload(self, payload: bytes | memoryview, what: str, max_values: int = 0) -> Any:
         """Decode a payload from :meth:`receive_payload` as :meth:`receive` would have."""
         return self._decode(memoryview(payload), what, max_values)
 
@@ -582,12 +583,17 @@ class WorkerLink:
                 if have >= need:
                     break
                 if have == len(buf):
-                    # Grow as the bytes arrive, never past the announced size.
+                    # Grow as the bytes arrive (doubling), never past the announced size.
                     view.release()
-                    grown = bytearray(min(need, 2 * len(buf)))
-                    grown[:have] = buf[:have]
-                    buf, view = grown, memoryview(grown)
-                    del grown
+                    size_now = min(need, 2 * len(buf))
+                    if buf is self._buf:  # leave the link's own buffer as it is
+                        grown = bytearray(size_now)
+                        grown[:have] = buf[:have]
+                        buf = grown
+                        del grown
+                    else:  # in place: a large block is remapped, not copied
+                        buf += bytes(size_now - len(buf))
+                    view = memoryview(buf)
                 remaining = deadline - time.monotonic()
                 if remaining <= 0 or not self._wait(max(1, int(remaining * 1000) + 1)):
                     if time.monotonic() >= deadline:
@@ -605,7 +611,9 @@ class WorkerLink:
             if have > need:
                 self.fail(what, "sent more than one reply", SandboxCrash)
             if raw:
-                return bytes(view[protocol.HEADER.size : need])
+                if buf is self._buf:  # reused by the next call: hand out a copy
+                    return bytes(view[protocol.HEADER.size : need])
+                return memoryview(buf)[protocol.HEADER.size : need]  # this frame's own buffer
             return self._decode(view[protocol.HEADER.size : need], what, max_values)
         finally:
             view.release()
