@@ -105,7 +105,7 @@ def forge(payload):
 
 #: Attacks with the static layer off: (name, source, instances stepped in one batch).
 FORGED_ATTACKS: list[tuple[str, str, int]] = [
-    ("forged 8 MB reply of empty maps", _env("MapsEnv", "        forge(msgpack.packb(['ok', ['o', 0.0, False, False, {'k': [{}] * 8_000_000}]]))\n        os._exit(0)", prelude=FORGE), 1),
+    ("forged 8 MB reply of empty maps", _env("MapsEnv", "        forge(msgpack.packb(['ok', ['o', 0.0, False, False, {'k': [[{}] * 500_000] * 16}]]))\n        os._exit(0)", prelude=FORGE), 1),
     ("forged 600 KB reply of empty maps (within the frame limit)", _env("SmallMapsEnv", "        forge(msgpack.packb(['ok', ['o', 0.0, False, False, {'k': [{}] * 600_000}]]))\n        os._exit(0)", prelude=FORGE), 1),
     ("header announcing 128 MiB, then silence", _env("HeaderEnv", "        forge_raw((128 << 20).to_bytes(4, 'big') + b'x')\n        import time\n        time.sleep(60)", prelude=FORGE), 1),
     ("batch of 200: header announcing 120 MiB, then silence", _env("BatchHeaderEnv", "        forge_raw((120 << 20).to_bytes(4, 'big') + b'x')\n        import time\n        time.sleep(60)", prelude=FORGE), 200),

@@ -26,7 +26,7 @@ TOO_MANY = Outcome(SandboxCrash, r"decodes to too many values")
 ATTACKS = [
     Attack(
         "forged-8mb-reply-of-empty-maps",
-        "forge(msgpack.packb(['ok', ['o', 0.0, False, False, {'k': [{}] * 8_000_000}]]))\nos._exit(0)",
+        "forge(msgpack.packb(['ok', ['o', 0.0, False, False, {'k': [[{}] * 500_000] * 16}]]))\nos._exit(0)",
         static("import"), REFUSED,
         "static; the pool refuses a frame larger than any valid step reply from its header (8 MB -> 650 MB before)",
         prelude=FORGE_PRELUDE,
