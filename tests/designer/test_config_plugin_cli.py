@@ -121,3 +121,35 @@ def test_building_the_spade_command_does_not_import_the_validation_pipeline(tmp_
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
+
+
+def test_spade_design_logs_progress_lines_when_output_is_not_a_terminal(tmp_path):
+    app, base = _cli(tmp_path)
+    result = CliRunner().invoke(app, [*base, "design", "--domain", "games", "--skill", "logical_deduction", "--n", "2"])
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert "starting the replay backend" in lines
+    steps = [line for line in lines if line.startswith("[") and "s] " in line]
+    assert any(line.endswith("design: 0/2") for line in steps) and any(line.endswith("admission: 2/2") for line in steps)
+
+
+def test_the_cpu_profile_sits_beneath_the_designer_table_and_the_flags():
+    from spade_designer.commands import CPU_PROFILE, _merged, profile_defaults
+
+    # auto: the default backend with its embedded model, on a machine without CUDA here
+    assert profile_defaults("auto", {}, None, None) == CPU_PROFILE
+    assert profile_defaults("auto", {"backend": "openai"}, None, None) == {}
+    assert profile_defaults("auto", {}, None, "some/model") == {}
+    assert profile_defaults("full", {}, None, None) == {}
+    table = {"repair_attempts": 1, "memory_policy": {"window": 50}}
+    cfg = DesignerConfig.load(_merged(_merged(profile_defaults("cpu", table, None, None), table), {"document_words": 9}))
+    assert cfg.repair_attempts == 1 and cfg.document_words == 9  # the table, then the flag, win
+    assert cfg.sampling.max_new_tokens == 256 and cfg.memory_policy.window == 50
+    assert cfg.memory_policy.code_prefix_chars == 300  # nested profile values survive a nested table
+
+
+def test_spade_design_unknown_profile_is_a_usage_error(tmp_path):
+    app, base = _cli(tmp_path)
+    result = CliRunner().invoke(app, [*base, "design", "--domain", "games", "--skill", "logical_deduction",
+                                      "--profile", "gpu"])
+    assert result.exit_code == 2 and "must be auto, cpu or full" in result.output

@@ -1,7 +1,9 @@
-"""``spade design``: run one design round with a live progress display, then a table.
+"""``spade design``: run one design round with progress shown, then a table.
 
-Options override the ``[designer]`` table of the configuration; ``--json`` prints the
-round (summary and per-candidate outcomes) as JSON instead of tables.
+Settings come from, lowest first: the profile (``--profile``), the ``[designer]`` table of
+the configuration, then the flags. ``--json`` prints the round (summary and per-candidate
+outcomes) as JSON instead of tables. Progress is a live bar on a terminal and one log
+line per step otherwise (a pipe, a CI log); Ctrl-C stops the round and says what was done.
 """
 
 from __future__ import annotations
@@ -18,6 +20,85 @@ from rich.table import Table
 
 from .config import DesignerConfig
 from .records import RoundResult
+
+#: Sized for the embedded 135M model on a CPU (what the quickstart's designer uses): a
+#: compact prompt over a short grounding excerpt, short replies, no repair rounds. The
+#: ``full`` profile is the model defaults (2,048-token replies, 4,000-word documents, two
+#: repairs), sized for a GPU model.
+CPU_PROFILE: dict[str, Any] = {
+    "sampling": {"max_new_tokens": 256},
+    "document_words": 80,
+    "repair_attempts": 0,
+    "prompt_style": "auto",
+    "memory_policy": {"high_regret": 1, "negatives": 1, "failures": 0, "code_prefix_chars": 300},
+    "hint": {"attempts": 1, "max_new_tokens": 64},
+}
+
+
+def _merged(low: dict[str, Any], high: dict[str, Any]) -> dict[str, Any]:
+    out = dict(low)
+    for k, v in high.items():
+        out[k] = _merged(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+    return out
+
+
+def profile_defaults(profile: str, table: dict[str, Any], backend: str | None, model: str | None) -> dict[str, Any]:
+    """The settings ``profile`` puts beneath the configuration's ``[designer]`` table.
+    ``auto`` is ``cpu`` for the default backend with its embedded model on a machine
+    without CUDA, else ``full``."""
+    if profile == "auto":
+        chosen_backend = backend or table.get("backend") or "transformers"
+        chosen_model = model or table.get("model")
+        profile = "cpu" if chosen_backend == "transformers" and chosen_model is None and not _has_cuda() else "full"
+    return dict(CPU_PROFILE) if profile == "cpu" else {}
+
+
+def _has_cuda() -> bool:
+    try:
+        import torch
+    except ImportError:
+        return False
+    return bool(torch.cuda.is_available())
+
+
+class _Reporter:
+    """Progress of a round: a rich bar on a terminal, a log line per step elsewhere."""
+
+    def __init__(self, console: Console, *, transient: bool) -> None:
+        self.console = console
+        self.live = console.is_terminal
+        self.done: dict[str, tuple[int, int]] = {}
+        self.t0 = time.perf_counter()
+        self._bar: Progress | None = None
+        self._tasks: dict[str, Any] = {}
+        if self.live:
+            self._bar = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                                 TimeElapsedColumn(), console=console, transient=transient)
+
+    def __enter__(self) -> _Reporter:
+        if self._bar is not None:
+            self._bar.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._bar is not None:
+            self._bar.__exit__(None, None, None)
+
+    def __call__(self, phase: str, done: int, total: int) -> None:
+        if self.done.get(phase) == (done, total):
+            return
+        self.done[phase] = (done, total)
+        if self._bar is not None:
+            if phase not in self._tasks:
+                self._tasks[phase] = self._bar.add_task(phase, total=total)
+            self._bar.update(self._tasks[phase], completed=done, total=total)
+        else:
+            self.console.print(f"[{time.perf_counter() - self.t0:7.1f}s] {escape(phase)}: {done}/{total}",
+                               highlight=False, markup=False)
+
+    def summary(self) -> str:
+        parts = ", ".join(f"{phase} {d}/{t}" for phase, (d, t) in self.done.items()) or "nothing finished yet"
+        return f"{parts} after {time.perf_counter() - self.t0:.0f}s"
 
 
 def _overrides(**flags: Any) -> dict[str, Any]:
@@ -39,6 +120,11 @@ def design(
     repair_attempts: int | None = typer.Option(None, "--repair-attempts", min=0, help="Repair rounds per candidate."),
     max_new_tokens: int | None = typer.Option(None, "--max-new-tokens", min=1, help="Generation budget per reply."),
     document_words: int | None = typer.Option(None, "--document-words", min=0, help="Grounding document word budget."),
+    profile: str = typer.Option(
+        "auto", "--profile",
+        help="Settings beneath [designer]: cpu (the embedded model on a CPU: short prompt and replies, no repairs), "
+             "full (the model defaults, sized for a GPU model), or auto (cpu for the embedded model without CUDA).",
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print the round as JSON."),
 ) -> None:
     """Design environments with the LLM, validate them, write hints, admit the good ones."""
@@ -49,28 +135,33 @@ def design(
 
     spade_config = command_config(ctx)
     plugins = command_plugins(ctx)
-    config = DesignerConfig.from_spade_config(
-        spade_config,
-        **_overrides(backend=backend, model=model, repair_attempts=repair_attempts,
-                     max_new_tokens=max_new_tokens, document_words=document_words),
-    )
+    if profile not in ("auto", "cpu", "full"):
+        raise typer.BadParameter(f"must be auto, cpu or full, not {profile!r}", param_hint="--profile")
+    table = spade_config.section("designer")
+    flags = _overrides(backend=backend, model=model, repair_attempts=repair_attempts,
+                       max_new_tokens=max_new_tokens, document_words=document_words)
+    config = DesignerConfig.load(_merged(_merged(profile_defaults(profile, table, backend, model), table), flags))
     plugins.domain(domain)  # fail on an unknown domain before loading a model
     console = Console(stderr=as_json, highlight=False)
     with open_store(spade_config) as store:
-        with console.status(f"starting the {escape(config.backend)} backend"):
+        starting = f"starting the {escape(config.backend)} backend"
+        if not console.is_terminal:
+            console.print(starting, highlight=False)
+        with console.status(starting):
             designer = assemble_designer(spade_config, config, store=store, plugins=plugins)
         try:
             t0, cpu0 = time.perf_counter(), time.process_time()
-            with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                          TimeElapsedColumn(), console=console, transient=as_json) as bar:
-                tasks: dict[str, Any] = {}
-
-                def progress(phase: str, done: int, total: int) -> None:
-                    if phase not in tasks:
-                        tasks[phase] = bar.add_task(phase, total=total)
-                    bar.update(tasks[phase], completed=done, total=total)
-
-                result = designer.design_round(domain, skill, n, difficulty=difficulty, seed=seed, progress=progress)
+            reporter = _Reporter(console, transient=as_json)
+            try:
+                with reporter:
+                    result = designer.design_round(domain, skill, n, difficulty=difficulty, seed=seed,
+                                                   progress=reporter)
+            except KeyboardInterrupt:
+                admitted = reporter.done.get("admission", (0, 0))[0] > 0
+                console.print(f"[yellow]interrupted[/]: {escape(reporter.summary())}; "
+                              + ("its admissions were stored" if admitted else "nothing of this round was stored"),
+                              highlight=False)
+                raise typer.Exit(130) from None
             elapsed, cpu = time.perf_counter() - t0, time.process_time() - cpu0
         finally:
             close = getattr(designer.validator, "close", None)
