@@ -91,10 +91,13 @@ def _check_info(value: Any, method: str, limit: int = 65_536) -> dict[str, Any]:
     return value
 
 
-def _check_info_size(info: dict[str, Any], method: str, limit: int) -> None:
+def _check_info_size(info: Any, method: str, limit: int) -> None:
+    """The worker's budget (``worker.wire_value``) applied again to the decoded value:
+    at most :data:`protocol.MAX_INFO_ITEMS` values (containers included, keys not), no
+    deeper than :data:`protocol.MAX_INFO_DEPTH` below ``info``, at most ``limit``
+    characters of str/bytes values. Iterative: the value came from an untrusted worker."""
     items = 0
     text = 0
-    # Iterative, not recursive: the decoded value came from an untrusted worker.
     stack: list[tuple[Any, int]] = [(info, 0)]
     while stack:
         value, depth = stack.pop()
@@ -107,9 +110,7 @@ def _check_info_size(info: dict[str, Any], method: str, limit: int) -> None:
             if text > limit:
                 raise EnvContractViolation(f"{method}() returned info holding more than {limit} characters of text", method=method)
         elif kind is dict:
-            for key, member in value.items():
-                text += len(key)
-                stack.append((member, depth + 1))
+            stack.extend((member, depth + 1) for member in value.values())
         elif kind is list:
             stack.extend((member, depth + 1) for member in value)
 
@@ -160,7 +161,7 @@ def check_call_reply(method: str, value: Any, limit: int) -> Any:
     if method == "get_tool_schemas":
         if not isinstance(value, list) or not all(isinstance(s, dict) for s in value):
             raise EnvContractViolation("get_tool_schemas() must return a list of dicts", method=method)
-        _check_info_size({"schemas": value}, method, limit)
+        _check_info_size(value, method, limit)
         return value
     return None
 
