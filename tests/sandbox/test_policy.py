@@ -42,6 +42,19 @@ def test_status_reports_every_layer_active_on_this_host():
     assert status.landlock_abi >= 1
 
 
+def test_status_names_the_private_root_and_the_pid_namespace():
+    """Both are listed; where one cannot apply (a PID namespace needs a root zygote) the
+    check says why instead of leaving it out."""
+    status = sandbox_status()
+    layers = {layer.name: layer for layer in status.layers}
+    assert {"private_root", "pid_namespace"} <= set(layers)
+    assert layers["private_root"].active
+    if status.running_as_root:
+        assert layers["pid_namespace"].active
+    else:
+        assert layers["pid_namespace"].detail.startswith("unavailable: unshare(CLONE_NEWPID) failed")
+
+
 def test_unknown_backend_is_a_clear_error():
     with pytest.raises(SandboxUnavailable, match="unknown sandbox backend 'nope'"):
         SandboxPool(backend="nope")
