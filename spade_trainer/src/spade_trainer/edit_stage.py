@@ -56,6 +56,37 @@ def operator_counts(designs: Sequence[dict[str, Any]]) -> dict[str, dict[str, An
     return out
 
 
+def record_designs(stage: Any, candidates: Sequence[DesignedCandidate], measured: dict[str, Any], spec: Any,
+                   data: dict[str, Any]) -> None:
+    """Record one iteration's designs by operator into ``data`` (a metrics line) and tell
+    the stage's operator mix what each earned.
+
+    ``data["designs"]``: per design its operator, edit kind, parent, admission, rejecting
+    stage and base designer reward (:func:`~.rewards.designer_reward` of its measured regret
+    and win rate; the invalid reward when it was not admitted or not measured);
+    ``data["operators"]``: :func:`operator_counts`; ``data["operator_mix"]``: the mix's
+    cumulative summary, when the stage mixes operators.
+    """
+    from .rewards import designer_reward
+
+    designs = []
+    for c in candidates:
+        est = measured.get(c.env_id) if c.admitted and c.env_id else None
+        usable = est is not None and bool(getattr(est, "measured", True))
+        reward = designer_reward(est.regret, est.win_rate, spec) if usable else designer_reward(None, None, spec)
+        designs.append({"operator": operator_of(c), "edit_kind": getattr(c, "edit_kind", None),
+                        "parent_id": getattr(c, "parent_id", None), "admitted": bool(c.admitted),
+                        "failed_stage": c.failed_stage, "reward": reward})
+        feedback = getattr(stage, "feedback", None)
+        if feedback is not None:
+            feedback(c, reward=reward)
+    data["designs"] = designs
+    data["operators"] = operator_counts(designs)
+    summary = getattr(stage, "operator_summary", None)
+    if summary is not None:
+        data["operator_mix"] = summary()
+
+
 class OperatorDesignStage:
     """:class:`~.design.DesignStage` mixing writing and editing (see the module docstring)."""
 

@@ -35,6 +35,7 @@ from transformers import TrainerCallback
 
 from .config import SelfPlayConfig
 from .design import DesignedCandidate, DesignStage
+from .edit_stage import record_designs
 from .errors import CheckpointError
 from .launch import collection_seed, process_rank, rank_folder, rng_digest
 from .metrics import MetricsLog
@@ -194,9 +195,10 @@ class SelfPlayRun:
         return env_backend_for(self.config)
 
     def _default_design_stage(self) -> DesignStage:
-        from .designer_stage import build_designer_stage
+        # the designer stage, mixing writing and editing when [selfplay.designer.edit] asks for it
+        from .edit_stage import build_operator_stage
 
-        return build_designer_stage(self)
+        return build_operator_stage(self)
 
     def _checkpoint_to_resume(self) -> Path:
         """The newest checkpoint that every process of this launch can resume from."""
@@ -371,6 +373,7 @@ class SelfPlayRun:
         record.data["retired_hung"] = hung
 
         samples = self._designer_samples(candidates, by_id, record) + self._agent_samples(measurement, record)
+        record_designs(self.stage, candidates, by_id, self.config.reward.spec(), record.data)
         self._summarise(record, candidates, chosen, measurement)
         record.timings["collect_s"] = time.perf_counter() - t0
         self._pending = record
