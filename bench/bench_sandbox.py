@@ -192,7 +192,8 @@ def bench_first_start(progress: Progress, n: int = 12) -> list[Row]:
     for _ in range(n):
         c0, own0, t0 = _children_cpu_s(), time.thread_time(), time.perf_counter()
         pool = SandboxPool()
-        pool.backend.zygote(pool.limits)  # type: ignore[attr-defined]
+        # The constructor only starts the process; ready() waits for its hello.
+        pool.backend.zygote(pool.limits).ready()  # type: ignore[attr-defined]
         t1 = time.perf_counter()
         h = pool.spawn(_variant(-2))
         pool.reset(h)
