@@ -29,6 +29,8 @@ class SandboxSettings(BaseModel):
     call_timeout_s: float = Field(default=10.0, gt=0, le=3600)
     memory_mb: int = Field(default=512, ge=32)
     cpu_seconds: int = Field(default=60, ge=1)
+    #: CPU seconds one worker may use over its life (the hard CPU limit; at least cpu_seconds).
+    worker_cpu_seconds: int = Field(default=3600, ge=1)
 
 
 class SpadeConfig(BaseModel):

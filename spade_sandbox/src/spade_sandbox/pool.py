@@ -895,6 +895,7 @@ def default_pool() -> SandboxPool:
                     call_timeout_s=settings.call_timeout_s,
                     memory_mb=settings.memory_mb,
                     cpu_seconds=settings.cpu_seconds,
+                    worker_cpu_seconds=settings.worker_cpu_seconds,
                 )
                 _default = SandboxPool(limits, backend=settings.backend, allow_insecure=settings.allow_insecure)
             if not _close_at_exit_registered:
