@@ -100,8 +100,28 @@ def test_a_published_style_jsonl_pool_reports_each_row(spade_home: Path) -> None
         assert store.get("GuessNumber-v1").difficulty == 0.3
 
 
-def test_without_a_domain_each_item_says_to_pass_one(spade_home: Path) -> None:
+def test_a_py_file_without_a_domain_gets_the_one_its_code_implies(spade_home: Path) -> None:
     code, report = import_json(str(REFERENCE_ENVS / "guess_number.py"))
+    assert code == 0
+    assert report[0]["outcome"] == "imported" and "domain 'games' inferred from the code" in report[0]["notes"]
+    with open_store() as store:
+        assert store.get("GuessNumber-v1").domain == "games"
+
+
+def test_a_py_file_whose_code_names_no_format_says_so_about_files(tmp_path: Path, spade_home: Path) -> None:
+    env = tmp_path / "plain.py"
+    env.write_text("class PlainEnv:\n    def reset(self, seed=None):\n        return 'hi', {}\n")
+    code, report = import_json(str(env))
+    assert code == 1
+    reason = report[0]["reason"]
+    assert reason.startswith("no domain: no metadata file (plain.json) names one") and "pass --domain" in reason
+    assert "column" not in reason
+
+
+def test_a_pool_row_without_a_domain_says_to_pass_one(tmp_path: Path, spade_home: Path) -> None:
+    pool = tmp_path / "pool.jsonl"
+    pool.write_text(json.dumps({"code": (REFERENCE_ENVS / "guess_number.py").read_text()}) + "\n")
+    code, report = import_json(str(pool))
     assert code == 1
     assert report[0]["reason"] == "no domain: the data has no 'domain' column; pass --domain"
 

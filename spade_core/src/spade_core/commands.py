@@ -314,29 +314,59 @@ def import_envs(
     new_version: bool = typer.Option(
         False, "--new-version", help="Store code whose id is taken by other code as the next version."
     ),
+    trust: bool = typer.Option(
+        False, "--trust", help="With --status admitted: admit without running the validation pipeline."
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print the per-item report as JSON."),
 ) -> None:
-    """Import environments; every item is reported, bad items never stop the batch."""
+    """Import environments; every item is reported, bad items never stop the batch.
+
+    With --status admitted each item first runs through the validation pipeline: only
+    what passes is admitted, the rest is reported with the stage and reason (--trust
+    skips this). A .py file without metadata gets the domain its code implies (boxed
+    commands or a tool-use base) when one installed domain takes that format."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from .catalog import open_store
+    from .errors import SpadeError
     from .importer import ImportOptions, ImportOutcome, import_items, read_items
 
     config = command_config(ctx)
+    plugins = command_plugins(ctx)
     items = list(read_items(path))
-    options = ImportOptions(domain=domain, skill=skill, status=EnvStatus(status.value) if status else None)
+    by_format: dict[str, list[str]] = {}
+    for name, d in plugins.domains().items():
+        by_format.setdefault(d.action_format.value, []).append(name)
+    options = ImportOptions(
+        domain=domain,
+        skill=skill,
+        status=EnvStatus(status.value) if status else None,
+        format_domains={fmt: names[0] for fmt, names in by_format.items() if len(names) == 1},
+    )
+    validator = None
+    if options.status is EnvStatus.admitted and not trust:
+        validator = plugins.pm.hook.spade_admission_validator(config=config)
+        if validator is None:
+            raise SpadeError(
+                "--status admitted validates every item, and no installed plugin provides the validation "
+                "pipeline (install spade-designer), or pass --trust to admit without validation"
+            )
     err_console = Console(stderr=True)
     progress = Progress(
-        TextColumn("importing"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-        console=err_console, transient=True,
+        TextColumn("validating and importing" if validator else "importing"), BarColumn(), MofNCompleteColumn(),
+        TimeElapsedColumn(), console=err_console, transient=True,
     )
-    with open_store(config) as store, progress:
-        task = progress.add_task("import", total=len(items))
+    try:
+        with open_store(config) as store, progress:
+            task = progress.add_task("import", total=len(items))
 
-        def advance(_: ImportOutcome) -> None:
-            progress.advance(task)
+            def advance(_: ImportOutcome) -> None:
+                progress.advance(task)
 
-        report = import_items(store, items, options, new_version=new_version, on_item=advance)
+            report = import_items(store, items, options, new_version=new_version, on_item=advance, validator=validator)
+    finally:
+        if validator is not None:
+            validator.close()
     if as_json:
         _echo_json([o.to_json() for o in report.outcomes])
     else:
@@ -352,17 +382,21 @@ def _print_import_report(report: Any, origin: str) -> None:
     table = Table(title=f"import of {escape(origin)}", title_justify="left")
     for col in ("item", "outcome", "environment", "details"):
         table.add_column(col, overflow="fold")
-    colours = {"imported": "green", "unchanged": "cyan", "failed": "red"}
+    colours = {"imported": "green", "unchanged": "cyan", "failed": "red", "rejected": "red"}
+    bad = ("failed", "rejected")
     for o in rows:
-        if big and o.outcome != "failed":
+        if big and o.outcome not in bad:
             continue
         details = o.reason or "; ".join(o.notes)
+        if o.outcome == "rejected":
+            details = f"{o.stage}: {details}"
         table.add_row(escape(o.origin), f"[{colours[o.outcome]}]{o.outcome}[/]", escape(o.env_id or "-"), escape(details))
-    if rows and (not big or report.count("failed")):
+    if rows and (not big or any(report.count(b) for b in bad)):
         console.print(table)
+    rejected = f", {report.count('rejected')} rejected by validation" if report.count("rejected") else ""
     console.print(
         f"{report.count('imported')} imported, {report.count('unchanged')} unchanged, "
-        f"{report.count('failed')} failed" + (" (only failures listed; --json lists all)" if big else "")
+        f"{report.count('failed')} failed{rejected}" + (" (only failures listed; --json lists all)" if big else "")
     )
 
 

@@ -101,3 +101,12 @@ def spade_admission_validator(config: Any) -> Any:
     the first answer wins; spade-designer answers with its validation pipeline. With no
     plugin answering, such an import is refused (admitting unvalidated code takes
     ``--trust``)."""
+
+
+@hookspec
+def spade_register_eval_suites(register: Callable[[Any], None]) -> None:
+    """Register episode evaluation suites: ``register(EpisodeSuite(...))`` once per suite
+    (``spade_core.evaluation``). Called once per plugin set, the first time suites are
+    looked up (``SpadePlugins.eval_suites()``, by ``spade eval``); not *firstresult*: every
+    plugin's suites are collected. A suite name registered twice, by one plugin or two, is
+    a ``PluginError`` naming it."""

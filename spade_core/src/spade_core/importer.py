@@ -23,15 +23,15 @@ from __future__ import annotations
 import ast
 import json
 import re
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from pydantic import ValidationError
 
 from .errors import EnvLoadError, EnvNotFound, InvalidTransition, SpadeError, StoreError
-from .metadata import EnvMetadata, EnvStatus, code_hash
+from .metadata import EnvMetadata, EnvStatus, ValidationReport, code_hash
 from .source import env_class_node, parse_source
 
 #: Column names that may hold the environment's code, in order of preference.
@@ -84,6 +84,9 @@ class RawItem:
     origin: str
     row: dict[str, Any] = field(default_factory=dict)
     error: str | None = None
+    #: ``True`` for a ``.py`` file (its metadata, if any, comes from a sidecar file), so
+    #: messages speak of files rather than columns.
+    from_file: bool = False
 
 
 @dataclass(frozen=True)
@@ -93,6 +96,9 @@ class ImportOptions:
     domain: str | None = None
     skill: str | None = None
     status: EnvStatus | None = None
+    #: Action format (``"boxed"``, ``"tool_call"``) -> the one installed domain that uses
+    #: it: the domain of a ``.py`` file whose metadata names none is inferred from its code.
+    format_domains: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -106,6 +112,8 @@ class PreparedItem:
     name_derived: bool
     #: Columns of the row that were not understood (reported, not stored).
     ignored: tuple[str, ...] = ()
+    #: What preparing decided that the user should hear (an inferred domain).
+    notes: tuple[str, ...] = ()
 
 
 # --- reading -------------------------------------------------------------------------
@@ -148,12 +156,12 @@ def _read_py(p: Path) -> RawItem:
         try:
             meta = json.loads(sidecar.read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            return RawItem(p.name, error=f"metadata file {sidecar.name} is not valid JSON: {exc}")
+            return RawItem(p.name, error=f"metadata file {sidecar.name} is not valid JSON: {exc}", from_file=True)
         if not isinstance(meta, dict):
-            return RawItem(p.name, error=f"metadata file {sidecar.name} must hold a JSON object")
+            return RawItem(p.name, error=f"metadata file {sidecar.name} must hold a JSON object", from_file=True)
         row.update(meta)
     row["code"] = code
-    return RawItem(p.name, row)
+    return RawItem(p.name, row, from_file=True)
 
 
 def _read_jsonl(p: Path) -> Iterator[RawItem]:
@@ -274,7 +282,10 @@ def prepare(item: RawItem, options: ImportOptions = ImportOptions()) -> Prepared
     if "schema_version" in row:  # a full metadata document flattened into the row (sidecar)
         meta = {k: v for k, v in row.items() if k not in CODE_KEYS}
         return _prepare_full(item.origin, code, meta, options)
-    return _prepare_flat(item.origin, code, code_key or "code", class_name, docstring, row, options)
+    return _prepare_flat(
+        item.origin, code, code_key or "code", class_name, docstring, row, options,
+        from_file=item.from_file, class_node=class_node,
+    )
 
 
 def _apply_options(data: dict[str, Any], options: ImportOptions) -> None:
@@ -313,9 +324,13 @@ def _prepare_flat(
     docstring: str,
     row: Mapping[str, Any],
     options: ImportOptions,
+    *,
+    from_file: bool = False,
+    class_node: ast.ClassDef | None = None,
 ) -> PreparedItem:
     """Flat columns of a published pool: aliases resolved, the name sanitised or derived."""
     used = {code_key}
+    notes: list[str] = []
     name_key, raw_name = _first(row, NAME_KEYS)
     if raw_name is not None:
         used.add(name_key or "")
@@ -336,6 +351,9 @@ def _prepare_flat(
             used.add(key)
             data[key] = row[key]
     _apply_options(data, options)
+    if "domain" not in data and from_file:
+        data["domain"] = _infer_domain(origin, code, class_node, options)
+        notes.append(f"domain {data['domain']!r} inferred from the code")
     if "domain" not in data:
         raise ItemError(origin, "no domain: the data has no 'domain' column; pass --domain")
     data.setdefault("skill", DEFAULT_SKILL)
@@ -346,24 +364,66 @@ def _prepare_flat(
     except ValidationError as exc:
         raise ItemError(origin, _validation_reason(exc)) from None
     ignored = tuple(sorted(k for k in row if k not in used and k not in NAME_KEYS))
-    return PreparedItem(origin, code, meta, name_derived=derived, ignored=ignored)
+    return PreparedItem(origin, code, meta, name_derived=derived, ignored=ignored, notes=tuple(notes))
+
+
+#: Base classes that make an environment a tool-use one (the reference base and ours).
+TOOL_BASES = frozenset({"ToolUseBaseEnv", "ToolEnv"})
+
+
+def infer_action_format(code: str, class_node: ast.ClassDef | None = None) -> str | None:
+    r"""The action format an environment's code reads: ``"tool_call"`` when its class
+    subclasses a tool-use base or the code parses ``<tool_call>`` tags, ``"boxed"`` when
+    it reads ``oxed{...}`` commands; ``None`` when the code says neither."""
+    bases = {b.id if isinstance(b, ast.Name) else getattr(b, "attr", None) for b in (class_node.bases if class_node else ())}
+    if bases & TOOL_BASES or "<tool_call>" in code:
+        return "tool_call"
+    if "boxed{" in code:
+        return "boxed"
+    return None
+
+
+def _infer_domain(origin: str, code: str, class_node: ast.ClassDef | None, options: ImportOptions) -> str:
+    stem = origin.rsplit(".", 1)[0]
+    fmt = infer_action_format(code, class_node)
+    if fmt is None:
+        raise ItemError(
+            origin,
+            f"no domain: no metadata file ({stem}.json) names one, and the code neither reads "
+            "\\boxed{...} commands nor subclasses a tool-use base; pass --domain",
+        )
+    what = "tool calls" if fmt == "tool_call" else "\\boxed{...} commands"
+    domain = options.format_domains.get(fmt)
+    if domain is None:
+        raise ItemError(
+            origin,
+            f"no domain: no metadata file ({stem}.json) names one, and no single installed domain "
+            f"takes {what}, which the code reads; pass --domain",
+        )
+    return domain
 
 
 
 # --- storing -------------------------------------------------------------------------
 
-Outcome = Literal["imported", "unchanged", "failed"]
+#: ``rejected``: the admission pipeline turned the item down (``stage`` and ``code`` say
+#: where and why); it is not stored, or keeps its stored status.
+Outcome = Literal["imported", "unchanged", "failed", "rejected"]
 
 
 @dataclass(frozen=True)
 class ImportOutcome:
-    """What happened to one item: ``env_id`` when stored, ``reason`` when it failed."""
+    """What happened to one item: ``env_id`` when stored, ``reason`` when it failed or
+    was rejected (then ``stage``, ``code`` and, for a near-duplicate, ``duplicate_of``)."""
 
     origin: str
     outcome: Outcome
     env_id: str | None = None
     reason: str | None = None
     notes: tuple[str, ...] = ()
+    stage: str | None = None
+    code: str | None = None
+    duplicate_of: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -372,7 +432,25 @@ class ImportOutcome:
             "env_id": self.env_id,
             "reason": self.reason,
             "notes": list(self.notes),
+            "stage": self.stage,
+            "code": self.code,
+            "duplicate_of": self.duplicate_of,
         }
+
+
+class AdmissionValidator(Protocol):
+    """What ``spade import --status admitted`` asks to decide admission (spade-designer's
+    validation pipeline answers ``spade_admission_validator``).
+
+    ``validate(items, store)`` returns one report per ``(source, metadata)`` pair, in
+    order, judged as if each passing item were admitted before the next (a later
+    near-duplicate of an earlier passing item is rejected as its duplicate), against the
+    store's *admitted* environments only: stored candidates never block anything.
+    """
+
+    def validate(self, items: Sequence[tuple[str, EnvMetadata]], store: Any) -> list[ValidationReport]: ...
+
+    def close(self) -> None: ...
 
 
 @dataclass
@@ -386,7 +464,7 @@ class ImportReport:
 
     @property
     def ok(self) -> bool:
-        return all(o.outcome != "failed" for o in self.outcomes)
+        return all(o.outcome not in ("failed", "rejected") for o in self.outcomes)
 
 
 #: New environments written per store transaction.
@@ -433,6 +511,8 @@ class _BatchImport:
         # item of that batch is decided again against the store (see ``flush``).
         self.store_was_empty = store.count() == 0
         self.written: set[str] = set()
+        #: Admission reports by item index (``None``: no validation for that item).
+        self.verdicts: dict[int, ValidationReport | None] = {}
 
     def _versions(self, name: str) -> list[EnvMetadata]:
         if self.store_was_empty and name not in self.written:
@@ -469,14 +549,20 @@ class _BatchImport:
             self.written.add(meta.name)
             self._finish(p.index, ImportOutcome(p.item.origin, "imported", meta.id, notes=p.notes))
 
-    def add(self, raw: RawItem) -> None:
+    def add(self, raw: RawItem, prepared: PreparedItem | ItemError | None = None, verdict: ValidationReport | None = None) -> None:
+        """Decide one item (``prepared`` when the caller prepared it already; ``verdict``:
+        its admission report, when the import validates)."""
         index = len(self.outcomes)
         self.outcomes.append(None)
-        try:
-            prepared = prepare(raw, self.options)
-        except ItemError as exc:
-            self._finish(index, ImportOutcome(raw.origin, "failed", reason=exc.reason))
+        if prepared is None:
+            try:
+                prepared = prepare(raw, self.options)
+            except ItemError as exc:
+                prepared = exc
+        if isinstance(prepared, ItemError):
+            self._finish(index, ImportOutcome(raw.origin, "failed", reason=prepared.reason))
             return
+        self.verdicts[index] = verdict
         if prepared.metadata.name in self.pending_names or (
             prepared.name_derived and any(n.startswith(prepared.metadata.name) for n in self.pending_names)
         ):
@@ -495,9 +581,23 @@ class _BatchImport:
         """Idempotent for code already stored under the same name; see :func:`import_items`."""
         store = self.store
         meta = item.metadata
-        notes = list(item.ignored and [f"ignored columns: {', '.join(item.ignored)}"])
+        notes = list(item.ignored and [f"ignored columns: {', '.join(item.ignored)}"]) + list(item.notes)
+        verdict = self.verdicts.get(index)
         stored = self._versions(meta.name)
         same_code = next((m for m in stored if m.code_hash == meta.code_hash), None)
+        if same_code is None and item.name_derived:
+            # The code may be stored under its disambiguated name (see below).
+            renamed = f"{meta.name[:111]}_{meta.code_hash[:8]}"
+            if renamed in self.pending_names:
+                self.flush()
+            same_code = next((m for m in self._versions(renamed) if m.code_hash == meta.code_hash), None)
+        if same_code is not None and same_code.domain != meta.domain:
+            reason = (
+                f"this code is already stored as {same_code.id} in domain {same_code.domain!r}, not {meta.domain!r}; "
+                "the same code cannot be two environments (import it under its domain, or change the stored one)"
+            )
+            self._finish(index, ImportOutcome(item.origin, "failed", same_code.id, reason=reason, notes=tuple(notes)))
+            return
         if same_code is None and stored and item.name_derived:
             # A name taken from the class name says nothing about identity: two different
             # pool entries may both define ``MazeEnv``. Disambiguate deterministically by
@@ -511,10 +611,21 @@ class _BatchImport:
             same_code = next((m for m in stored if m.code_hash == meta.code_hash), None)
         if same_code is not None:
             if self.options.status is not None and same_code.status != self.options.status:
+                if verdict is not None and not verdict.passed:
+                    notes.append(f"stays {same_code.status.value}")
+                    self._finish(index, _rejected(item.origin, verdict, same_code.id, notes))
+                    return
+                if verdict is not None:
+                    store.set_validation(same_code.id, verdict)
                 updated = store.set_status(same_code.id, self.options.status)
                 notes.append(f"status {same_code.status.value} -> {updated.status.value}")
             self._finish(index, ImportOutcome(item.origin, "unchanged", same_code.id, notes=tuple(notes)))
             return
+        if verdict is not None:
+            if not verdict.passed:
+                self._finish(index, _rejected(item.origin, verdict, None, notes))
+                return
+            meta = meta.model_copy(update={"validation": verdict})
         if any(m.version == meta.version for m in stored):
             if not self.new_version:
                 reason = f"{meta.id} already exists with different code (use --new-version to add it as the next version)"
@@ -528,6 +639,22 @@ class _BatchImport:
         self.pending_names.add(meta.name)
 
 
+def _rejected(origin: str, report: ValidationReport, env_id: str | None, notes: list[str]) -> ImportOutcome:
+    failing = next((f for f in report.findings if not f.ok), None)
+    reason = report.reasons[0] if report.reasons else "rejected by validation"
+    if report.duplicate_of:
+        reason += f" (near-duplicate of {report.duplicate_of}, admitted first)"
+    return ImportOutcome(
+        origin, "rejected", env_id, reason=reason, notes=tuple(notes), stage=report.failed_stage,
+        code=failing.code if failing else None, duplicate_of=report.duplicate_of,
+    )
+
+
+#: Items validated per call of the admission validator (then written, so the next
+#: chunk's novelty check sees them admitted).
+VALIDATE_BATCH = 64
+
+
 def import_items(
     store: Any,
     items: Iterable[RawItem],
@@ -535,20 +662,79 @@ def import_items(
     *,
     new_version: bool = False,
     on_item: Callable[[ImportOutcome], None] | None = None,
+    validator: AdmissionValidator | None = None,
 ) -> ImportReport:
     """Prepare and store every item; item problems are outcomes, never exceptions.
 
     Rules per item: code already stored under its name is ``unchanged`` (``--status``
-    still applies); a derived name taken by other code gets the code hash as suffix; an
+    still applies) unless it is stored under another domain (``failed``, naming the
+    stored one); a derived name taken by other code gets the code hash as suffix; an
     explicit ``name-vN`` taken by other code fails unless ``new_version`` (then it becomes
     the next version); anything else is ``imported``. Outcomes come in input order.
+
+    With a ``validator`` every prepared item is validated first and only a passing one
+    is stored (with its report) or given the new status; the others are ``rejected``
+    with the stage and reason code. Of two near-duplicates the first to pass is admitted
+    and the other is rejected as its duplicate (``duplicate_of``).
 
     A :class:`~spade_core.errors.StoreError` about the store itself (it cannot be read or
     written) stops the batch and is raised naming where it stopped; items written before
     stay written.
     """
     run = _BatchImport(store, options, new_version, on_item)
-    for raw in items:
-        run.add(raw)
+    if validator is None:
+        for raw in items:
+            run.add(raw)
+    else:
+        chunk: list[RawItem] = []
+        for raw in items:
+            chunk.append(raw)
+            if len(chunk) >= VALIDATE_BATCH:
+                _validated_chunk(run, chunk, options, validator)
+                chunk = []
+        if chunk:
+            _validated_chunk(run, chunk, options, validator)
     run.flush()
     return ImportReport([o for o in run.outcomes if o is not None])
+
+
+def _as_stored(run: _BatchImport, items: list[PreparedItem]) -> list[EnvMetadata]:
+    """Each item's metadata under the id it has (or will get) in the store, so that the
+    validator's novelty check excludes the item itself and nothing else: code already
+    stored keeps its id, a derived name taken by other code (stored, or earlier in the
+    batch) gets the hash suffix :meth:`_BatchImport._decide` will give it."""
+    out: list[EnvMetadata] = []
+    seen: dict[str, str] = {}  # id in this batch -> code hash
+    for item in items:
+        meta = item.metadata
+        stored = run._versions(meta.name)
+        same = next((m for m in stored if m.code_hash == meta.code_hash), None)
+        env_id = same.id if same else meta.id
+        if same is None and item.name_derived:
+            renamed = f"{meta.name[:111]}_{meta.code_hash[:8]}"
+            same = next((m for m in run._versions(renamed) if m.code_hash == meta.code_hash), None)
+            if same is not None:
+                env_id = same.id
+            elif stored or seen.get(meta.id, meta.code_hash) != meta.code_hash:
+                env_id = f"{renamed}-v{meta.version}"
+        seen.setdefault(env_id, meta.code_hash)
+        out.append(meta if env_id == meta.id else meta.model_copy(update={"id": env_id}))
+    return out
+
+
+def _validated_chunk(run: _BatchImport, chunk: list[RawItem], options: ImportOptions, validator: AdmissionValidator) -> None:
+    prepared: list[PreparedItem | ItemError] = []
+    for raw in chunk:
+        try:
+            prepared.append(prepare(raw, options))
+        except ItemError as exc:
+            prepared.append(exc)
+    good = [p for p in prepared if isinstance(p, PreparedItem)]
+    judged = _as_stored(run, good)
+    reports = validator.validate([(p.source, m) for p, m in zip(good, judged, strict=True)], run.store) if good else []
+    if len(reports) != len(good):
+        raise SpadeError(f"the admission validator returned {len(reports)} reports for {len(good)} items")
+    verdicts = {id(p): r for p, r in zip(good, reports, strict=True)}
+    for raw, p in zip(chunk, prepared, strict=True):
+        run.add(raw, p, verdicts.get(id(p)))
+    run.flush()

@@ -109,3 +109,11 @@ def spade_register_validation_commands(cli: typer.Typer) -> None:
     from .validation import commands as validation_commands
 
     validation_commands.register(cli)
+
+
+@hookimpl
+def spade_admission_validator(config: Any) -> Any:
+    """``spade import --status admitted`` admits what the validation pipeline passes."""
+    from .validation.admission import admission_validator
+
+    return admission_validator(config)
