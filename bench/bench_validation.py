@@ -77,6 +77,40 @@ def latency(console: Console) -> None:
     )
 
 
+def seeding(console: Console) -> None:
+    """What fuzzing from the environment itself (templates, mutations, solution prefixes)
+    costs: the same environments with ``fuzz_from_environment`` on and off, alternating."""
+    from spade_designer.validation import ValidationConfig, Validator
+
+    table = Table(title=f"fuzzing seeded from the environment: added time (alternating, median of {REPEATS})")
+    for col in ("environment", "fuzz steps off / on", "fuzz s off / on", "total s off / on", "added s"):
+        table.add_column(col, justify="left" if col == "environment" else "right")
+    on, off = ValidationConfig(), ValidationConfig(fuzz_from_environment=False)
+    added = []
+    with Validator() as validator:
+        validator.validate((CORPUS / "good" / "guess_number.py").read_text())  # start the zygote
+        for name, source, meta, dom in _seed_envs():
+            runs: dict[bool, list[tuple[float, object]]] = {True: [], False: []}
+            for _ in range(REPEATS):
+                for flag, cfg in ((False, off), (True, on)):
+                    t0 = time.perf_counter()
+                    report = validator.validate(source, metadata=meta, domain=dom, config=cfg)
+                    runs[flag].append((time.perf_counter() - t0, report))
+
+            def cell(flag: bool) -> tuple[str, float, float]:
+                totals = [t for t, _ in runs[flag]]
+                fuzz = [r.timings.get("fuzz", 0.0) for _, r in runs[flag]]  # type: ignore[attr-defined]
+                msg = [f.message for f in runs[flag][-1][1].findings if f.stage == "fuzz" and f.ok]  # type: ignore[attr-defined]
+                steps = msg[0].split(", ")[1].split()[0] if msg else "-"
+                return steps, statistics.median(fuzz), statistics.median(totals)
+
+            (s0, f0, t0_), (s1, f1, t1) = cell(False), cell(True)
+            added.append(t1 - t0_)
+            table.add_row(name, f"{s0} / {s1}", f"{f0:.3f} / {f1:.3f}", f"{t0_:.3f} / {t1:.3f}", f"{t1 - t0_:+.3f}")
+    console.print(table)
+    console.print(f"median added per validation: {statistics.median(added):+.3f} s")
+
+
 def _tree_cpu(pid: int | None = None) -> float:
     """CPU seconds (user + system) of a process and every live descendant (Linux /proc),
     so validator processes and sandbox workers are counted with the caller."""
@@ -177,7 +211,7 @@ def rejections(console: Console) -> None:
 def main(argv: list[str] | None = None) -> None:
     import sys
 
-    parts = {"rejections": rejections, "latency": latency, "throughput": throughput}
+    parts = {"rejections": rejections, "latency": latency, "throughput": throughput, "seeding": seeding}
     chosen = [a for a in (argv if argv is not None else sys.argv[1:]) if a in parts] or list(parts)
     console = Console()
     for name in chosen:

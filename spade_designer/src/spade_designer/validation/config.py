@@ -57,6 +57,9 @@ class ValidationConfig(BaseModel):
     shrink_budget_s: float = Field(default=1.5, ge=0)
     #: Length of the "very long action" generic strategy, in characters.
     long_action_chars: int = Field(default=4_000, ge=16)
+    #: Also fuzz with what the environment gives (:mod:`.mutations`): the command templates
+    #: it prints, near misses of its solution's actions, episodes after solution prefixes.
+    fuzz_from_environment: bool = True
 
     # --- feasibility / degenerate --------------------------------------------------------
     #: Reward at or above ``low + full_reward_fraction * (high - low)`` counts as full reward.

@@ -144,15 +144,16 @@ def fuzz_run(run: Run, *, examples: int | None = None) -> FuzzOutcome:
     try:
         # What the environment prints at reset (its intro text and command templates)
         # and in answer to the generic probes seeds the derived actions.
-        texts = [env.reset(seed)[0] for seed in cfg.seeds]
+        texts = [env.reset(seed)[0] for seed in cfg.seeds] if cfg.fuzz_from_environment else []
         texts += sweep(run, decoder, outcome)
-        derived = derived_actions(known, texts)
-        decoder = action_program(
-            domain=run.domain, known=known, long_chars=cfg.long_action_chars, derived=derived, plans=plans
-        )
-        _sweep_list(run, derived, outcome)
-        for seed, actions in prefix_episodes(plans, max(1, min(cfg.fuzz_max_steps, max_turns))):
-            _play_probe(run, seed, actions, outcome)
+        if cfg.fuzz_from_environment:
+            derived = derived_actions(known, texts)
+            decoder = action_program(
+                domain=run.domain, known=known, long_chars=cfg.long_action_chars, derived=derived, plans=plans
+            )
+            _sweep_list(run, derived, outcome)
+            for seed, actions in prefix_episodes(plans, max(1, min(cfg.fuzz_max_steps, max_turns))):
+                _play_probe(run, seed, actions, outcome)
     except Rejection as rej:
         if _confirmed(env, rej, max_turns):
             outcome.failures.append(rej)
