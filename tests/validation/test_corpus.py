@@ -42,3 +42,38 @@ def test_precision_and_recall_are_perfect_per_stage(evaluation):
     for row in evaluation.stage_rows():
         assert row["precision"] == 1.0 and row["recall"] == 1.0, row
     assert "| fuzz |" in evaluation.markdown()
+
+
+# --- the corpus modelled on environments written elsewhere (reference habits) ----------------
+
+CORPUS_EXT = CORPUS.parent / "corpus_ext"
+
+
+def test_the_second_corpus_is_labelled_and_large_enough():
+    labels = load_corpus(CORPUS_EXT)
+    good = [lab for lab in labels if lab.kind == "good"]
+    assert len(labels) >= 40 and len(good) >= 15
+    assert {lab.reason for lab in labels if lab.kind == "bad"} <= {r.value for r in Reason}
+    assert any(lab.feasibility == "unproven" for lab in good)
+
+
+@pytest.fixture(scope="module")
+def evaluation_ext():
+    return evaluate(CORPUS_EXT)
+
+
+def test_every_environment_of_the_second_corpus_gets_its_labelled_verdict_stage_and_reason(evaluation_ext):
+    wrong = [
+        (o.label.name, f"expected {o.label.expect} {o.label.stage}/{o.label.reason}",
+         f"got {'pass' if o.report.passed else f'{o.stage}/{o.reason}'}", o.report.reasons)
+        for o in evaluation_ext.mistakes()
+    ]
+    assert wrong == []
+
+
+def test_an_unproven_environment_is_admitted_but_never_counted_feasible(evaluation_ext):
+    overall = evaluation_ext.overall()
+    unproven = [o for o in evaluation_ext.outcomes if o.label.feasibility == "unproven"]
+    assert unproven and all(o.report.passed and not o.report.feasibility_proven for o in unproven)
+    assert overall["admitted_unproven"] == len(unproven)
+    assert overall["admitted_feasible"] == sum(o.label.feasibility == "proven" for o in evaluation_ext.outcomes)

@@ -6,7 +6,9 @@ environments are validated first and, once they pass, added to a throwaway SQLit
 so near-duplicates among the bad ones are judged against them exactly as the designer's
 candidates are judged against the registry.
 
-Run: ``python -m spade_designer.validation.evaluate tests/validation/corpus [--markdown]``.
+Run: ``python -m spade_designer.validation.evaluate [FOLDER ...] [--markdown]`` (default:
+both corpora of the repository, each reported in its own table). A manifest entry may name
+the ``domain`` to validate under and a ``budget_s`` (``candidate_budget_s``) of its own.
 """
 
 from __future__ import annotations
@@ -41,6 +43,11 @@ class Label:
     hint: str | None = None
     twin: str | None = None
     sandbox_only: bool = False
+    #: Domain plugin the environment is validated under (default: none named, so the
+    #: validator infers it from the source or uses generic probes).
+    domain: str | None = None
+    #: ``candidate_budget_s`` for this environment (the time-budget entries).
+    budget_s: float | None = None
 
     @property
     def env_id(self) -> str:
@@ -71,6 +78,11 @@ class Outcome:
         if self.stage != lab.stage or self.reason != lab.reason:
             return False
         return lab.twin is None or self.report.duplicate_of == f"{lab.twin}-v1"
+
+
+#: The labelled corpora of this repository, relative to its root: the one written with the
+#: pipeline, and the one modelled on environments written elsewhere (reference habits).
+DEFAULT_CORPORA = ("tests/validation/corpus", "tests/validation/corpus_ext")
 
 
 def load_corpus(folder: str | Path) -> list[Label]:
@@ -111,6 +123,8 @@ def load_corpus(folder: str | Path) -> list[Label]:
                     hint=entry.get("hint"),
                     twin=entry.get("twin"),
                     sandbox_only=bool(entry.get("sandbox_only", False)),
+                    domain=entry.get("domain"),
+                    budget_s=entry.get("budget_s"),
                 )
             )
     return labels
@@ -155,6 +169,10 @@ class Evaluation:
             "good_passed": sum(o.report.passed for o in good),
             "bad_rejected": sum(not o.report.passed for o in bad),
             "right_stage_and_reason": sum(o.correct for o in bad),
+            # Admitted-feasible counts only replay-proven environments: an unproven one
+            # (no action sequence to replay) is admitted, never counted as feasible.
+            "admitted_feasible": sum(o.report.passed and o.report.feasibility_proven for o in self.outcomes),
+            "admitted_unproven": sum(o.report.passed and not o.report.feasibility_proven for o in self.outcomes),
             "precision": len(true_rejects) / len(rejected) if rejected else None,
             "recall": len(true_rejects) / len(bad) if bad else None,
             "skipped": [lab.name for lab in self.skipped],
@@ -207,9 +225,10 @@ def evaluate(
                     bar.advance()
                     continue
                 source = lab.path.read_text(encoding="utf-8")
-                meta = EnvMetadata(name=lab.name, domain="corpus", skill=lab.kind, hint=lab.hint)
+                meta = EnvMetadata(name=lab.name, domain=lab.domain or "corpus", skill=lab.kind, hint=lab.hint)
+                config = v.config.model_copy(update={"candidate_budget_s": lab.budget_s}) if lab.budget_s else None
                 t0 = time.perf_counter()
-                report = v.validate(source, metadata=meta, store=store)
+                report = v.validate(source, metadata=meta, store=store, config=config)
                 result.outcomes.append(Outcome(lab, report, time.perf_counter() - t0))
                 if report.passed and lab.kind == "good":
                     store.add(source, meta)
@@ -244,12 +263,12 @@ class _progress:
             self._p.stop()
 
 
-def render(evaluation: Evaluation) -> None:
+def render(evaluation: Evaluation, title: str = "the labelled corpus") -> None:
     from rich.console import Console
     from rich.table import Table
 
     console = Console()
-    table = Table(title="validation pipeline on the labelled corpus")
+    table = Table(title=f"validation pipeline on {title}")
     for col in ("stage", "labelled broken", "rejected here", "right stage + reason", "precision", "recall"):
         table.add_column(col, justify="right" if col != "stage" else "left")
     for r in evaluation.stage_rows():
@@ -259,7 +278,8 @@ def render(evaluation: Evaluation) -> None:
     console.print(
         f"{o['environments']} environments: {o['good_passed']}/{o['good']} good passed, "
         f"{o['bad_rejected']}/{o['bad']} bad rejected, {o['right_stage_and_reason']}/{o['bad']} at the right stage "
-        f"with the right reason; precision {_pct(o['precision'])}, recall {_pct(o['recall'])}"
+        f"with the right reason; precision {_pct(o['precision'])}, recall {_pct(o['recall'])}; "
+        f"admitted feasibility-proven {o['admitted_feasible']}, admitted unproven {o['admitted_unproven']}"
     )
     for m in evaluation.mistakes():
         console.print(
@@ -274,14 +294,29 @@ def render(evaluation: Evaluation) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m spade_designer.validation.evaluate", description=__doc__.splitlines()[0])
-    parser.add_argument("corpus", help="corpus folder (good/, bad/, manifest.toml)")
-    parser.add_argument("--markdown", action="store_true", help="also print the table as Markdown")
+    parser.add_argument(
+        "corpus",
+        nargs="*",
+        help="corpus folders (good/, bad/, manifest.toml); default: the repository's two labelled corpora, "
+        + " and ".join(DEFAULT_CORPORA),
+    )
+    parser.add_argument("--markdown", action="store_true", help="also print the tables as Markdown")
     args = parser.parse_args(argv)
-    evaluation = evaluate(args.corpus, progress=True)
-    render(evaluation)
-    if args.markdown:
-        print(evaluation.markdown())
-    return 0 if not evaluation.mistakes() else 1
+    folders = args.corpus or [c for c in DEFAULT_CORPORA if Path(c).is_dir()]
+    if not folders:
+        parser.error("no corpus folder given, and none of the default ones exists here (run from the repository root)")
+    mistakes = 0
+    validator = Validator()
+    try:
+        for folder in folders:
+            evaluation = evaluate(folder, validator=validator, progress=True)
+            render(evaluation, title=folder)
+            if args.markdown:
+                print(f"\n{folder}:\n\n" + evaluation.markdown())
+            mistakes += len(evaluation.mistakes())
+    finally:
+        validator.close()
+    return 0 if not mistakes else 1
 
 
 if __name__ == "__main__":

@@ -1,0 +1,36 @@
+"""Broken: a near-duplicate of ref_high_low with the names changed and comments added;
+the novelty stage names its twin."""
+
+
+class HotColdEnv:
+    def __init__(self):
+        self.max_turns = 12
+
+    def reset(self, seed=None):
+        self.rng = random.Random(seed)
+        self.hidden = self.rng.randint(1, 100)
+        self.moves = 0
+        return "I picked a number from 1 to 100. Guess it with \\boxed{N}; I say higher or lower.", {}
+
+    def step(self, action):
+        self.moves += 1
+        found = re.findall(r"\\boxed\{\s*(\d{1,3})\s*\}", action)
+        if not found:
+            return "Please answer like \\boxed{50}.", 0.0, False, self.moves >= self.max_turns, {}
+        attempt = int(found[-1])
+        if attempt == self.hidden:
+            return f"{attempt} is right!", 1.0, True, False, {}
+        direction = "higher" if attempt < self.hidden else "lower"
+        return f"{attempt}: go {direction}.", 0.0, False, self.moves >= self.max_turns, {}
+
+    def solution(self):
+        lo, hi, moves = 1, 100, []
+        while True:
+            mid = (lo + hi) // 2
+            moves.append("\\boxed{%d}" % mid)
+            if mid == self.hidden:
+                return moves
+            if mid < self.hidden:
+                lo = mid + 1
+            else:
+                hi = mid - 1
