@@ -623,6 +623,40 @@ def invalid_text_reply(exc: UnicodeEncodeError, method: str) -> list[Any]:
     ) + [method]
 
 
+def _encode_without_invalid_text(pack: Any, msg: list[Any] | None, reply: Any, exc: UnicodeEncodeError) -> bytes:
+    """Encode ``reply``, which failed to encode because some text in it holds a lone
+    surrogate. In a batch only the results that hold one become their contract error (the
+    other instances' results go back as they are); anything else becomes one contract
+    error for the request."""
+    op = msg[0] if msg else None
+    fixed: Any = None
+    try:
+        if op == "step_cols" and type(reply) is list and len(reply) == 7:
+            obs, rewards, terms, truncs, infos, errors = (list(column) for column in reply[1:])
+            for n in range(len(obs)):
+                try:
+                    pack([obs[n], infos[n]])
+                except UnicodeEncodeError as item_exc:
+                    obs[n], infos[n] = "", {}
+                    errors = [e for e in errors if e[0] != n] + [[n, *invalid_text_reply(item_exc, "step")]]
+            errors.sort(key=_first)
+            fixed = [protocol.OK, obs, rewards, terms, truncs, infos, errors]
+        elif op in ("reset_many", "step_many") and type(reply) is list and len(reply) == 2 and type(reply[1]) is list:
+            items = []
+            for item in reply[1]:
+                try:
+                    pack(item)
+                    items.append(item)
+                except UnicodeEncodeError as item_exc:
+                    items.append(invalid_text_reply(item_exc, method_of(msg)))
+            fixed = [protocol.OK, items]
+        if fixed is not None:
+            return pack(fixed)
+    except UnicodeEncodeError:  # text elsewhere in the reply (an error message...)
+        pass
+    return pack(invalid_text_reply(exc, method_of(msg)))
+
+
 def _send_or_exit(sock: protocol.PipeChannel, reply: list[Any], code: int) -> None:
     try:
         protocol.send(sock, reply)
@@ -832,7 +866,7 @@ def serve(sock: protocol.PipeChannel, instances: Instances, budget: CpuBudget) -
                 try:
                     encoded = reply if type(reply) is bytes else pack(reply)
                 except UnicodeEncodeError as exc:  # text msgpack cannot carry: lone surrogates
-                    encoded = pack(invalid_text_reply(exc, method_of(msg)))
+                    encoded = _encode_without_invalid_text(pack, msg, reply, exc)
                 data = header(len(encoded)) + encoded
             # A blocking pipe takes the whole frame unless a signal cuts the write short.
             sent = write(wfd, data)

@@ -89,3 +89,25 @@ def test_a_lone_surrogate_leaves_the_worker_serving(guarded_pool):
         guarded_pool.step(h, "bad")
     assert info.value.method == "step"
     assert guarded_pool.step(h, "good")[0] == "ok 2"
+
+
+SURROGATE_FOR_SEED_ONE = (
+    "class PickyEnv:\n    def reset(self, seed=None):\n        self.seed = seed\n"
+    "        return ('\\ud800' if seed == 1 else 'ready'), {}\n"
+    "    def step(self, a):\n        return ('\\ud800' if self.seed == 1 else 'ok'), 0.0, False, False, {}\n"
+)
+
+
+def test_in_a_batch_only_the_result_with_a_lone_surrogate_fails(guarded_pool):
+    """The other instances of the batch get their results: one environment's bad text is
+    its own contract violation, not the batch's."""
+    from spade_sandbox.errors import EnvContractViolation
+
+    handles = [guarded_pool.spawn(SURROGATE_FOR_SEED_ONE) for _ in range(3)]
+    resets = guarded_pool.reset_many([(h, i) for i, h in enumerate(handles)])
+    steps = guarded_pool.step_many([(h, "go") for h in handles])
+    for results, good in ((resets, ("ready", {})), (steps, ("ok", 0.0, False, False, {}))):
+        assert results[0] == good and results[2] == good
+        assert isinstance(results[1], EnvContractViolation) and "lone surrogate" in str(results[1])
+    for h in handles:
+        guarded_pool.close_env(h)
