@@ -25,6 +25,8 @@ class FogMazeEnv:
     """A 5x5 perfect maze (one path between any two cells); walls are seen only where you stand."""
 
     SIZE = 5
+    # what an edit may change (spade_designer.knobs): the maze's side
+    KNOBS = {"SIZE": (int, 5, 7)}
     GRAMMAR = "Command: \\boxed{move DIR} with DIR one of north, south, east, west (row 0 is the north edge)."
 
     def __init__(self, max_turns=25):
@@ -87,9 +89,10 @@ class FogMazeEnv:
         self.visited = {self.pos}
         self.done = False
         obs = (
-            "You are in a foggy 5x5 maze of rooms (rows and columns 0-4). You can only see which "
+            "You are in a foggy %dx%d maze of rooms (rows and columns 0-%d). You can only see which "
             "walls of your own room have openings. Reach the exit room at row %d, column %d. %s "
-            "You have %d turns. %s" % (self.exit[0], self.exit[1], self.GRAMMAR, self.max_turns, self._view())
+            "You have %d turns. %s" % (self.SIZE, self.SIZE, self.SIZE - 1, self.exit[0], self.exit[1], self.GRAMMAR,
+                                       self.max_turns, self._view())
         )
         return obs, {"turn": 0}
 

@@ -21,10 +21,16 @@ class SonarSearchEnv:
     """Two hidden buoys; a ping reports the Manhattan distance to the nearest one not yet recovered."""
 
     SIZE = 8
-    GRAMMAR = (
-        "Commands: \\boxed{ping X Y} reports the grid distance |dx| + |dy| from cell (X, Y) to the "
-        "nearest buoy still missing; \\boxed{dive X Y} recovers a buoy if one is at (X, Y). X and Y are 0-7."
-    )
+    # what an edit may change (spade_designer.knobs): the grid's side
+    KNOBS = {"SIZE": (int, 6, 12)}
+
+    @property
+    def GRAMMAR(self):
+        return (
+            "Commands: \\boxed{ping X Y} reports the grid distance |dx| + |dy| from cell (X, Y) to the "
+            "nearest buoy still missing; \\boxed{dive X Y} recovers a buoy if one is at (X, Y). X and Y are 0-%d."
+            % (self.SIZE - 1)
+        )
 
     def __init__(self, max_turns=20):
         self.max_turns = max_turns
@@ -40,8 +46,8 @@ class SonarSearchEnv:
         self.found = []
         self.turn = 0
         self.done = False
-        obs = "Two buoys sank somewhere on an 8x8 grid of cells (X, Y), 0 <= X, Y <= 7. %s You have %d turns." % (
-            self.GRAMMAR, self.max_turns)
+        obs = "Two buoys sank somewhere on an %dx%d grid of cells (X, Y), 0 <= X, Y <= %d. %s You have %d turns." % (
+            self.SIZE, self.SIZE, self.SIZE - 1, self.GRAMMAR, self.max_turns)
         return obs, {"turn": 0}
 
     def _progress(self):
@@ -63,7 +69,7 @@ class SonarSearchEnv:
         if verb in ("ping", "dive"):
             cell = self._cell(parts)
             if cell is None:
-                return "Invalid cell: use two integers 0-7, e.g. \\boxed{%s 3 5}." % verb, self._progress(), False
+                return "Invalid cell: use two integers 0-%d, e.g. \\boxed{%s 3 5}." % (self.SIZE - 1, verb), self._progress(), False
             missing = [b for b in self.buoys if b not in self.found]
             if verb == "ping":
                 d = min(abs(cell[0] - b[0]) + abs(cell[1] - b[1]) for b in missing)
