@@ -17,10 +17,12 @@ PACKAGES = {
     "spade_sandbox": "spade-sandbox",
     "spade_serve": "spade-serve",
     "spade_ui": "spade-ui",
+    "spade_eval": "spade-eval",
     "spade_designer": "spade-designer",
     "spade_trainer": "spade-trainer",
     "plugins/games": "spade-games",
     "plugins/tooluse": "spade-tooluse",
+    "plugins/reasoning_gym": "spade-reasoning-gym",
 }
 HEAVY = {"torch", "trl", "transformers", "vllm", "ray", "accelerate", "deepspeed"}
 # DESIGN.md: what each package must not depend on.
@@ -30,6 +32,8 @@ FORBIDDEN = {
     "spade-serve": HEAVY | {"spade-designer", "spade-trainer"},
     # run reports come from spade-trainer only through the optional `runs` extra
     "spade-ui": HEAVY | {"spade-designer", "spade-trainer"},
+    "spade-eval": HEAVY | {"spade-trainer"},
+    "spade-reasoning-gym": {"spade-games", "spade-tooluse", "spade-trainer", "spade-designer"} | HEAVY,
     "spade-designer": {"spade-trainer"},
     "spade-games": {"spade-tooluse", "spade-trainer", "spade-designer"} | HEAVY,
     "spade-tooluse": {"spade-games", "spade-trainer", "spade-designer"} | HEAVY,

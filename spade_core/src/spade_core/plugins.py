@@ -86,7 +86,7 @@ class SpadePlugins:
         self._lock = threading.Lock()
         self._domains: dict[str, Domain] | None = None
         self._runners: dict[str, EnvRunner] | None = None
-        self._factories: dict[str, dict[str, Callable[..., Any]]] = {}
+        self._factories: dict[str, dict[str, Any]] = {}
 
     def _fill_hooks(self, info: PluginInfo) -> None:
         plugin = self.pm.get_plugin(info.name)
@@ -236,6 +236,21 @@ class SpadePlugins:
 
     def memories(self) -> dict[str, Callable[..., Any]]:
         return self._named("memories")
+
+    def eval_suites(self) -> dict[str, Any]:
+        """Every registered :class:`~spade_core.evaluation.EpisodeSuite`, by name."""
+        with self._lock:
+            if "eval_suites" not in self._factories:
+                found: dict[str, Any] = {}
+
+                def register(suite: Any) -> None:
+                    if suite.name in found:
+                        raise PluginError(f"eval suite {suite.name!r} registered twice")
+                    found[suite.name] = suite
+
+                self.pm.hook.spade_register_eval_suites(register=register)
+                self._factories["eval_suites"] = found
+            return dict(self._factories["eval_suites"])
 
     def create(self, kind: str, name: str, **options: Any) -> Any:
         """Instantiate a registered ``kind`` ("llm_backends", "corpora", ...) by name."""

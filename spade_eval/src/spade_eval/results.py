@@ -1,0 +1,86 @@
+"""Where evaluation results are kept, and how they are shown.
+
+``spade eval --run RUN_DIR`` appends each result to ``RUN_DIR/evals.jsonl`` (with the
+run's iteration), which ``spade compare`` and the run report read; otherwise results go to
+``SPADE_HOME/evals/<suite>-<time>.json``. Each line is :meth:`EvalResult.to_json` without
+the per-episode rows (those stay in the ``--json`` output).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from rich.table import Table
+
+from .harness import EvalResult, GroupStats
+
+EVALS_FILE = "evals.jsonl"
+
+
+def run_iteration(run: Path) -> int | None:
+    """The last iteration a run's metrics record (``None`` before the first)."""
+    metrics = run / "metrics.jsonl"
+    if not metrics.is_file():
+        return None
+    last = None
+    for line in metrics.read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            try:
+                last = json.loads(line).get("iteration", last)
+            except json.JSONDecodeError:
+                continue
+    return last
+
+
+def store_result(result: EvalResult, *, run: Path | None, home: Path) -> Path:
+    """Keep ``result``: appended to the run's ``evals.jsonl``, or a file under ``home/evals``."""
+    record = result.to_json(with_episodes=False)
+    if run is not None:
+        run.mkdir(parents=True, exist_ok=True)
+        path = run / EVALS_FILE
+        with path.open("a", encoding="utf-8") as f:
+            f.write(json.dumps(record, sort_keys=True) + "\n")
+        return path
+    folder = home / "evals"
+    folder.mkdir(parents=True, exist_ok=True)
+    stamp = result.started_at.replace(":", "").replace("-", "").replace("+0000", "Z")
+    path = folder / f"{result.suite}-{stamp}.json"
+    path.write_text(json.dumps(record, indent=2, sort_keys=True), encoding="utf-8")
+    return path
+
+
+def read_evals(run: Path) -> list[dict[str, Any]]:
+    path = run / EVALS_FILE
+    if not path.is_file():
+        return []
+    out = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            try:
+                out.append(json.loads(line))
+            except json.JSONDecodeError:
+                continue
+    return out
+
+
+def _ci(lo: float, hi: float) -> str:
+    return f"[{lo:.2f}, {hi:.2f}]"
+
+
+def result_table(result: EvalResult) -> Table:
+    table = Table(title=f"{result.suite}: {result.policy} ({result.snapshot})", title_justify="left")
+    table.add_column("group", overflow="fold")
+    for col in ("n", "success [95% CI]", "return [95% CI]", "turns", "errors"):
+        table.add_column(col, justify="right", no_wrap=True)
+
+    def row(name: str, s: GroupStats, style: str | None = None) -> None:
+        ret = f"{s.mean_return:.3f} {_ci(*s.return_ci)}" if s.n > 1 else f"{s.mean_return:.3f}"
+        table.add_row(name, str(s.n), f"{s.success_rate:.0%} {_ci(*s.success_ci)}", ret,
+                      f"{s.mean_turns:.1f}", str(s.errors), style=style)
+
+    for name, stats in result.groups.items():
+        row(name, stats)
+    row("all", result.overall, style="bold")
+    return table
