@@ -116,7 +116,13 @@ def reference_namespace(
 
     def wrapped(mod: str) -> Any:
         if mod not in wrappers:
-            wrappers[mod] = wrap_module(mod, allowed) if mod in sys.modules and module_allowed(mod, allowed) else None
+            found = None
+            if mod in sys.modules and module_allowed(mod, allowed):
+                try:
+                    found = wrap_module(mod, allowed)
+                except Exception:  # a module the guard cannot wrap is one an import fails on too
+                    found = None
+            wrappers[mod] = found
         return wrappers[mod]
 
     out: dict[str, Any] = {}
