@@ -24,7 +24,7 @@ def test_reference_policy_picks_two_in_band_by_regret_one_negative_one_failure(s
     assert negatives[0].env_id == "Game5Env_x-v1" and negatives[0].role == "too_hard"  # newest first
     (failure,) = sel.by_role("failure")
     assert failure.env_id == "Game6Env_x-v1" and failure.reasons == ("nondeterministic: seeds differ",)
-    assert sel.considered == 6
+    assert sel.considered == 5  # the rejected candidate takes no place in the window
     assert all(e.code for e in sel.examples)
 
 
@@ -52,12 +52,55 @@ def test_window_bounds_what_is_considered(store):
     assert sel.examples[0].env_id == "Game5Env_x-v1"
 
 
+def test_only_the_requested_skill_is_shown_by_default(store):
+    add_env(store, 1, skill="optimization", win_rate=0.5, regret=0.9)
+    add_env(store, 2, skill="logical_deduction", win_rate=0.5, regret=0.1)
+    add_env(store, 3, skill="optimization", win_rate=0.99, regret=0.0)
+    sel = StoreMemory(store).retrieve("games", "logical_deduction")
+    assert [e.env_id for e in sel.examples] == ["Game2Env_x-v1"]
+
+
 def test_requested_skill_first_other_skills_fill_in(store):
     add_env(store, 1, skill="optimization", win_rate=0.5, regret=0.9)
     add_env(store, 2, skill="logical_deduction", win_rate=0.5, regret=0.1)
     add_env(store, 3, skill="logical_deduction", win_rate=0.5, regret=0.2, domain="tooluse")  # other domain
-    sel = StoreMemory(store).retrieve("games", "logical_deduction")
+    sel = StoreMemory(store, MemoryPolicy(same_skill_only=False)).retrieve("games", "logical_deduction")
     assert [e.env_id for e in sel.examples] == ["Game2Env_x-v1", "Game1Env_x-v1"]
+
+
+def test_negatives_lie_below_a_tenth_or_above_nine_tenths(store):
+    add_env(store, 1, win_rate=0.12, regret=0.0)  # outside the in-band range, but no negative
+    add_env(store, 2, win_rate=0.88, regret=0.0)
+    assert StoreMemory(store).retrieve("games", "logical_deduction").examples == ()
+    add_env(store, 3, win_rate=0.05, regret=0.0)
+    (neg,) = StoreMemory(store).retrieve("games", "logical_deduction").examples
+    assert neg.env_id == "Game3Env_x-v1" and neg.role == "too_hard"
+
+
+def test_rejected_candidates_take_no_place_in_the_window(store):
+    add_env(store, 1, win_rate=0.5, regret=0.3)
+    for i in range(2, 6):
+        add_env(store, i, passed=False, reasons=["broken"])
+    sel = StoreMemory(store, MemoryPolicy(window=2, failures=0)).retrieve("games", "logical_deduction")
+    assert [e.env_id for e in sel.examples] == ["Game1Env_x-v1"]
+
+
+def test_in_band_examples_are_drawn_at_random_from_the_top_by_regret(store):
+    import random
+
+    for i in range(14):
+        add_env(store, i, win_rate=0.5, regret=0.01 * (i + 1))
+    mem = StoreMemory(store, MemoryPolicy(failures=0, negatives=0))
+    top10 = {f"Game{i}Env_x-v1" for i in range(4, 14)}  # max(3 * 2, 10) highest regrets
+    rng = random.Random(0)
+    draws = [tuple(mem.retrieve("games", "logical_deduction", rng=rng).ids) for _ in range(30)]
+    assert all(len(d) == 2 and set(d) <= top10 for d in draws)
+    assert len(set(draws)) > 5  # designs of one round see different examples
+    assert {i for d in draws for i in d} > {"Game13Env_x-v1", "Game12Env_x-v1"}
+    # shown best first; without a generator the top two, as before
+    regret = {f"Game{i}Env_x-v1": i for i in range(14)}
+    assert all(regret[a] > regret[b] for a, b in draws)
+    assert mem.retrieve("games", "logical_deduction").ids == ["Game13Env_x-v1", "Game12Env_x-v1"]
 
 
 def test_unmeasured_environments_are_not_examples_and_empty_store_gives_nothing(store):

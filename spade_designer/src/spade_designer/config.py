@@ -27,10 +27,19 @@ class MemoryPolicy(_Model):
     #: High-regret examples with win rate inside ``band``, shown as "make something different".
     high_regret: int = Field(default=2, ge=0, le=20)
     band: tuple[float, float] = (0.15, 0.85)
-    #: Too-easy (win rate above the band) or too-hard (below) negatives.
+    #: The high-regret examples are drawn at random (per design, when the caller passes a
+    #: random generator) from the top ``max(high_regret_pool_factor * high_regret,
+    #: high_regret_pool_min)`` in-band environments by regret (the reference: max(3n, 10)).
+    high_regret_pool_factor: int = Field(default=3, ge=1, le=100)
+    high_regret_pool_min: int = Field(default=10, ge=1, le=10_000)
+    #: Too-easy (win rate above ``negative_band``) or too-hard (below) negatives.
     negatives: int = Field(default=1, ge=0, le=20)
-    #: Environments that failed validation, shown with their reasons.
+    negative_band: tuple[float, float] = (0.1, 0.9)
+    #: Environments that failed validation, shown with their reasons (not in the reference).
     failures: int = Field(default=1, ge=0, le=20)
+    #: Show examples of the requested skill only (the reference); when false, other skills
+    #: fill the remaining places (after the requested skill's when ``same_skill_first``).
+    same_skill_only: bool = True
     #: Prefer examples of the requested skill; other skills fill the remaining places.
     same_skill_first: bool = True
     #: Two examples whose code is at least this similar (token-shingle Jaccard) are
@@ -41,16 +50,18 @@ class MemoryPolicy(_Model):
 
     @model_validator(mode="after")
     def _band_ok(self) -> MemoryPolicy:
-        lo, hi = self.band
-        if not 0.0 <= lo < hi <= 1.0:
-            raise ValueError(f"band must satisfy 0 <= low < high <= 1; got {self.band}")
+        for name in ("band", "negative_band"):
+            lo, hi = getattr(self, name)
+            if not 0.0 <= lo < hi <= 1.0:
+                raise ValueError(f"{name} must satisfy 0 <= low < high <= 1; got {getattr(self, name)}")
         return self
 
 
 class HintSettings(_Model):
     enabled: bool = True
     max_new_tokens: int = Field(default=160, ge=8, le=4096)
-    temperature: float = Field(default=0.7, ge=0.0, le=5.0)
+    #: The reference recipe writes self-hints at 0.3.
+    temperature: float = Field(default=0.3, ge=0.0, le=5.0)
     #: Hint writing attempts before the environment is rejected at stage "hint".
     attempts: int = Field(default=2, ge=1, le=10)
     max_sentences: int = Field(default=3, ge=1, le=10)

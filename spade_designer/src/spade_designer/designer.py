@@ -234,10 +234,14 @@ class Designer:
 
         rng = random.Random(seed)
         scaffold = self.scaffold_for_round(dom)
+        # memory draws its examples per design (the reference: two at random from the top
+        # by regret), from its own stream so the documents drawn stay those of the seed
+        memory_rng = random.Random(None if seed is None else f"memory/{seed}")
         with timed("prompt"):
-            selection = self.memory.retrieve(dom.name, skill) if self.memory is not None else MemorySelection()
             work: list[_Work] = []
             for i in range(n):
+                selection = (self.memory.retrieve(dom.name, skill, rng=memory_rng) if self.memory is not None
+                             else MemorySelection())
                 document: Document | None = None
                 if self.corpus is not None:
                     document = self.corpus.sample(rng).truncated(self.config.document_words)
@@ -437,8 +441,8 @@ class Designer:
         try:
             if w.edit_kind == "parameter":
                 child, values, previous = parameter_child(parent, attempt.reply)
-                what = "parameter edit of %s: %s" % (
-                    parent.id, ", ".join(f"{k} {previous[k]!r} -> {v!r}" for k, v in values.items()))
+                changes = ", ".join(f"{k} {previous[k]!r} -> {v!r}" for k, v in values.items())
+                what = f"parameter edit of {parent.id}: {changes}"
             else:
                 child = code_child(parent, attempt.reply)
                 what = f"code edit of {parent.id}"
