@@ -126,10 +126,9 @@ def _seeds_with_knobs():
     plugins = get_plugins()
     out = []
     for name in ("games", "tooluse"):
-        try:
-            domain = plugins.domain(name)
-        except Exception:  # noqa: BLE001 - a domain that is not installed has no seeds to check
-            continue
+        if name not in set(plugins.domains()):
+            continue  # a domain that is not installed has no seeds to check
+        domain = plugins.domain(name)
         for seed in domain.seed_envs:
             knobs = read_knobs(seed.source(), seed.class_name)
             if knobs:
