@@ -123,3 +123,28 @@ def test_archive_keeps_a_bounded_sample(tmp_path: Path) -> None:
     assert (tmp_path / DESIGNS_FILE).stat().st_size <= 2_000 + 200
     archive.truncate_after(1)
     assert {r["iteration"] for r in read_jsonl(tmp_path / DESIGNS_FILE)} <= {1}
+
+
+@pytest.mark.slow
+def test_a_real_run_keeps_its_designs_and_transcripts_and_the_report_shows_them(tmp_path: Path) -> None:
+    import os
+
+    from spade_trainer.config import load_selfplay_config
+    from spade_trainer.selfplay import SelfPlayRun
+
+    from .scripted import ScriptedDesignStage
+
+    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+    cfg = load_selfplay_config(preset="tiny", overrides=[f'run_dir="{tmp_path / "run"}"', "iterations=1",
+                                                         "envs_per_iteration=2", "transcripts_per_env=1"])
+    SelfPlayRun(cfg, design_stage_factory=ScriptedDesignStage).run()
+    run = tmp_path / "run"
+    designs = read_jsonl(run / DESIGNS_FILE)
+    assert len(designs) == 2 and {d["admitted"] for d in designs} == {True, False}
+    assert any(d["failed_stage"] == "load" for d in designs)
+    transcripts = read_jsonl(run / TRANSCRIPTS_FILE)
+    played = {(t["env_id"], t["hinted"]) for t in transcripts}
+    assert len(transcripts) == len(played) == 4  # 2 environments x (hinted, unhinted) x 1
+    assert all(t["messages"] and t["messages"][0]["content"] for t in transcripts)
+    page = report.write_report(run).read_text()
+    assert "rejected at load" in page and transcripts[0]["env_id"] in page

@@ -135,6 +135,10 @@ class SelfPlayConfig(_Section):
     import_seed_pool: bool = True
     checkpoint_every: int = Field(default=10, ge=1)
     register_admitted: bool = True
+    #: Episodes per environment, hinted and unhinted each, whose transcripts the run keeps
+    #: (``transcripts.jsonl``, beside every designed candidate in ``designs.jsonl``; 0 keeps
+    #: no transcripts). Both files are bounded (:mod:`spade_trainer.run_archive`).
+    transcripts_per_env: int = Field(default=2, ge=0, le=64)
     model: ModelSettings = Field(default_factory=ModelSettings)
     generation: GenerationSettings = Field(default_factory=GenerationSettings)
     reward: RewardSettings = Field(default_factory=RewardSettings)
@@ -193,7 +197,8 @@ class SelfPlayConfig(_Section):
     def fingerprint(self) -> str:
         """What must not change between a checkpoint and its resumption (JSON)."""
         # Where environments run does not change results, so `rollout` may change on resume.
-        keep = self.model_dump(mode="json", exclude={"iterations", "run_dir", "logging", "checkpoint_every", "rollout"})
+        keep = self.model_dump(mode="json", exclude={"iterations", "run_dir", "logging", "checkpoint_every", "rollout",
+                                                     "transcripts_per_env"})
         return json.dumps(keep, sort_keys=True)
 
 

@@ -65,6 +65,10 @@ class DesignedCandidate:
     #: Every generation of the candidate (first design, then repairs), each trained with the
     #: reward of what it produced; empty: the candidate-level fields are its one turn.
     turns: tuple[DesignTurn, ...] = ()
+    #: What the run archive keeps (:mod:`~spade_trainer.run_archive`): the code extracted
+    #: (else the last reply as written) and the accepted hint.
+    source: str | None = None
+    hint: str | None = None
 
     def trained_turns(self) -> tuple[DesignTurn, ...]:
         """The turns to credit: :attr:`turns`, or the candidate itself as a single turn."""

@@ -179,6 +179,8 @@ def candidate(c: Any, skill: str) -> DesignedCandidate:
         reasons=tuple(c.reasons),
         code_structure=_structure(c),
         turns=design_turns(c),
+        source=c.source or (_reply_text(c.attempts[-1]) if getattr(c, "attempts", None) else None),
+        hint=c.hint.hint if getattr(c, "hint", None) is not None and c.hint.accepted else None,
     )
 
 

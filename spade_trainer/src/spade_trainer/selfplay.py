@@ -39,6 +39,7 @@ from .edit_stage import record_designs
 from .errors import CheckpointError
 from .launch import collection_seed, process_rank, rank_folder, rng_digest
 from .metrics import MetricsLog
+from .run_archive import ArchiveLimits, RunArchive
 from .plan import CHECKPOINTS, plan_run
 from .policy import Sampling, TokenPolicy
 from .regret import RegretEstimate, RegretEstimator, RegretMeasurement
@@ -248,6 +249,8 @@ class SelfPlayRun:
             self.import_seed_pool()
         self.metrics = MetricsLog(self.run_dir, cfg.logging, run_name=self.run_dir.name)
         self.metrics.truncate_after(self.iteration)
+        self.archive = RunArchive(self.run_dir, ArchiveLimits(transcripts_per_env=cfg.transcripts_per_env))
+        self.archive.truncate_after(self.iteration)
         self.records = []
 
         apply_threads(cfg.model.threads)
@@ -375,6 +378,8 @@ class SelfPlayRun:
         samples = self._designer_samples(candidates, by_id, record) + self._agent_samples(measurement, record)
         record_designs(self.stage, candidates, by_id, self.config.reward.spec(), record.data)
         self._summarise(record, candidates, chosen, measurement)
+        self.archive.record_designs(record.iteration, candidates)
+        self.archive.record_episodes(record.iteration, measurement.episodes)
         record.timings["collect_s"] = time.perf_counter() - t0
         self._pending = record
         self._phase("updating the policy")
