@@ -39,12 +39,12 @@ from .edit_stage import record_designs
 from .errors import CheckpointError
 from .launch import collection_seed, process_rank, rank_folder, rng_digest
 from .metrics import MetricsLog
-from .run_archive import ArchiveLimits, RunArchive
 from .plan import CHECKPOINTS, plan_run
 from .policy import Sampling, TokenPolicy
 from .regret import RegretEstimate, RegretEstimator, RegretMeasurement
 from .rewards import designer_reward
 from .rollout import PlayableEnv, RolloutEngine, TokenBudget
+from .run_archive import ArchiveLimits, RunArchive
 from .samples import PolicySample, Role
 from .shaping import agent_terms, designer_terms
 from .threads import apply_threads
