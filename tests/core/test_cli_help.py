@@ -63,3 +63,14 @@ def test_list_keeps_ids_skills_and_statuses_whole_at_any_width(columns: int) -> 
             assert f" {row['skill']} " in line and f" {row['status']} " in line, line
     if columns >= 120:
         assert "regret" in result.output
+
+
+def test_seed_specs_carry_their_turn_limit() -> None:
+    import gymnasium as gym
+    import spade_core
+    from spade_core.plugins import get_plugins
+
+    gym.register_envs(spade_core)
+    for domain in get_plugins().domains().values():
+        for seed in domain.seed_envs:
+            assert gym.spec(seed.gym_id).max_episode_steps == seed.max_turns, seed.gym_id

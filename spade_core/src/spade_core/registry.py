@@ -392,6 +392,9 @@ def _register_seed(
         id=gym_id,
         entry_point=SEED_ENTRY_POINT,
         kwargs={"path": path, "class_name": class_name, "max_turns": max_turns},
+        # the environment truncates at max_turns itself; the spec says so too, as Gymnasium
+        # users read it (TimeLimit then agrees with the environment's own truncation)
+        max_episode_steps=max_turns,
     )
     if gym_id in gym_registry and gym_id not in _registered_seeds:
         result.problem(f"spade_core: seed environment {gym_id} of domain {domain!r} replaces an existing registration")
