@@ -107,8 +107,7 @@ def test_a_hanging_environment_costs_the_designer_and_not_the_agent() -> None:
 
 
 def test_without_a_hang_penalty_the_design_is_rewarded_from_its_remaining_plays() -> None:
-    cfg = load_selfplay_config(preset="gpu")
-    cfg.reward.designer_hang_penalty = None
+    cfg = load_selfplay_config(preset="gpu", overrides=['reward.designer_hang_penalty="from_plays"'])
     episodes = [_episode(True, n) for n in range(4)] + [_episode(False, n, hung=n == 0) for n in range(4)]
     (est,) = RegretEstimator.summarise([ENV], episodes)
     design = DesignedCandidate("logical_deduction", True, True, ENV.env_id, None, (), None, [1], [5], [-1.0])

@@ -76,8 +76,8 @@ class RewardSettings(_Section):
     designer_scale: Annotated[float, Field(gt=0)] | Literal["auto"] = "auto"
     designer_scale_max: float = Field(default=50.0, gt=0)
     #: Base reward of a design whose environment hung in a play (it is also retired);
-    #: ``None`` rewards it from its remaining plays, as the reference's blend does.
-    designer_hang_penalty: float | None = -0.5
+    #: ``"from_plays"`` rewards it from its remaining plays, as the reference's blend does.
+    designer_hang_penalty: float | Literal["from_plays"] = -0.5
     #: Weights handed to shaping plugins (``context.extra["shaping"]``).
     shaping: dict[str, float] = Field(
         default_factory=lambda: {"invalid_penalty": 0.5, "novelty_weight": 0.1, "well_formed_weight": 0.1}

@@ -395,7 +395,7 @@ class SelfPlayRun:
         penalty = self.config.reward.designer_hang_penalty
         if est is None:
             return None
-        if est.hung and penalty is not None:
+        if est.hung and penalty != "from_plays":
             return float(penalty)  # its environment hung: it costs the designer (and is retired)
         if not est.measured:
             return None
