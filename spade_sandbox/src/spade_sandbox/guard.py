@@ -401,7 +401,7 @@ def make_builtins(allowed: frozenset[str]) -> dict[str, Any]:
     safe["__name__"] = "builtins"
     # The reference loader's names (``random``, ``defaultdict``, ``List``...), bound to the
     # same wrapped modules an import hands out; the environment's own names shadow them.
-    safe.update(reference_namespace(allowed))
+    safe.update(reference_namespace(allowed, module_wrapper))
 
     def guarded_import(
         name: str,

@@ -4,8 +4,8 @@ The reference implementation executes designer code in a namespace that already 
 common standard-library modules and names, so the environments written for it use
 ``random``, ``defaultdict`` or ``List`` without an import. Here the same names are bound,
 each to exactly what an ``import`` in the sandbox would hand out: the guard's wrapper of
-the allow-listed module (:func:`spade_sandbox.guard.module_wrapper`), or an attribute read
-from that wrapper. A name whose module is not allowed for the environment (``np`` without
+the allow-listed module (:func:`spade_sandbox.guard.module_wrapper`, passed in by the
+guard), or an attribute read from that wrapper. A name whose module is not allowed for the environment (``np`` without
 ``numpy`` in the domain's modules) is simply not bound.
 
 A domain's helper module (one of its allowed modules beyond the standard ones) may list
@@ -74,7 +74,7 @@ REFERENCE_ATTRIBUTES: dict[str, tuple[str, str]] = {
 #: Attribute of a domain helper module naming the names it adds to the prelude.
 PRELUDE_ATTRIBUTE = "SANDBOX_PRELUDE"
 
-_cache: dict[frozenset[str], dict[str, Any]] = {}
+_cache: dict[tuple[frozenset[str], Any], dict[str, Any]] = {}
 
 
 def prelude_names(allowed: frozenset[str] | set[str]) -> list[str]:
@@ -90,26 +90,19 @@ def prelude_names(allowed: frozenset[str] | set[str]) -> list[str]:
     return out
 
 
-def reference_namespace(
-    allowed: frozenset[str], wrap: Callable[[str, frozenset[str]], Any] | None = None
-) -> dict[str, Any]:
+def reference_namespace(allowed: frozenset[str], wrap: Callable[[str, frozenset[str]], Any]) -> dict[str, Any]:
     """``{name: value}`` of the prelude for an environment whose allowed modules are
-    ``allowed``; each module is ``wrap(module, allowed)`` (default: the guard's
-    :func:`~spade_sandbox.guard.module_wrapper`, what ``import`` gives environment code).
+    ``allowed``; each module is ``wrap(module, allowed)`` (the guard passes its
+    :func:`~spade_sandbox.guard.module_wrapper`: what ``import`` gives environment code).
 
     Modules that are allowed but not imported in this process are left out (the zygote
-    pre-imports every allowed module before a worker loads code). Built once per allow-set
-    with the default ``wrap``.
+    pre-imports every allowed module before a worker loads code), and so are modules
+    ``wrap`` fails on. Built once per allow-set and ``wrap``.
     """
-    if wrap is None:
-        cached = _cache.get(allowed)
-        if cached is not None:
-            return cached
-        from .guard import module_wrapper
-
-        wrap_module: Callable[[str, frozenset[str]], Any] = module_wrapper
-    else:
-        wrap_module = wrap
+    key = (allowed, wrap)
+    cached = _cache.get(key)
+    if cached is not None:
+        return cached
     from .allowlist import module_allowed
 
     wrappers: dict[str, Any] = {}
@@ -119,7 +112,7 @@ def reference_namespace(
             found = None
             if mod in sys.modules and module_allowed(mod, allowed):
                 try:
-                    found = wrap_module(mod, allowed)
+                    found = wrap(mod, allowed)
                 except Exception:  # a module the guard cannot wrap is one an import fails on too
                     found = None
             wrappers[mod] = found
@@ -142,6 +135,5 @@ def reference_namespace(
         for name in extra:
             if isinstance(name, str) and name.isidentifier() and not name.startswith("_") and w is not None and hasattr(w, name):
                 out[name] = getattr(w, name)
-    if wrap is None:
-        _cache[allowed] = out
+    _cache[key] = out
     return out
