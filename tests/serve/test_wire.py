@@ -84,3 +84,12 @@ def test_the_server_modules_do_not_import_openenv_core() -> None:
     code = "import sys, spade_serve.app, spade_serve.server; print(sorted(m for m in ('openenv', 'gradio', 'mcp') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_openenv_cores_own_runtime_validator_passes_the_server(serve) -> None:
+    from openenv.cli._validation import validate_running_environment
+
+    with serve() as (url, _):
+        report = validate_running_environment(url, timeout_s=10)
+    failed = [c for c in report["criteria"] if c.get("required", True) and not c["passed"]]
+    assert report["passed"], failed

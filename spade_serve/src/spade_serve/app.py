@@ -13,7 +13,8 @@ environment with ``base_url=http://host:port/envs/<id>``):
   ``session_id`` field / query parameter), so reset then step plays one episode.
   ``DELETE /sessions/{id}`` closes one.
 * ``GET /schema``, ``GET /metadata``, ``GET /health``, ``GET /envs`` (what is served),
-  ``GET /status`` (sessions, queued calls, workers).
+  ``GET /status`` (sessions, queued calls, workers); ``POST /mcp`` answers JSON-RPC
+  "method not found" (MCP tools are not served).
 
 Every error is ``{"type": "error", "data": {"code", "message", ...}}`` with an HTTP status
 that matches it (see :mod:`spade_serve.errors`); nothing answers with a traceback.
@@ -277,6 +278,21 @@ def create_app(manager: SessionManager) -> FastAPI:
     @app.get("/status")
     async def status() -> dict[str, Any]:
         return manager.stats()
+
+    @app.post("/mcp")
+    async def mcp(request: Request) -> dict[str, Any]:
+        # openenv-core's production mode (MCP JSON-RPC tools) is not served: SPADE
+        # environments are played through reset/step. The route answers in JSON-RPC so an
+        # MCP client learns that instead of getting a 404 (openenv's validator checks it).
+        try:
+            body = json.loads(await request.body() or b"null")
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            return {"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "Parse error"}}
+        rid = body.get("id") if isinstance(body, dict) else None
+        if not isinstance(body, dict) or body.get("jsonrpc") != "2.0" or not isinstance(body.get("method"), str):
+            return {"jsonrpc": "2.0", "id": rid, "error": {"code": -32600, "message": "Invalid Request"}}
+        message = f"Method not found: {body['method']} (this server plays environments through reset/step)"
+        return {"jsonrpc": "2.0", "id": rid, "error": {"code": -32601, "message": message}}
 
     @app.delete("/sessions/{session_id}")
     async def close_session(session_id: str) -> dict[str, Any]:

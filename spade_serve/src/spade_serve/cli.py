@@ -26,7 +26,6 @@ def register(cli: typer.Typer) -> None:
         call_timeout: float = typer.Option(10.0, "--call-timeout", help="Deadline of one environment call (seconds)."),
         token_file: Path | None = typer.Option(None, "--token-file", help="File holding a bearer token clients must send."),
         seeds_in_process: bool = typer.Option(False, "--seeds-in-process", help="Run seed environments (trusted) in this process."),
-        space: Path | None = typer.Option(None, "--space", help="Write an OpenEnv environment repository (openenv.yaml, Dockerfile, requirements) here and exit."),
         log_level: str = typer.Option("info", "--log-level"),
     ) -> None:
         """Serve environments over OpenEnv's HTTP/WebSocket protocol, each session sandboxed.
@@ -72,13 +71,6 @@ def register(cli: typer.Typer) -> None:
         plugins = command_plugins(ctx)
         with open_store(config, read_only=True) as store:
             catalog = build_catalog(plugins, store, ids=env_ids or (), domain=domain, whole_registry=whole_registry)
-            if space is not None:
-                from .space import write_space
-
-                written = write_space(space, catalog.listed(), settings)
-                for path in written:
-                    typer.echo(str(path))
-                return
             if not settings.loopback_only and settings.token is None:
                 console.print(f"[yellow]listening on {host} without a bearer token: anyone who reaches it can run sessions[/]")
             served = ", ".join(e.id for e in catalog.listed()[:5]) + (" ..." if len(catalog.listed()) > 5 else "")
