@@ -210,7 +210,14 @@ def compile_guarded(source: str, filename: str) -> Any:
     gc.disable()
     limit = sys.getrecursionlimit()
     try:
-        tree = _guard_tree(ast.parse(source, filename))
+        try:
+            tree = ast.parse(source, filename)
+        except RecursionError:
+            raise GuardRefusal(
+                f"an expression or block nests deeper than CPython parses (limit about {3 * limit} levels "
+                "in this interpreter); split it into smaller expressions"
+            ) from None
+        tree = _guard_tree(tree)
         sys.setrecursionlimit(max(limit, 4 * limit))
         return compile(tree, filename, "exec", flags=ENV_COMPILE_FLAGS, dont_inherit=True)
     finally:

@@ -307,6 +307,9 @@ class _Checker:
 #: functions of the source and the allow-list). Bounded, least recently used forgotten.
 _PASSED: OrderedDict[tuple[str, frozenset[str]], str] = OrderedDict()
 _PASSED_MAX = 1024
+#: Larger sources are not remembered: the memory holds the source itself, and 1,024 sources
+#: at the size cap would keep half a gigabyte alive in the caller's process.
+_PASSED_MAX_CHARS = 64_000
 _PASSED_LOCK = threading.Lock()
 
 
@@ -327,7 +330,7 @@ def check_source(source: str, allowed_modules: Iterable[str] = ()) -> StaticRepo
             _PASSED.move_to_end(key)
             return StaticReport(True, [], class_name)
     report = _check(source, key[1])
-    if report.ok and report.class_name is not None:
+    if report.ok and report.class_name is not None and len(source) <= _PASSED_MAX_CHARS:
         with _PASSED_LOCK:
             _PASSED[key] = report.class_name
             while len(_PASSED) > _PASSED_MAX:
