@@ -40,7 +40,7 @@ SWITCH = '''SwitchEnv(TurnGame):
 
     def play(self, command):
         parts = command.split()
-        if len(parts) != 2 or parts[0] != "flip" or not parts[1].isdigit():
+        if len(parts) != 2 or parts[0] != "flip" or not parts[1].isdecimal():
             return "Use \\\\boxed{flip N} with N from 1 to 7.", 0.0, False
         n = int(parts[1])
         if n == self.target:

@@ -26,7 +26,7 @@ class LanternCodeEnv:
         self.turn += 1
         found = _BOX.findall(action) if isinstance(action, str) else []
         parts = found[-1].split() if found else []
-        if len(parts) == 2 and parts[0] == "guess" and parts[1].isdigit():
+        if len(parts) == 2 and parts[0] == "guess" and parts[1].isdecimal():
             n = int(parts[1])
             if n == self.secret:
                 self.done = True
