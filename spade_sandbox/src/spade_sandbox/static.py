@@ -352,7 +352,7 @@ def _check(source: str, allowed_modules: Iterable[str]) -> StaticReport:
             False, [StaticFinding(exc.lineno or 0, max((exc.offset or 1) - 1, 0), "syntax", exc.msg)]
         )
     except RecursionError:
-        return StaticReport(False, [StaticFinding(1, 0, "nesting", _too_deep(None))])
+        return StaticReport(False, [StaticFinding(1, 0, "nesting", nesting_message(None))])
     except (ValueError, MemoryError) as exc:  # null bytes
         return StaticReport(False, [StaticFinding(0, 0, "syntax", f"cannot parse source: {exc}")])
     checker = _Checker(DEFAULT_ALLOWED_MODULES | frozenset(allowed_modules))
@@ -366,7 +366,7 @@ def _check(source: str, allowed_modules: Iterable[str]) -> StaticReport:
     except SyntaxError as exc:
         checker.findings.append(StaticFinding(exc.lineno or 0, max((exc.offset or 1) - 1, 0), "syntax", exc.msg))
     except RecursionError:
-        checker.findings.append(StaticFinding(1, 0, "nesting", _too_deep(tree)))
+        checker.findings.append(StaticFinding(1, 0, "nesting", nesting_message(tree)))
     except (ValueError, MemoryError) as exc:
         checker.findings.append(StaticFinding(0, 0, "syntax", f"cannot compile source: {exc}"))
     try:
@@ -380,7 +380,9 @@ def _check(source: str, allowed_modules: Iterable[str]) -> StaticReport:
     return StaticReport(not checker.findings, checker.findings, class_name)
 
 
-def _too_deep(tree: ast.AST | None) -> str:
+def nesting_message(tree: ast.AST | None = None) -> str:
+    """The ``nesting`` finding's message: how deep ``tree`` nests (when it could be built)
+    and about how deep CPython goes here."""
     limit = nesting_limit()
     if tree is None:
         return (

@@ -88,7 +88,11 @@ def check(run: Run, checker: StaticChecker | None = None) -> str:
             f"syntax error{where}: {exc.msg}",
             details={"line": exc.lineno, "col": exc.offset},
         ) from None
-    except (ValueError, RecursionError, MemoryError) as exc:  # null bytes, absurd nesting
+    except RecursionError:
+        from spade_sandbox.static import nesting_message
+
+        raise Rejection(Reason.syntax_error, nesting_message()) from None
+    except (ValueError, MemoryError) as exc:  # null bytes
         raise Rejection(Reason.syntax_error, f"cannot parse the source: {exc}") from None
     banned = first_banned_import(tree, run.candidate.allowed_modules)
     if banned is not None:
