@@ -413,16 +413,16 @@ def _reset_request(data: dict[str, Any]) -> ResetRequest:
 
 def _routes(app: FastAPI, prefix: str, reset: Any, step: Any, state: Any, metadata: Any) -> None:
     async def do_reset(request: Request, env_id: str | None = None) -> JSONResponse:
-        return await reset(request, env_id)  # type: ignore[no-any-return]
+        return await reset(request, env_id)
 
     async def do_step(request: Request, env_id: str | None = None) -> JSONResponse:
-        return await step(request, env_id)  # type: ignore[no-any-return]
+        return await step(request, env_id)
 
     async def do_state(request: Request, env_id: str | None = None) -> JSONResponse:
-        return await state(request, env_id)  # type: ignore[no-any-return]
+        return await state(request, env_id)
 
     async def do_metadata(env_id: str | None = None) -> EnvironmentMetadata:
-        return metadata(env_id)  # type: ignore[no-any-return]
+        return metadata(env_id)
 
     app.add_api_route(f"{prefix}/reset", do_reset, methods=["POST"])
     app.add_api_route(f"{prefix}/step", do_step, methods=["POST"])

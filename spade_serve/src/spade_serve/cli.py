@@ -24,6 +24,7 @@ def register(cli: typer.Typer) -> None:
         max_request_bytes: int = typer.Option(1_048_576, "--max-request-bytes", min=1024),
         sessions_per_worker: int = typer.Option(1, "--sessions-per-worker", min=1, help="Sessions sharing one sandbox worker."),
         call_timeout: float = typer.Option(10.0, "--call-timeout", help="Deadline of one environment call (seconds)."),
+        max_idle_workers: int = typer.Option(16, "--max-idle-workers", min=0, help="Sandbox workers kept warm after their sessions closed."),
         token_file: Path | None = typer.Option(None, "--token-file", help="File holding a bearer token clients must send."),
         seeds_in_process: bool = typer.Option(False, "--seeds-in-process", help="Run seed environments (trusted) in this process."),
         log_level: str = typer.Option("info", "--log-level"),
@@ -62,6 +63,7 @@ def register(cli: typer.Typer) -> None:
                 max_request_bytes=max_request_bytes,
                 sessions_per_worker=sessions_per_worker,
                 call_timeout_s=call_timeout,
+                max_idle_workers=max_idle_workers,
                 token=token,
                 seeds_in_process=seeds_in_process,
             )

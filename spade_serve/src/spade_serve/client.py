@@ -50,7 +50,7 @@ class SpadeEnvClient(EnvClient[SpadeAction, SpadeObservation, SpadeState]):
         self._token = token
 
     async def connect(self) -> SpadeEnvClient:
-        if self._token is None or self._ws is not None:
+        if self._token is None or self._ws is not None:  # type: ignore[has-type]
             await super().connect()
             return self
         from websockets.asyncio.client import connect as ws_connect

@@ -140,7 +140,8 @@ class SessionManager:
     def pool(self) -> Any:
         """The sandbox pool (made on first use, with the server's call deadline)."""
         if self._pool is None:
-            from spade_sandbox import SandboxLimits, SandboxPool
+            from spade_sandbox.limits import SandboxLimits
+            from spade_sandbox.pool import SandboxPool
 
             self._pool = SandboxPool(
                 SandboxLimits(call_timeout_s=self.settings.call_timeout_s, max_idle_workers=self.settings.max_idle_workers)
@@ -155,7 +156,7 @@ class SessionManager:
         if group is None:  # a trusted seed, in this process
             cls = load_trusted_class(env.source, meta.class_name, source_name=meta.id)
             return ReferenceEnvAdapter(lambda: instantiate(cls), max_turns=meta.max_turns, reward_range=meta.reward_range)
-        from spade_sandbox import SandboxedEnv
+        from spade_sandbox.env import SandboxedEnv
 
         return SandboxedEnv(
             _group_source(env.source, group),
@@ -330,11 +331,12 @@ class SessionManager:
                 raise EpisodeStateError("the episode is over: reset to play again", session_id=session.id)
             session.last_active = time.monotonic()
             try:
-                obs, reward, terminated, truncated, info = await self.gate.run(session.instance.step, action)
+                obs, raw_reward, terminated, truncated, info = await self.gate.run(session.instance.step, action)
             except ServerBusy:
                 raise
             except Exception as exc:
                 raise await self._failed(session, exc, "step") from None
+            reward = float(raw_reward)  # checked finite and in range by the adapter
             session.step_count += 1
             session.total_reward += reward
             session.terminated, session.truncated = bool(terminated), bool(truncated)
