@@ -81,7 +81,9 @@ def test_each_process_collects_its_own_samples(launches: dict[str, Any]) -> None
     assert [r["iteration"] for r in rank0] == [r["iteration"] for r in rank1] == [1, 2]
     for a, b in zip(rank0, rank1, strict=True):
         assert a["per_env"].keys() != b["per_env"].keys()  # other designs, other pool draws
-        assert a["samples"]["nonzero_advantages"] >= 2 and b["samples"]["nonzero_advantages"] >= 2
+        # the invalid candidate is measured against the valid designs' baseline and carries
+        # signal; the valid designs of both ranks are each other's baseline (0 when they tie)
+        assert a["samples"]["nonzero_advantages"] >= 1 and b["samples"]["nonzero_advantages"] >= 1
         # advantages were computed over both processes' rewards
         pool = a["samples"]["samples"] + b["samples"]["samples"]
         assert a["samples"]["advantage_pool"] == b["samples"]["advantage_pool"] == pool
