@@ -97,7 +97,7 @@ def seeding(console: Console) -> None:
                     report = validator.validate(source, metadata=meta, domain=dom, config=cfg)
                     runs[flag].append((time.perf_counter() - t0, report))
 
-            def cell(flag: bool) -> tuple[str, float, float]:
+            def cell(flag: bool, runs: dict[bool, list[tuple[float, object]]] = runs) -> tuple[str, float, float]:
                 totals = [t for t, _ in runs[flag]]
                 fuzz = [r.timings.get("fuzz", 0.0) for _, r in runs[flag]]  # type: ignore[attr-defined]
                 msg = [f.message for f in runs[flag][-1][1].findings if f.stage == "fuzz" and f.ok]  # type: ignore[attr-defined]

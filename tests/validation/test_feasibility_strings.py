@@ -69,7 +69,9 @@ def test_a_prose_string_stays_unproven(inprocess_runner):
 
 
 def test_tool_call_strings_are_read_per_block_and_per_tag():
-    call = lambda n: '<tool_call>{"name": "%s", "arguments": {}}</tool_call>' % n  # noqa: E731
+    def call(name: str) -> str:
+        return '<tool_call>{"name": "' + name + '", "arguments": {}}</tool_call>'
+
     text = f"Turn 1:\n{call('a')}\n{call('b')}\n\nTurn 2:\n<answer>42</answer>"
     assert solution_plans(text, "tool_call") == [
         [f"{call('a')}\n{call('b')}", "<answer>42</answer>"],

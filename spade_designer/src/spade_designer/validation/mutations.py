@@ -20,6 +20,7 @@ report stays reproducible from its inputs.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Iterable
@@ -68,7 +69,7 @@ def templates(texts: Iterable[str], limit: int = MAX_TEMPLATES) -> list[str]:
     for payload in found:
         out.append(format_boxed(payload))
         for value in ("1", "0", "-1", "99"):
-            filled = _PLACEHOLDER.sub(lambda m: _keep_verb(m, value), payload)
+            filled = _PLACEHOLDER.sub(functools.partial(_keep_verb, value=value), payload)
             out.append(format_boxed(filled))
     return list(dict.fromkeys(out))
 
@@ -76,6 +77,11 @@ def templates(texts: Iterable[str], limit: int = MAX_TEMPLATES) -> list[str]:
 def _keep_verb(match: re.Match[str], value: str) -> str:
     # A one-letter verb at the start ("a" in "a 3") is a command, not a placeholder.
     return match.group(0) if match.start() == 0 and len(match.group(0)) == 1 and match.string[1:2] == " " else value
+
+
+def _digits_as(payload: str, table: dict[int, int]) -> str:
+    """``payload`` with the digits of its numbers written with ``table``'s characters."""
+    return _NUMBER.sub(lambda m: m.group(0).translate(table), payload)
 
 
 def _number_variants(n: int) -> list[str]:
@@ -108,10 +114,10 @@ def boxed_mutations(action: str) -> list[str]:
         head = numbers[0]
         variants = [payload[: head.start()] + v + payload[head.end() :] for v in _number_variants(int(head.group(0)))]
         first += variants[:1]  # one more: past the goal by a step
-        first.append(_NUMBER.sub(lambda m: m.group(0).translate(_DIGIT_LIKE["superscript"]), payload))
+        first.append(_digits_as(payload, _DIGIT_LIKE["superscript"]))
         first += variants[5:6]  # far past it
         rest += variants[1:5] + variants[6:]
-        rest += [_NUMBER.sub(lambda m, t=t: m.group(0).translate(t), payload) for t in list(_DIGIT_LIKE.values())[1:]]
+        rest += [_digits_as(payload, table) for table in list(_DIGIT_LIKE.values())[1:]]
         rest.append(_NUMBER.sub(lambda m: m.group(0) + ".5", payload))
     else:
         first.append(f"{verb} ²")
@@ -145,7 +151,6 @@ def tool_mutations(action: str) -> list[str]:
         return []
     name = call.get("name")
     args = dict(call.get("arguments") or {})
-    variants: list[dict[str, object]] = []
     # Most telling first (the cap keeps the head): an argument dropped, a number past
     # its range, a value of the wrong type, an argument the tool does not take.
     first: list[dict[str, object]] = []

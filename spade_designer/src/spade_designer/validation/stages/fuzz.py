@@ -27,9 +27,9 @@ from hypothesis.errors import HypothesisException
 
 from ..codes import Reason
 from ..context import Run
+from ..mutations import derived_actions, mutations
 from ..probes import COMMANDS, GARBAGE
 from ..runner import FATAL, Instance, Rejection
-from ..mutations import derived_actions, mutations
 from ..strategies import ActionProgram
 from ..strategies import program as action_program
 
