@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
-from spade_core.config import load_config
+from spade_core.config import SandboxSettings, load_config
 from spade_core.errors import ConfigError
 from spade_core.quick_config import RunSettings, run_settings
 
@@ -76,7 +76,7 @@ def _model_answer(path: Path | None) -> RunSettings | str:
         config = load_config(path)
     except ConfigError as exc:
         return f"ConfigError: {exc}"
-    return RunSettings(config.resolved_store_url, config.store_envs_run)
+    return RunSettings(config.resolved_store_url, config.store_envs_run, config.sandbox == SandboxSettings())
 
 
 def _fast_answer(path: Path | None) -> RunSettings | str:
@@ -108,6 +108,23 @@ def test_the_fast_reader_agrees_with_the_validated_model_on_every_config(
     assert _fast_answer(path) == _model_answer(path)
 
 
+@pytest.mark.parametrize(
+    ("text", "defaults"),
+    [
+        ('[spade]\nstore_envs_run = "sandbox"\n', True),
+        ('[spade.sandbox]\nbackend = "native"\n', True),  # written out, but the defaults
+        ("[spade.sandbox]\nmemory_mb = 256\n", False),
+        ('[spade.sandbox]\nbackend = "bwrap"\n', False),
+    ],
+)
+def test_the_reader_says_whether_the_sandbox_keeps_its_defaults(spade_home: Path, text: str, defaults: bool) -> None:
+    """What the sandbox asks (through ``spade_sandbox.prestart``) before it starts a
+    default pool's zygote without loading the configuration model."""
+    (spade_home.parent / "spade.toml").write_text(text, encoding="utf-8")
+    assert run_settings().sandbox_defaults is defaults
+    assert _model_answer(None) == run_settings()
+
+
 def test_a_relative_home_is_next_to_the_config_file(tmp_path: Path, spade_home: Path) -> None:
     folder = tmp_path / "project"
     folder.mkdir()
@@ -134,3 +151,10 @@ def test_a_simple_config_is_read_without_importing_pydantic(tmp_path: Path) -> N
     )
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["in-process", "False"]
+
+
+def test_a_home_of_an_unknown_user_is_a_config_error_naming_the_key(spade_home: Path) -> None:
+    (spade_home.parent / "spade.toml").write_text('[spade]\nhome = "~no-such-user-here/x"\n', encoding="utf-8")
+    for read in (run_settings, load_config):
+        with pytest.raises(ConfigError, match=r"spade.home = '~no-such-user-here/x': cannot expand '~'"):
+            read()

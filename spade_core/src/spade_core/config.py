@@ -15,7 +15,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .errors import ConfigError
-from .paths import default_store_url, find_config_file, spade_home
+from .paths import default_store_url, expand_user, find_config_file, spade_home
 
 __all__ = ["SandboxSettings", "SpadeConfig", "default_store_url", "find_config_file", "load_config", "spade_home"]
 
@@ -83,7 +83,7 @@ def load_config(path: str | Path | None = None, **overrides: Any) -> SpadeConfig
             raise ConfigError(f"{file}: [spade] must be a table")
         data.update(table)
         home = table.get("home")
-        if isinstance(home, str) and not Path(home).expanduser().is_absolute():
+        if isinstance(home, str) and not expand_user(home, "spade.home").is_absolute():
             # A relative home in a config file means "next to this file", not "wherever
             # the command happens to run".
             data["home"] = file.parent / home

@@ -14,9 +14,18 @@ from .errors import ConfigError
 CONFIG_FILE_NAME = "spade.toml"
 
 
+def expand_user(path: str | Path, what: str) -> Path:
+    """``path`` with a leading ``~`` / ``~user`` expanded; a :class:`ConfigError` naming
+    ``what`` (e.g. ``spade.home``) when it cannot be (no such user, no home directory)."""
+    try:
+        return Path(path).expanduser()
+    except RuntimeError as exc:  # pathlib's answer to an unknown ~user
+        raise ConfigError(f"{what} = {str(path)!r}: cannot expand '~' ({exc})") from None
+
+
 def spade_home() -> Path:
-    """``$SPADE_HOME``, default ``~/.spade``."""
-    return Path(os.environ.get("SPADE_HOME") or Path.home() / ".spade").expanduser()
+    """``$SPADE_HOME``, default ``~/.spade``: the one place this default is written."""
+    return expand_user(os.environ.get("SPADE_HOME") or Path.home() / ".spade", "SPADE_HOME")
 
 
 def default_store_url(home: Path | None = None) -> str:
@@ -27,7 +36,7 @@ def default_store_url(home: Path | None = None) -> str:
 def find_config_file(path: str | Path | None = None) -> Path | None:
     """An explicit path (must exist), else ``./spade.toml``, else ``$SPADE_HOME/spade.toml``."""
     if path is not None:
-        p = Path(path).expanduser()
+        p = expand_user(path, "config file")
         if not p.is_file():
             raise ConfigError(f"config file {p} does not exist")
         return p

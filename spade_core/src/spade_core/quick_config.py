@@ -1,4 +1,4 @@
-"""The two settings registration and ``gymnasium.make`` need, read without pydantic.
+"""The settings registration and ``gymnasium.make`` need, read without pydantic.
 
 ``import spade_core`` needs the active store's URL and ``gymnasium.make`` of a stored
 environment needs ``store_envs_run``; loading :class:`~spade_core.config.SpadeConfig`
@@ -8,6 +8,10 @@ for configurations it can check completely with the standard library (no file, o
 ``[spade]`` table holding only ``home``, ``store_url``, ``store_envs_run`` and ``plugins``
 with values of the right types) and hands every other file to ``load_config``, so a
 configuration error is reported exactly as before, with its field-level messages.
+
+It is the configuration's light reader, the only one besides ``load_config``: the sandbox
+asks it whether ``[spade.sandbox]`` keeps its defaults (:attr:`RunSettings.sandbox_defaults`)
+instead of parsing ``spade.toml`` itself.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .paths import default_store_url, find_config_file
+from .paths import default_store_url, expand_user, find_config_file
 
 #: Values of ``store_envs_run`` (the ``Literal`` of ``SpadeConfig.store_envs_run``).
 RUN_MODES = ("sandbox", "in-process")
@@ -31,6 +35,9 @@ class RunSettings:
     store_url: str
     #: ``SpadeConfig.store_envs_run``: ``"sandbox"`` or ``"in-process"``.
     store_envs_run: str
+    #: Whether ``SpadeConfig.sandbox`` equals the defaults of ``SandboxSettings`` (true
+    #: whenever ``[spade.sandbox]`` is absent): a default sandbox pool then needs no model.
+    sandbox_defaults: bool = True
 
 
 def run_settings(path: str | Path | None = None) -> RunSettings:
@@ -48,7 +55,7 @@ def run_settings(path: str | Path | None = None) -> RunSettings:
     home = table.get("home")
     if home is None:
         home_path = None
-    elif Path(home).expanduser().is_absolute():
+    elif expand_user(home, "spade.home").is_absolute():
         home_path = Path(home)
     else:  # relative to the config file, as load_config resolves it
         home_path = file.parent / home
@@ -85,7 +92,7 @@ def _checkable_table(file: Path) -> dict[str, Any] | None:
 
 
 def _validated(path: str | Path | None) -> RunSettings:
-    from .config import load_config
+    from .config import SandboxSettings, load_config
 
     config = load_config(path)
-    return RunSettings(config.resolved_store_url, config.store_envs_run)
+    return RunSettings(config.resolved_store_url, config.store_envs_run, config.sandbox == SandboxSettings())

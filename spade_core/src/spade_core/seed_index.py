@@ -40,7 +40,9 @@ def index_file(home: str) -> str:
 
 
 def _home() -> str:
-    return os.path.expanduser(os.environ.get("SPADE_HOME") or os.path.join(os.path.expanduser("~"), ".spade"))
+    from .paths import spade_home  # the one home of SPADE_HOME's default
+
+    return str(spade_home())
 
 
 def enabled() -> bool:

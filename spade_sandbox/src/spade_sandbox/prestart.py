@@ -44,28 +44,14 @@ AT_IMPORT_VARIABLE = "SPADE_SANDBOX_AT_IMPORT"
 
 
 def configures_default_sandbox() -> bool:
-    """True when the active configuration (same lookup as ``load_config``) is a file
-    ``spade_core.quick_config`` vouches for (which excludes a ``[spade.sandbox]`` table),
-    or no file at all: the sandbox settings are then the defaults. Anything else goes
-    through ``load_config``, which validates it and reports errors field by field."""
-    from spade_core.paths import find_config_file
-
-    file = find_config_file(None)
-    if file is None:
-        return True
-    import tomllib
-
-    try:
-        raw = tomllib.loads(file.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
-        return False
-    table = raw.get("spade", {})
-    if not isinstance(table, dict) or "sandbox" in table:
-        return False
+    """True when the active configuration (same lookup as ``load_config``) leaves
+    ``[spade.sandbox]`` at its defaults, so that a default pool needs no configuration model:
+    :attr:`spade_core.quick_config.RunSettings.sandbox_defaults`, the core's light reader
+    (it validates through ``load_config`` whatever it cannot vouch for, and raises its
+    ``ConfigError`` for an invalid file)."""
     from spade_core.quick_config import run_settings
 
-    run_settings(file)  # raises ConfigError (through load_config) where the file is invalid
-    return True
+    return run_settings().sandbox_defaults
 
 
 def prepare(*, at_import: bool) -> None:

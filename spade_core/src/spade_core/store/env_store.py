@@ -97,12 +97,10 @@ class EnvStore:
             raise
 
     @classmethod
-    def open(cls, config: SpadeConfig | None = None, *, create: bool = True) -> EnvStore:
-        """The active store: ``config.resolved_store_url`` (default ``SPADE_HOME/store.db``)."""
-        if config is None:
-            from ..config import load_config
-
-            config = load_config()
+    def open(cls, config: SpadeConfig, *, create: bool = True) -> EnvStore:
+        """The store ``config`` names: ``config.resolved_store_url`` (default
+        ``SPADE_HOME/store.db``). The configuration is the caller's, loaded once at the edge
+        (CLI, ``spade selfplay``): the store never reads ``spade.toml`` by itself."""
         return cls(config.resolved_store_url, create=create)
 
     # --- lifecycle -----------------------------------------------------------------
