@@ -23,15 +23,12 @@ The three modes:
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from dataclasses import dataclass
-
 import pytest
 from attack_fixtures import *  # noqa: F403 (the suite's fixtures: decoys, pools, parent checks)
-from containment import ATTACK_LIMITS, assert_contained
-from hostile import POLICY, QUIET, Attack, Outcome, env_error, static
+from containment import assert_contained
+from escape_common import EscapeAttack, guard_pool  # noqa: F401 (fixture)
+from hostile import POLICY, QUIET, Outcome, env_error, static
 
-from spade_sandbox import SandboxPool
 
 #: Once ``OS`` is the real os (or posix) module: read the secret and hand it back.
 PAYLOAD = 'fd = OS.open("{SECRET_FILE}", 0)\nreturn OS.read(fd, 200).decode(), 1.0, True, False, {}'
@@ -53,13 +50,6 @@ def guard_error(kind: str, what: str) -> Outcome:
 
 FORMAT_FIELD = guard_error("AttributeError", "format field .* is not accessible in the sandbox")
 NOT_ACCESSIBLE = "is not accessible in the sandbox"
-
-
-@dataclass(frozen=True)
-class EscapeAttack(Attack):
-    """An :class:`~hostile.Attack` with a third expected outcome: the guard alone."""
-
-    guard: Outcome = QUIET
 
 
 def attack(id: str, body: str, guarded: Outcome, guard: Outcome, os_only: Outcome, stops: str, prelude: str = "") -> EscapeAttack:
@@ -252,13 +242,6 @@ ATTACKS = [
            guard_error("TypeError", f"dataclass field '__module__' {NOT_ACCESSIBLE}"), QUIET,
            "guard: dataclasses.fields refuses field names that are not allowed attributes"),
 ]
-
-
-@pytest.fixture(scope="module")
-def guard_pool() -> Iterator[SandboxPool]:
-    """Static check off, runtime guard on: the guard and the OS layers contain the code."""
-    with SandboxPool(ATTACK_LIMITS, unsafe_skip_static_check=True, unsafe_runtime_guard=True) as p:
-        yield p
 
 
 def _filters_stopped_it(outcome: Outcome) -> None:
