@@ -53,7 +53,7 @@ class VaultDialEnv:
         self.turn += 1
         found = _BOX.findall(action) if isinstance(action, str) else []
         parts = found[-1].split() if found else []
-        if len(parts) == 2 and parts[0].lower() == "try" and len(parts[1]) == 3 and parts[1].isdigit():
+        if len(parts) == 2 and parts[0].lower() == "try" and len(parts[1]) == 3 and parts[1].isdecimal():
             hints = []
             for guess, true in zip(parts[1], self.code):
                 hints.append("ok" if guess == true else ("higher" if guess < true else "lower"))
