@@ -281,3 +281,23 @@ def test_starting_at_import_is_best_effort(monkeypatch: pytest.MonkeyPatch):
 
     monkeypatch.setattr(prestart, "start_default_zygote", fails)
     prestart.start_at_import()  # nothing raised: the first make reports it
+
+
+def test_no_zygote_is_started_early_once_the_default_pool_exists(tmp_path: Path):
+    """The pool tells prestart that it exists (``watch_default_pool``): a later early start
+    would only make a second zygote that no pool adopts."""
+    home = home_with_stored_counter(tmp_path, "ZygoteCounter")
+    script = textwrap.dedent(
+        """
+        import json, os
+        os.environ["SPADE_SANDBOX_AT_IMPORT"] = "0"
+        import gymnasium as gym, spade_core
+        from spade_sandbox import prestart
+        before = prestart._default_pool_exists()
+        from spade_sandbox import default_pool
+        pool = default_pool()
+        prestart.start_default_zygote()
+        print(json.dumps([before, prestart._default_pool_exists(), prestart._started is None]))
+        """
+    )
+    assert run_fresh(home, script) == [False, True, True]

@@ -32,7 +32,7 @@ from .errors import (
     StaticCheckError,
 )
 from .limits import SandboxLimits
-from .prestart import configures_default_sandbox
+from .prestart import configures_default_sandbox, watch_default_pool
 from .static import StaticFinding, check_source
 
 ResetResult = tuple[str, dict[str, Any]]
@@ -873,6 +873,7 @@ def _check_seed(seed: Any) -> None:
 
 _default: SandboxPool | None = None
 _default_lock = threading.Lock()
+watch_default_pool(lambda: _default is not None)  # prestart starts no zygote once it exists
 _close_at_exit_registered = False
 
 

@@ -25,9 +25,8 @@ from __future__ import annotations
 
 import atexit
 import os
-import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -41,6 +40,23 @@ _DEFAULT_OPTIONS: tuple[tuple[str, ...], bool, bool] = ((), True, True)
 UNCLAIMED_EXIT_S = 30.0
 #: ``SPADE_SANDBOX_AT_IMPORT=0``: no zygote is started by ``import spade_core``.
 AT_IMPORT_VARIABLE = "SPADE_SANDBOX_AT_IMPORT"
+
+
+def _no_pool() -> bool:
+    return False
+
+
+#: Whether the process-wide pool exists (its backend then has or starts its own zygote):
+#: told by :mod:`spade_sandbox.pool` through :func:`watch_default_pool` when it is
+#: imported, so that this module neither imports the pool nor reads its privates.
+_default_pool_exists: Callable[[], bool] = _no_pool
+
+
+def watch_default_pool(exists: Callable[[], bool]) -> None:
+    """Called once by :mod:`spade_sandbox.pool`: ``exists()`` answers whether the default
+    pool has been created; :func:`start_default_zygote` starts nothing once it has."""
+    global _default_pool_exists
+    _default_pool_exists = exists
 
 
 def configures_default_sandbox() -> bool:
@@ -82,8 +98,7 @@ def start_default_zygote(unclaimed_exit_s: float | None = None) -> None:
     pool then starts its zygote itself, as it always can). With ``unclaimed_exit_s`` the
     zygote leaves when no pool has taken it that long after its boot."""
     global _started
-    pool_module = sys.modules.get("spade_sandbox.pool")
-    if pool_module is not None and getattr(pool_module, "_default", None) is not None:
+    if _default_pool_exists():
         return
     with _lock:
         if _started is not None:
