@@ -115,7 +115,7 @@ def table(console: Console, title: str, check: Callable[[str], object]) -> None:
             per_kb.append(med * 1e6 / kb)
             if kb == SIZES_KB[-1]:
                 result = check(make(kb * 1000 - 40) + f"\n# v {time.perf_counter_ns()}\n")
-                verdict = getattr(result, "summary", lambda: str(result))()[:40] if not isinstance(result, str) else result[:40]
+                verdict = (result.summary() if hasattr(result, "summary") else str(result))[:40]
         out.add_row(name, *row, f"{per_kb[0]:.0f} / {per_kb[-1]:.0f}", f"{hold * 1e3:.1f}", verdict)
     console.print(out)
 

@@ -4,9 +4,20 @@ depth bound, and ``guarded`` or ``control`` (every attribute name followed). Pri
 JSON object: what dangerous objects were reached and by which path, how many objects were
 visited."""
 
-import builtins, collections, dataclasses, functools, json, operator, string, sys, types, typing
-from spade_sandbox import allowlist, guard
+import builtins
+import collections
+import dataclasses
+import functools
+import json
+import operator
+import string
+import sys
+import types
+import typing
+
 from spade_sandbox.allowlist import DEFAULT_ALLOWED_MODULES, attribute_allowed
+
+from spade_sandbox import guard
 
 extra = frozenset(json.loads(sys.argv[1]))
 depth_limit = int(sys.argv[2])

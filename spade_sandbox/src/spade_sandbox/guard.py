@@ -15,8 +15,8 @@ Imported by the zygote and workers: standard library only.
 """
 
 from __future__ import annotations
-
 import __future__
+
 import _string
 import ast
 import builtins
@@ -152,7 +152,7 @@ def _refusal(node: ast.AST) -> str | None:
     return None
 
 
-def _guard_tree(tree: ast.AST) -> ast.AST:
+def _guard_tree(tree: ast.AST) -> None:
     """Refuse what :func:`_refusal` names, then route every ``.format``/``.format_map``
     read through the guard. Iterative (a tree as deep as CPython compiles would overflow a
     recursive ``NodeTransformer``); new nodes take the location of the node they replace."""
@@ -184,13 +184,12 @@ def _guard_tree(tree: ast.AST) -> ast.AST:
     # Children were found after their parents: replacing in reverse order rewrites an inner
     # read before the outer read that holds it (``s.format.format`` -> guard(guard(s)...)).
     for parent, field, index, node in reversed(found):
-        name = ast.copy_location(ast.Name(id=FORMAT_ATTRIBUTE_GUARD, ctx=ast.Load()), node)
-        call = ast.copy_location(ast.Call(func=name, args=[node.value, ast.copy_location(ast.Constant(node.attr), node)], keywords=[]), node)
+        guard_name = ast.copy_location(ast.Name(id=FORMAT_ATTRIBUTE_GUARD, ctx=ast.Load()), node)
+        call = ast.copy_location(ast.Call(func=guard_name, args=[node.value, ast.copy_location(ast.Constant(node.attr), node)], keywords=[]), node)
         if index is None:
             setattr(parent, field, call)
         else:
             getattr(parent, field)[index] = call
-    return tree
 
 
 def compile_guarded(source: str, filename: str) -> Any:
@@ -217,7 +216,7 @@ def compile_guarded(source: str, filename: str) -> Any:
                 f"an expression or block nests deeper than CPython parses (limit about {3 * limit} levels "
                 "in this interpreter); split it into smaller expressions"
             ) from None
-        tree = _guard_tree(tree)
+        _guard_tree(tree)
         sys.setrecursionlimit(max(limit, 4 * limit))
         return compile(tree, filename, "exec", flags=ENV_COMPILE_FLAGS, dont_inherit=True)
     finally:
@@ -383,8 +382,8 @@ def disarm() -> None:
     import typing
 
     typing.ForwardRef._evaluate = _checked_forward_evaluate(typing.ForwardRef._evaluate)  # type: ignore[method-assign]
-    collections.UserString.format = _user_string_method("format")  # type: ignore[method-assign,assignment]
-    collections.UserString.format_map = _user_string_method("format_map")  # type: ignore[method-assign,assignment]
+    collections.UserString.format = _user_string_method("format")  # type: ignore[method-assign]
+    collections.UserString.format_map = _user_string_method("format_map")  # type: ignore[method-assign]
     defaults = frozenset(functools.WRAPPER_ASSIGNMENTS) | frozenset(functools.WRAPPER_UPDATES)
     replaced = {
         (functools, "update_wrapper"): _checked_update_wrapper(functools.update_wrapper, defaults),

@@ -25,3 +25,6 @@ def guard_pool() -> Iterator[SandboxPool]:
     """Static check off, runtime guard on: the guard and the OS layers contain the code."""
     with SandboxPool(ATTACK_LIMITS, unsafe_skip_static_check=True, unsafe_runtime_guard=True) as p:
         yield p
+
+
+__all__ = ["EscapeAttack", "guard_pool"]

@@ -26,9 +26,9 @@ from __future__ import annotations
 import pytest
 from attack_fixtures import *  # noqa: F403 (the suite's fixtures: decoys, pools, parent checks)
 from containment import assert_contained
-from escape_common import EscapeAttack, guard_pool  # noqa: F401 (fixture)
+from escape_common import *  # noqa: F403 (the guard_pool fixture)
+from escape_common import EscapeAttack
 from hostile import POLICY, QUIET, Outcome, env_error, static
-
 
 #: Once ``OS`` is the real os (or posix) module: read the secret and hand it back.
 PAYLOAD = 'fd = OS.open("{SECRET_FILE}", 0)\nreturn OS.read(fd, 200).decode(), 1.0, True, False, {}'

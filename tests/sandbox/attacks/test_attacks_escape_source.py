@@ -15,10 +15,10 @@ from __future__ import annotations
 import pytest
 from attack_fixtures import *  # noqa: F403 (the suite's fixtures: decoys, pools, parent checks)
 from containment import assert_contained
-from escape_common import EscapeAttack, guard_pool  # noqa: F401 (fixture)
+from escape_common import *  # noqa: F403 (the guard_pool fixture)
+from escape_common import EscapeAttack
 from hostile import QUIET, Outcome, env_error, static
 from spade_sandbox.errors import StaticCheckError
-
 
 LONG_SUM = " + ".join(["a"] * 2_500)
 TOO_DEEP = " + ".join(["a"] * 4_000)
