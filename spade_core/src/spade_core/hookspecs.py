@@ -1,9 +1,20 @@
 """The plugin contract of SPADE: every hook a plugin may implement.
 
-Plugins are modules or packages listed under the ``spade`` entry-point group. Each hook
-receives a ``register`` callback (or the object to extend) and gives back nothing; hooks
-marked *firstresult* or returning values say so. SPADE's own features are registered
-through these same hooks.
+Plugins are modules or packages listed under the ``spade`` entry-point group (selected by
+``SPADE_PLUGINS`` or the config's ``plugins``); SPADE's own features are registered through
+these same hooks (``spade_core.builtin`` and each package's ``plugin`` module). Each hook's
+docstring says when it is called, how often, whether the first answer wins
+(*firstresult*) or every plugin's answer counts, and what a duplicate does.
+
+Rules common to the ``spade_register_*`` hooks: a registry is filled the first time it is
+asked for on a plugin set (:class:`spade_core.plugins.SpadePlugins`) and kept, so each
+implementation runs at most once per registry and plugin set (registering another plugin
+with ``SpadePlugins.register`` empties the registries: they are filled again on the next
+question). They give back nothing: the plugin calls ``register`` once per thing it
+provides. A name registered twice, by one plugin or two, is a
+:class:`~spade_core.errors.PluginError` when the registry is filled: no registration
+silently replaces another. Implementations are called in pluggy's order (the last
+registered plugin first), which therefore never decides a winner.
 """
 
 from __future__ import annotations
@@ -26,13 +37,24 @@ hookimpl = pluggy.HookimplMarker("spade")
 
 @hookspec
 def spade_register_domains(register: Callable[[Domain], None]) -> None:
-    """Register domains: ``register(Domain(...))`` once per domain the plugin provides."""
+    """Register domains: ``register(Domain(...))`` once per domain the plugin provides.
+
+    Called once per plugin set, by the first ``SpadePlugins.domains()`` (``import spade_core``
+    when the seed index is not valid, the CLI, the designer, validation). A domain name
+    registered twice is a ``PluginError`` naming both plugins; anything but a ``Domain`` is
+    a ``PluginError`` naming the plugin. ``import spade_core`` registers each domain's seed
+    environments with Gymnasium and keeps them in the seed index."""
 
 
 @hookspec
 def spade_register_llm_backends(register: Callable[[str, Callable[..., Any]], None]) -> None:
     """Register LLM backends: ``register(name, factory)``; ``factory(**options)`` returns an
-    object with ``chat(batch_of_message_lists, **sampling) -> list[Completion]``."""
+    object with ``chat(batch_of_message_lists, **sampling) -> list[Completion]``
+    (``spade_designer.llm.LLMBackend``).
+
+    Called once per plugin set, by the first ``SpadePlugins.llm_backends()`` or
+    ``create("llm_backends", ...)``; the factory runs at each ``create``. A name registered
+    twice is a ``PluginError``."""
 
 
 @hookspec
@@ -52,36 +74,58 @@ def spade_register_env_runners(register: Callable[[EnvRunner], None]) -> None:
 @hookspec
 def spade_register_sandbox_backends(register: Callable[[str, Callable[..., Any]], None]) -> None:
     """Register sandbox backends: ``register(name, factory)``; ``factory(**options)`` returns
-    a ``spade_sandbox`` backend (how worker processes are started and contained)."""
+    a ``spade_sandbox`` backend (how worker processes are started and contained).
+
+    Called once per plugin set, by the first ``SpadePlugins.sandbox_backends()`` (a
+    ``SandboxPool`` whose ``backend`` is a name); the factory runs once per pool. A name
+    registered twice is a ``PluginError``."""
 
 
 @hookspec
 def spade_register_corpora(register: Callable[[str, Callable[..., Any]], None]) -> None:
     """Register corpus sources for grounding: ``register(name, factory)``; the factory's
-    result samples documents (``sample(rng) -> Document``)."""
+    result samples documents (``sample(rng) -> Document``).
+
+    Called once per plugin set, by the first ``SpadePlugins.corpora()`` or ``create``
+    (when a designer is assembled). A name registered twice is a ``PluginError``."""
 
 
 @hookspec
 def spade_register_memories(register: Callable[[str, Callable[..., Any]], None]) -> None:
     """Register designer memories: ``register(name, factory)``; the result stores designed
-    environments and retrieves prompt examples."""
+    environments and retrieves prompt examples.
+
+    Called once per plugin set, by the first ``SpadePlugins.memories()`` or ``create``
+    (when a designer is assembled). A name registered twice is a ``PluginError``."""
 
 
 @hookspec
 def spade_register_commands(cli: typer.Typer) -> None:
-    """Add commands to the ``spade`` CLI (``@cli.command()``)."""
+    """Add commands to the ``spade`` CLI (``@cli.command()``).
+
+    Called once each time the ``spade`` application is built (every ``spade`` run, before
+    its arguments are parsed), for every plugin. A third-party plugin that raises is
+    reported as one warning and skipped (the built-in ones are not guarded). A command name
+    added twice is not detected: the one added last replaces the other (Typer's rule), so
+    plugins name their commands after themselves (``spade sandbox ...``)."""
 
 
 @hookspec
 def spade_designer_reward_terms(context: DesignerRewardContext) -> dict[str, float] | None:
     """Return named terms added to the designer's reward for one environment (e.g. a
-    novelty bonus or an invalid-environment penalty), or ``None``. Every plugin's terms
-    are summed and recorded by name."""
+    novelty bonus or an invalid-environment penalty), or ``None``.
+
+    Called once per designed environment of each self-play iteration, on every plugin (not
+    *firstresult*). Every plugin's terms are summed; a name two plugins both return is one
+    term, their sum. A non-dict answer or a non-finite value is a ``PluginError``."""
 
 
 @hookspec
 def spade_agent_reward_terms(context: AgentRewardContext) -> dict[str, float] | None:
-    """Return named terms added to the agent's reward for one episode, or ``None``."""
+    """Return named terms added to the agent's reward for one episode, or ``None``.
+
+    Called once per finished agent episode of each self-play iteration, on every plugin
+    (not *firstresult*); terms merge as for :func:`spade_designer_reward_terms`."""
 
 
 @hookspec(firstresult=True)
@@ -89,7 +133,9 @@ def spade_embed_texts(texts: list[str]) -> list[list[float]] | None:
     """Return one embedding vector per text, in order (every vector the same length; any
     scale, callers normalise), or ``None`` to leave it to another plugin. *firstresult*:
     the first answer wins. Used by validation to find near-duplicate environment
-    descriptions; spade_designer's built-in lexical embedder answers last (``trylast``)."""
+    descriptions; spade_designer's built-in lexical embedder answers last (``trylast``).
+    Called once per batch of descriptions validation compares; two plugins answering is
+    not an error: the first in pluggy's order wins (mark a fallback ``trylast``)."""
 
 
 @hookspec(firstresult=True)
