@@ -5,32 +5,32 @@
 * every seed environment of every loaded domain plugin (trusted code: ``gymnasium.make``
   loads it in-process through :func:`make_seed_env`), and
 * every admitted environment of the active store (untrusted code: :func:`make_stored_env`
-  runs it in ``spade_sandbox``, or in-process only when ``store_envs_run = "in-process"``).
+  hands it to the env runner ``store_envs_run`` names, spade-sandbox's ``sandbox`` by
+  default, or runs it in-process only when ``store_envs_run = "in-process"``).
 
 Contracts:
 
 * Registration never fails the import: a missing store registers nothing (and is not
   created), a broken store or plugin is reported with ``warnings.warn`` naming it, and the
   rest is still registered.
-* Entry points are strings, so nothing heavy is imported before ``gymnasium.make``.
-* Cost is linear in the number of environments. ``gymnasium.register`` checks every
-  existing spec on each call (quadratic in a loop), so specs go into Gymnasium's registry
-  dict directly, as :class:`StoredEnvSpec` objects that hold only their id and derive the
-  other fields on first access.
-* The import path avoids SQLAlchemy when the store is a SQLite file: ids are read with the
-  standard library (:mod:`spade_core.store.quick_read`).
+* This module imports no package above the core: the runner of store code is found
+  through the ``spade_register_env_runners`` hook (:mod:`spade_core.runners`), from the
+  seed index while the plugins are not loaded.
+* Entry points are strings, so nothing is imported for an environment before its
+  ``gymnasium.make``.
 * :func:`register` can be called again after the store changed: it adds new admitted ids
-  and removes the ones it registered before that are no longer admitted.
-* The hot path has an optional C twin, ``spade_core._speedups`` (see
-  :mod:`spade_core.native`; ``SPADE_CORE_NO_C=1`` forces the Python path): both register
-  the same specs in the same order.
-* No store spec is walked by the interpreter's shutdown garbage collections (which would
-  cost a fresh interpreter with 100,000 environments about 0.15 s of its exit). On the
-  Python path the store specs are taken out of Gymnasium's registry again at interpreter
-  exit (``atexit``): only specs this module registered are removed, and ``atexit``
-  handlers registered before ``import spade_core`` run after that and no longer see them.
-  The C path creates them untracked by the collector and, at exit, keeps the registry
-  alive and untracked past the teardown instead: every ``atexit`` handler sees them.
+  and removes the ones it registered before that are no longer admitted; a seed id wins
+  over a store id (reported unless the store holds the same code).
+* The Python path and the optional C path (``spade_core._speedups``, chosen by
+  :mod:`spade_core.native`; ``SPADE_CORE_NO_C=1`` forces Python) register the same specs in
+  the same order. Cost is linear in the number of environments (specs go into Gymnasium's
+  registry dict directly: ``gymnasium.register`` is quadratic in a loop).
+* Store specs never reach the interpreter's shutdown collections: the Python path removes
+  them at exit (``atexit``: handlers registered before ``import spade_core`` no longer see
+  them); the C path keeps the registry alive and untracked past the teardown.
+
+How registration is made fast (id snapshot, slots, the zygote started at import) and what
+it measures are in ``docs/architecture.md``.
 """
 
 from __future__ import annotations
