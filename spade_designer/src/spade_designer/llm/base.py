@@ -47,6 +47,13 @@ class Completion:
     logprobs: list[float] | None = None
 
 
+#: The sampling defaults of every ``chat`` (one place: the protocol, the base class and
+#: :class:`SamplingRequest` all read them here).
+DEFAULT_MAX_NEW_TOKENS = 512
+DEFAULT_TEMPERATURE = 1.0
+DEFAULT_TOP_P = 1.0
+
+
 @runtime_checkable
 class LLMBackend(Protocol):
     """What every backend offers; ``name`` identifies it in metadata and reports.
@@ -61,12 +68,15 @@ class LLMBackend(Protocol):
         self,
         conversations: list[Conversation],
         *,
-        max_new_tokens: int = 512,
-        temperature: float = 1.0,
-        top_p: float = 1.0,
+        max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS,
+        temperature: float = DEFAULT_TEMPERATURE,
+        top_p: float = DEFAULT_TOP_P,
         seed: int | None = None,
         stop: list[str] | None = None,
-    ) -> list[Completion]: ...
+    ) -> list[Completion]:
+        """One completion per conversation, in order (see the module docstring); the one
+        declaration of ``chat``: :class:`ChatBackend` implements it for the built-ins."""
+        ...
 
 
 def check_conversations(conversations: Sequence[Conversation], *, backend: str) -> None:
@@ -126,9 +136,9 @@ def continues_final_message(conversation: Conversation) -> bool:
 class SamplingRequest:
     """The checked sampling arguments of one ``chat`` call."""
 
-    max_new_tokens: int = 512
-    temperature: float = 1.0
-    top_p: float = 1.0
+    max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS
+    temperature: float = DEFAULT_TEMPERATURE
+    top_p: float = DEFAULT_TOP_P
     #: Seed of the call; item ``i`` of a batch uses ``seed + i`` where a backend seeds
     #: per item (distinct but reproducible).
     seed: int | None = None
@@ -139,9 +149,10 @@ class SamplingRequest:
         return None if self.seed is None else self.seed + i
 
 
-class ChatBackend(ABC):
-    """Base of the built-in backends: ``chat`` checks its arguments (the conversations'
-    shape, the sampling ranges) and calls :meth:`generate` with a non-empty batch.
+class ChatBackend(LLMBackend, ABC):
+    """Base of the built-in backends: implements :meth:`LLMBackend.chat` (declared there,
+    checked against it by the type checker) by checking its arguments (the conversations'
+    shape, the sampling ranges) and calling :meth:`generate` with a non-empty batch.
 
     Subclasses set ``name`` and implement :meth:`generate`; a subclass that continues
     prefilled assistant replies sets ``continues_final_message = True``.
@@ -154,13 +165,13 @@ class ChatBackend(ABC):
         self,
         conversations: list[Conversation],
         *,
-        max_new_tokens: int = 512,
-        temperature: float = 1.0,
-        top_p: float = 1.0,
+        max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS,
+        temperature: float = DEFAULT_TEMPERATURE,
+        top_p: float = DEFAULT_TOP_P,
         seed: int | None = None,
         stop: list[str] | None = None,
     ) -> list[Completion]:
-        """One completion per conversation, in order (see the module docstring)."""
+        """:meth:`LLMBackend.chat`, its arguments checked first."""
         check_conversations(conversations, backend=self.name)
         check_sampling(max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p, backend=self.name)
         if stop is not None and not (
