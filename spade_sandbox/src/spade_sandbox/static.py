@@ -329,7 +329,8 @@ def check_source(source: str, allowed_modules: Iterable[str] = ()) -> StaticRepo
         if class_name is not None:
             _PASSED.move_to_end(key)
             return StaticReport(True, [], class_name)
-    report = _check(source, key[1])
+    with collection_paused():  # the whole check: its trees are large and short-lived
+        report = _check(source, key[1])
     if report.ok and report.class_name is not None and len(source) <= _PASSED_MAX_CHARS:
         with _PASSED_LOCK:
             _PASSED[key] = report.class_name

@@ -68,6 +68,16 @@ def first_banned_import(tree: ast.Module, extra: tuple[str, ...] | list[str]) ->
 
 
 def check(run: Run, checker: StaticChecker | None = None) -> str:
+    from spade_sandbox.static import collection_paused
+
+    # The collector stays paused for the whole stage: the trees it builds and walks are
+    # large and short-lived, and collections meanwhile rescan them (a 128 KB source: 1.06 s
+    # of CPU with the collector running, 0.40 s paused).
+    with collection_paused():
+        return _check(run, checker)
+
+
+def _check(run: Run, checker: StaticChecker | None) -> str:
     from spade_sandbox.static import parse_untrusted
 
     source = run.candidate.source
