@@ -7,27 +7,36 @@ from the SPADE config.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from spade_core.config import SpadeConfig
 
 from .config import DesignerConfig
 from .designer import Designer
 
+if TYPE_CHECKING:
+    from spade_core.plugins import SpadePlugins
+    from spade_core.store import EnvStore
 
-def create_backend(config: DesignerConfig, plugins: Any) -> Any:
+    from .corpus.base import Corpus
+    from .llm.base import LLMBackend
+    from .memory import Memory
+    from .validation import Validator
+
+
+def create_backend(config: DesignerConfig, plugins: SpadePlugins) -> LLMBackend:
     return plugins.create("llm_backends", config.backend, model=config.model, **config.backend_options)
 
 
-def create_corpus(config: DesignerConfig, plugins: Any) -> Any:
+def create_corpus(config: DesignerConfig, plugins: SpadePlugins) -> Corpus:
     return plugins.create("corpora", config.corpus, **config.corpus_options)
 
 
-def create_memory(config: DesignerConfig, plugins: Any, store: Any) -> Any:
+def create_memory(config: DesignerConfig, plugins: SpadePlugins, store: EnvStore) -> Memory:
     return plugins.create("memories", config.memory, store=store, policy=config.memory_policy)
 
 
-def create_validator(spade_config: SpadeConfig) -> Any:
+def create_validator(spade_config: SpadeConfig) -> Validator:
     """The validation pipeline with its own sandbox pool, configured by ``[validation]``
     and the sandbox settings of ``[spade]``."""
     from spade_sandbox import SandboxLimits, SandboxPool
@@ -48,10 +57,10 @@ def assemble_designer(
     spade_config: SpadeConfig,
     config: DesignerConfig,
     *,
-    store: Any,
-    plugins: Any = None,
-    backend: Any = None,
-    validator: Any = None,
+    store: EnvStore,
+    plugins: SpadePlugins | None = None,
+    backend: LLMBackend | None = None,
+    validator: Validator | None = None,
 ) -> Designer:
     """A designer wired from configuration; pass ``backend`` / ``validator`` to reuse
     ones already running (the trainer's in-training model, a shared pool)."""
