@@ -33,16 +33,14 @@ DOC = ROOT / "docs" / "architecture.md"
 KNOWN_CYCLES: dict[str, frozenset[str]] = {
     # ZygoteBackend's replies are decoded with pool.error_from_reply (imported inside a method).
     "pool-backends": frozenset({"spade_sandbox.pool", "spade_sandbox.backends"}),
-    # prelude's default ``wrap`` is guard.module_wrapper (imported inside a function), and the
-    # guard imports the prelude: the wrapper should be passed in by the guard.
-    "guard-prelude": frozenset({"spade_sandbox.guard", "spade_sandbox.prelude"}),
     # processes.py calls back into the pipeline (inside a function) to validate in a child.
     "validation-pipeline-processes": frozenset(
         {"spade_designer.validation.pipeline", "spade_designer.validation.processes"}
     ),
-    # build_designer_stage(run) types its argument as SelfPlayRun; the run builds the stage.
+    # build_designer_stage(run) types its argument as SelfPlayRun (and reads five of its
+    # attributes); the run builds the stage, and edit_stage wraps it the same way.
     "selfplay-designer-stage": frozenset(
-        {"spade_trainer.selfplay", "spade_trainer.designer_stage", "spade_trainer.plan"}
+        {"spade_trainer.selfplay", "spade_trainer.designer_stage", "spade_trainer.plan", "spade_trainer.edit_stage"}
     ),
 }
 
