@@ -31,8 +31,6 @@ DOC = ROOT / "docs" / "architecture.md"
 #: Cycles present when this test was written, in other engineers' files; each is listed
 #: with why it exists and is to be removed (its xfail test then passes: delete the entry).
 KNOWN_CYCLES: dict[str, frozenset[str]] = {
-    # ZygoteBackend's replies are decoded with pool.error_from_reply (imported inside a method).
-    "pool-backends": frozenset({"spade_sandbox.pool", "spade_sandbox.backends"}),
     # processes.py calls back into the pipeline (inside a function) to validate in a child.
     "validation-pipeline-processes": frozenset(
         {"spade_designer.validation.pipeline", "spade_designer.validation.processes"}

@@ -74,7 +74,7 @@ class ZygoteBackend:
     def start_worker(
         self, worker_id: int, key: tuple[str, str, tuple[str, ...]], spec: dict[str, Any], limits: SandboxLimits
     ) -> WorkerLink:
-        from .pool import error_from_reply
+        from .errors import error_from_reply
 
         zygote = self.zygote(limits)
         try:

@@ -18,7 +18,7 @@ Which errors leave the worker alive:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from spade_core.errors import EnvContractError, SpadeError
 
@@ -134,8 +134,23 @@ ERRORS_BY_KIND: dict[str, type[SandboxError]] = {
     )
 }
 
+
+def error_from_reply(reply: Any, what: str) -> SandboxError:
+    """Rebuild the error a worker reported (``["err", kind, message, traceback, ...]``);
+    a malformed reply is a :class:`SandboxCrash` naming ``what`` was being done."""
+    if not isinstance(reply, list) or len(reply) < 3 or not isinstance(reply[1], str):
+        return SandboxCrash(f"worker sent a malformed error reply during {what}")
+    kind, message = reply[1], str(reply[2])
+    tb = reply[3] if len(reply) > 3 and isinstance(reply[3], str) else None
+    if kind == "contract":
+        method = reply[4] if len(reply) > 4 and isinstance(reply[4], str) else None
+        return EnvContractViolation(message, method=method, env_traceback=tb)
+    cls = ERRORS_BY_KIND.get(kind, SandboxCrash)
+    return cls(message, env_traceback=tb)
+
 __all__ = [
     "ERRORS_BY_KIND",
+    "error_from_reply",
     "EnvCodeError",
     "EnvContractViolation",
     "EnvMethodMissing",

@@ -24,12 +24,12 @@ from . import native, protocol
 from .backends import Backend, resolve_backend
 from .channel import WorkerLink
 from .errors import (
-    ERRORS_BY_KIND,
     EnvContractViolation,
     SandboxCrash,
     SandboxError,
     SandboxRequestError,
     StaticCheckError,
+    error_from_reply,
 )
 from .limits import SandboxLimits
 from .prestart import configures_default_sandbox, watch_default_pool
@@ -164,19 +164,6 @@ def check_call_reply(method: str, value: Any, limit: int) -> Any:
         _check_info_size(value, method, limit)
         return value
     return None
-
-
-def error_from_reply(reply: Any, what: str) -> SandboxError:
-    """Rebuild the error a worker reported (``["err", kind, message, traceback, ...]``)."""
-    if not isinstance(reply, list) or len(reply) < 3 or not isinstance(reply[1], str):
-        return SandboxCrash(f"worker sent a malformed error reply during {what}")
-    kind, message = reply[1], str(reply[2])
-    tb = reply[3] if len(reply) > 3 and isinstance(reply[3], str) else None
-    if kind == "contract":
-        method = reply[4] if len(reply) > 4 and isinstance(reply[4], str) else None
-        return EnvContractViolation(message, method=method, env_traceback=tb)
-    cls = ERRORS_BY_KIND.get(kind, SandboxCrash)
-    return cls(message, env_traceback=tb)
 
 
 #: Dead workers remembered so that their handles say "instance lost" (oldest forgotten first).
