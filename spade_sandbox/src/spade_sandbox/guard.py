@@ -31,6 +31,8 @@ from typing import Any
 from .allowlist import (
     FORBIDDEN_BUILTINS,
     FORBIDDEN_DUNDER_DEFINITIONS,
+    FORBIDDEN_PRIVATE_ATTRIBUTES,
+    FRAME_ATTRIBUTES,
     SAFE_DUNDER_ATTRIBUTES,
     SAFE_DUNDER_NAMES,
     WRAPPER_EXCLUDED,
@@ -120,10 +122,20 @@ class GuardRefusal(Exception):
     worker, so that they hold when the static layer was skipped or got it wrong)."""
 
 
-#: Words a source must contain for the guard to have anything to refuse or rewrite; a
-#: source without one compiles as it is, with no extra parse (a linear scan, no nesting).
-_SUSPECT_WORD = re.compile(r"__\w*|\b(?:gi|cr|ag|f|tb|co|func)_\w+|\bmro\b|\b_(?:convert_|evaluate|eval_type)\b|\bformat(?:_map)?\b")
+#: What a source must contain for the guard to have anything to refuse or rewrite: one of
+#: these words, or a dunder word outside the harmless ones. A source with none compiles as
+#: it is, with no extra parse (substring tests and a scan for ``__``: about 10 us for a
+#: typical source, against 300 us for one pattern trying every alternative at each
+#: character).
+_PLAIN_WORDS = tuple(sorted(FRAME_ATTRIBUTES | FORBIDDEN_PRIVATE_ATTRIBUTES | _FORMAT_METHODS))
+_DUNDER_WORD = re.compile(r"__\w*")
 _HARMLESS_WORDS = SAFE_DUNDER_ATTRIBUTES | SAFE_DUNDER_NAMES | {"__future__"}
+
+
+def _needs_tree(source: str) -> bool:
+    if any(word in source for word in _PLAIN_WORDS):
+        return True
+    return "__" in source and any(w not in _HARMLESS_WORDS for w in set(_DUNDER_WORD.findall(source)))
 
 
 def _refusal(node: ast.AST) -> str | None:
@@ -201,7 +213,7 @@ def compile_guarded(source: str, filename: str) -> Any:
     Accepts every source CPython compiles (up to its own nesting limit): the tree is turned
     back into code with recursion headroom, since CPython converts a tree with a third of
     the depth its parser allows. A source with none of the words involved compiles as it is."""
-    if not any(word not in _HARMLESS_WORDS for word in set(_SUSPECT_WORD.findall(source))):
+    if not _needs_tree(source):
         return compile(source, filename, "exec", flags=ENV_COMPILE_FLAGS, dont_inherit=True)
     # The collector is paused while the tree is built and converted: its collections
     # would rescan every node built so far (a parse of 500 KB took four times as long).
