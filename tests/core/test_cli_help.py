@@ -67,8 +67,9 @@ def test_list_keeps_ids_skills_and_statuses_whole_at_any_width(columns: int) -> 
 
 def test_seed_specs_carry_their_turn_limit() -> None:
     import gymnasium as gym
-    import spade_core
     from spade_core.plugins import get_plugins
+
+    import spade_core
 
     gym.register_envs(spade_core)
     for domain in get_plugins().domains().values():

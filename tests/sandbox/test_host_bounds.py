@@ -16,9 +16,10 @@ import msgpack
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from spade_sandbox import protocol, worker
 from spade_sandbox.errors import EnvContractViolation
 from spade_sandbox.pool import _check_info_size
+
+from spade_sandbox import protocol, worker
 
 scalars = st.one_of(
     st.none(), st.booleans(), st.integers(-(2**63), 2**63 - 1), st.floats(allow_nan=False),

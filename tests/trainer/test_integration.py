@@ -4,10 +4,9 @@ sandbox pool for rollouts, the SQLite store, TRL GRPO steps, Gymnasium registrat
 
 from __future__ import annotations
 
-import re
-
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
