@@ -35,11 +35,6 @@ KNOWN_CYCLES: dict[str, frozenset[str]] = {
     "validation-pipeline-processes": frozenset(
         {"spade_designer.validation.pipeline", "spade_designer.validation.processes"}
     ),
-    # build_designer_stage(run) types its argument as SelfPlayRun (and reads five of its
-    # attributes); the run builds the stage, and edit_stage wraps it the same way.
-    "selfplay-designer-stage": frozenset(
-        {"spade_trainer.selfplay", "spade_trainer.designer_stage", "spade_trainer.plan", "spade_trainer.edit_stage"}
-    ),
 }
 
 

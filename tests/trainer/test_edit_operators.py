@@ -44,10 +44,9 @@ def test_the_bandit_moves_to_the_operator_that_gets_admitted_and_keeps_a_floor()
 
 
 def _replay_stage(run: SelfPlayRun):
-    from spade_core.config import load_config
     from spade_designer.assembly import assemble_designer
     from spade_designer.llm import ReplayBackend
-    from spade_trainer.designer_stage import DesignerStage, designer_config
+    from spade_trainer.designer_stage import DesignerStage, designer_config_of
     from spade_trainer.edit_stage import OperatorDesignStage
 
     # the edit prompt is prefilled with one knob's name ("LIMIT="); a reply that leaves it
@@ -56,8 +55,8 @@ def _replay_stage(run: SelfPlayRun):
                                    ("Game `polynomial_probe`", " , SPREAD=12"),
                                    ("source code of an environment", "Choose moduli without common factors."),
                                    (".", "not an environment")])
-    config = designer_config(run)
-    designer = assemble_designer(load_config(), config, store=run.store, plugins=run.plugins, backend=backend)
+    config = designer_config_of(run.config)
+    designer = assemble_designer(run.spade_config, config, store=run.store, plugins=run.plugins, backend=backend)
     return OperatorDesignStage(DesignerStage(designer, run.config.domain), OperatorMix.from_settings(config.edit))
 
 
@@ -99,3 +98,25 @@ def test_the_loop_records_each_designs_operator_and_feeds_the_mix(tmp_path: Path
                    for m in children)
         for m in children:
             assert m.parent_ids == [m.edit.parent_id]
+
+
+def test_the_configuration_the_command_loaded_reaches_the_designer_and_its_validator(tmp_path: Path) -> None:
+    """A --config elsewhere (not ./spade.toml, not SPADE_HOME's) is what the designer stage
+    validates with: nothing below the command looks a configuration up by itself."""
+    from spade_core.config import load_config
+    from spade_core.plugins import get_plugins
+    from spade_core.store import EnvStore
+    from spade_trainer.designer_stage import build_designer_stage
+
+    elsewhere = tmp_path / "elsewhere" / "team.toml"
+    elsewhere.parent.mkdir()
+    elsewhere.write_text("[validation]\nfuzz_examples = 7\ncall_time_bound_s = 0.75\n")
+    cfg = load_selfplay_config(preset="tiny", overrides=[f'run_dir="{tmp_path / "run"}"'])
+    with EnvStore(f"sqlite:///{tmp_path / 'store.db'}") as store:
+        stage = build_designer_stage(None, None, cfg, load_config(elsewhere), store=store, plugins=get_plugins())
+        try:
+            vconfig = stage.designer.validator.config
+            assert (vconfig.fuzz_examples, vconfig.call_time_bound_s) == (7, 0.75)
+            assert stage.designer.store is store
+        finally:
+            stage.close()

@@ -13,6 +13,7 @@ def register(cli: typer.Typer) -> None:
 
     @cli.command("selfplay")
     def selfplay(
+        ctx: typer.Context,
         preset: Annotated[Optional[str], typer.Option(help="Preset: quickstart, tiny, gpu.")] = None,  # noqa: UP045
         config: Annotated[Optional[Path], typer.Option("--config", "-c", help="TOML file with a [selfplay] table.")] = None,  # noqa: UP045
         set_: Annotated[Optional[list[str]], typer.Option("--set", help="Override, e.g. --set iterations=5.")] = None,  # noqa: UP045
@@ -49,7 +50,14 @@ def register(cli: typer.Typer) -> None:
         from .selfplay import SelfPlayRun
 
         console.print(f"[bold]spade selfplay[/] preset={preset or '-'} run_dir={cfg.run_dir} iterations={cfg.iterations}")
-        run = SelfPlayRun(cfg, console=console)
+        # One configuration for the whole run, loaded here: the [spade], [validation] and
+        # [designer]-level tables of the file given to --config (else the global --config,
+        # ./spade.toml or SPADE_HOME's), handed to every stage instead of each looking it up.
+        from spade_core.cli import command_config
+        from spade_core.config import load_config
+
+        spade_config = load_config(config) if config is not None else command_config(ctx)
+        run = SelfPlayRun(cfg, console=console, spade_config=spade_config)
         records = run.run(resume=resume)
         console.print(f"[green]done:[/] {len(records)} iterations; metrics in {cfg.run_dir / 'metrics.jsonl'}; "
                       f"`spade report {cfg.run_dir}` for plots")

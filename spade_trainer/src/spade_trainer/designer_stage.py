@@ -19,16 +19,15 @@ from .design import DesignedCandidate, DesignTurn
 from .progress import code_structure
 
 if TYPE_CHECKING:
+    from spade_core.config import SpadeConfig
+    from spade_core.plugins import SpadePlugins
+    from spade_core.store import EnvStore
+
     from .config import SelfPlayConfig
-    from .selfplay import SelfPlayRun
+    from .policy import TokenPolicy
 
 #: Used when no leak-free hint could be written: hinted plays then measure no help (regret ~ 0).
 FALLBACK_HINT = "Read the rules in the first message carefully and plan each move before acting."
-
-
-def designer_config(run: SelfPlayRun) -> Any:
-    """The ``DesignerConfig`` of a run (see :func:`designer_config_of`)."""
-    return designer_config_of(run.config)
 
 
 def designer_config_of(config: SelfPlayConfig) -> Any:
@@ -184,12 +183,16 @@ def candidate(c: Any, skill: str) -> DesignedCandidate:
     )
 
 
-def build_designer_stage(run: SelfPlayRun) -> DesignerStage:
-    from spade_core.config import load_config
+def build_designer_stage(
+    policy: TokenPolicy, tokenizer: Any, config: SelfPlayConfig, spade_config: SpadeConfig, *,
+    store: EnvStore, plugins: SpadePlugins,
+) -> DesignerStage:
+    """The designer stage of a run: the designer generating with ``policy``, grounded,
+    remembering and admitting in ``store``, validating with ``spade_config``'s
+    ``[validation]`` (the configuration the command loaded, never one looked up here)."""
     from spade_designer.assembly import assemble_designer
 
-    backend = PolicyChatBackend(run.policy, run.tokenizer, name="policy",  # type: ignore[arg-type]
-                                model_name=run.config.model.source)
-    designer = assemble_designer(load_config(), designer_config(run), store=run.store, plugins=run.plugins,
+    backend = PolicyChatBackend(policy, tokenizer, name="policy", model_name=config.model.source)
+    designer = assemble_designer(spade_config, designer_config_of(config), store=store, plugins=plugins,
                                  backend=backend)
-    return DesignerStage(designer, run.config.domain)
+    return DesignerStage(designer, config.domain)

@@ -154,14 +154,17 @@ class OperatorDesignStage:
         self.inner.close()
 
 
-def build_operator_stage(run: Any) -> Any:
-    """The run's design stage: the designer stage, wrapped in :class:`OperatorDesignStage`
-    when ``[selfplay.designer.edit] share`` > 0 or ``mix = "bandit"`` (else unchanged)."""
+def build_operator_stage(
+    policy: Any, tokenizer: Any, config: Any, spade_config: Any, *, store: Any, plugins: Any,
+) -> Any:
+    """The run's design stage: the designer stage (:func:`~.designer_stage.build_designer_stage`,
+    same arguments), wrapped in :class:`OperatorDesignStage` when ``[selfplay.designer.edit]
+    share`` > 0 or ``mix = "bandit"`` (else unchanged)."""
     from spade_designer.operators import OperatorMix
 
     from .designer_stage import build_designer_stage
 
-    stage = build_designer_stage(run)
+    stage = build_designer_stage(policy, tokenizer, config, spade_config, store=store, plugins=plugins)
     settings = stage.designer.config.edit
     if settings.share <= 0.0 and settings.mix == "fixed":
         return stage

@@ -113,8 +113,15 @@ class SelfPlayRun:
         design_stage_factory: Callable[[SelfPlayRun], DesignStage] | None = None,
         env_backend: Any = None,
         plugins: Any = None,
+        spade_config: Any = None,
     ) -> None:
         self.config = config
+        if spade_config is None:  # an embedding caller that did not load one: the active configuration
+            from spade_core.config import load_config
+
+            spade_config = load_config()
+        #: ``[spade]`` / ``[validation]`` / ``[designer]``-level settings every stage reads (loaded once).
+        self.spade_config = spade_config
         self.root_dir = Path(config.run_dir)
         self.rank, self.world_size = process_rank()
         self.run_dir = self.root_dir / rank_folder(self.rank)
@@ -199,7 +206,8 @@ class SelfPlayRun:
         # the designer stage, mixing writing and editing when [selfplay.designer.edit] asks for it
         from .edit_stage import build_operator_stage
 
-        return build_operator_stage(self)
+        return build_operator_stage(self.policy, self.tokenizer, self.config, self.spade_config,
+                                    store=self.store, plugins=self.plugins)
 
     def _checkpoint_to_resume(self) -> Path:
         """The newest checkpoint that every process of this launch can resume from."""
