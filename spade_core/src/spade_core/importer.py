@@ -357,6 +357,10 @@ def _prepare_flat(
     if "domain" not in data:
         raise ItemError(origin, "no domain: the data has no 'domain' column; pass --domain")
     data.setdefault("skill", DEFAULT_SKILL)
+    if "reward_range" not in data:
+        found = _reward_range(code, class_name, str(data["domain"]))
+        if found is not None:
+            data["reward_range"] = found
     if not data.get("description"):
         data["description"] = docstring
     try:
@@ -365,6 +369,27 @@ def _prepare_flat(
         raise ItemError(origin, _validation_reason(exc)) from None
     ignored = tuple(sorted(k for k in row if k not in used and k not in NAME_KEYS))
     return PreparedItem(origin, code, meta, name_derived=derived, ignored=ignored, notes=tuple(notes))
+
+
+def _reward_range(code: str, class_name: str | None, domain: str) -> tuple[float, float] | None:
+    """The range an item without one in its data gets (what the validator enforces and
+    ``gymnasium.make`` checks): the class attribute ``reward_range`` the code declares,
+    else its domain's (tool use: [-0.1, 1]); ``None`` leaves the metadata's default."""
+    from .env import declared_reward_range
+
+    try:
+        declared = declared_reward_range(code, class_name)
+    except (SyntaxError, ValueError, SpadeError):
+        declared = None  # a malformed declaration is the validator's to report
+    if declared is not None:
+        return declared
+    from .plugins import get_plugins
+
+    try:
+        found = get_plugins().domains().get(domain)
+    except SpadeError:
+        return None
+    return tuple(found.reward_range) if found is not None else None  # type: ignore[return-value]
 
 
 #: Base classes that make an environment a tool-use one (the reference base and ours).
