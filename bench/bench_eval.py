@@ -73,6 +73,7 @@ def _harness(pool: object) -> float:
     from spade_core.evaluation import EvalItem
     from spade_designer.llm.replay import ReplayBackend
     from spade_eval.harness import evaluate
+
     from spade_sandbox import SandboxedEnv
 
     items = [EvalItem("bench", seed, lambda: SandboxedEnv(SOURCE, pool=pool, max_turns=TURNS), max_turns=TURNS)  # type: ignore[arg-type]
