@@ -4,7 +4,7 @@
 
 class OffsetSumEnv:
     def __init__(self):
-        self.offset = random.randint(1, 50)
+        self.offset = random.randint(1, 1_000_000)
 
     def reset(self, seed=None):
         rng = random.Random(seed)

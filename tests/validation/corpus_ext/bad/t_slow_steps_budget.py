@@ -1,6 +1,9 @@
-"""Broken: past the 12th turn every step burns about 0.1 s of CPU (under the per-call
-bound), so the fuzz stage's long episodes cannot finish within the validation's time
+"""Broken: past the 12th turn every step spins for 0.1 s of wall time (under the per-call
+bound, on any machine), so the fuzz stage's long episodes cannot finish within the validation's time
 budget (labelled with a small budget; the shorter episodes of earlier stages stay fast)."""
+
+
+import datetime
 
 
 class SlowCounterEnv:
@@ -13,7 +16,9 @@ class SlowCounterEnv:
     def step(self, action):
         self.turn += 1
         if self.turn > 12:
-            sum(i * i for i in range(400_000))  # slow on purpose
+            started = datetime.datetime.now()
+            while (datetime.datetime.now() - started).total_seconds() < 0.1:  # slow on purpose
+                pass
         if "\\boxed{inc}" in action:
             self.value += 1
         ok = self.value == self.goal
