@@ -123,29 +123,13 @@ def simulate(strategy: str, config: SimulationConfig | None = None, *, seed: int
                 weights = [math.exp((v - top) / cfg.choice_temperature) for v in values]
                 b = rng.choices(range(cfg.bins), weights)[0]
             d = (b + rng.random()) / cfg.bins
-            p_plain = _sigmoid((skill - d) / cfg.temperature)
-            p_hint = _sigmoid((skill + cfg.hint_boost - d) / cfg.temperature)
-            unhinted = [1.0 if rng.random() < p_plain else 0.0 for _ in range(cfg.plays)]
-            hinted = [1.0 if rng.random() < p_hint else 0.0 for _ in range(cfg.plays)]
-            regret = regret_from_returns(hinted, unhinted)
-            win = sum(unhinted) / len(unhinted)
-            if strategy == "regret":
-                reward = regret
-            elif strategy == "blend":
-                reward = designer_reward(regret, win, spec)
-            elif strategy == "solve_rate":
-                reward = win
-            else:
-                reward = 0.0
+            regret, win = _measure(rng, cfg, skill, d)
+            reward = _reward(strategy, regret, win, spec)
             values[b] += cfg.learning_rate * (reward - values[b])
             chosen.append(d)
             wins.append(win)
             regrets.append(regret)
-        trace.skill.append(skill)
-        trace.frontier.append(min(1.0, skill + cfg.hint_boost / 2))
-        trace.chosen_difficulty.append(sum(chosen) / len(chosen))
-        trace.win_rate.append(sum(wins) / len(wins))
-        trace.regret.append(sum(regrets) / len(regrets))
+        _record_step(trace, cfg, skill, chosen, wins, regrets)
     return trace
 
 
@@ -156,6 +140,16 @@ def _measure(rng: random.Random, cfg: SimulationConfig, skill: float, d: float) 
     unhinted = [1.0 if rng.random() < p_plain else 0.0 for _ in range(cfg.plays)]
     hinted = [1.0 if rng.random() < p_hint else 0.0 for _ in range(cfg.plays)]
     return regret_from_returns(hinted, unhinted), sum(unhinted) / len(unhinted)
+
+
+def _record_step(trace: SimulationTrace, cfg: SimulationConfig, skill: float, chosen: list[float],
+                 wins: list[float], regrets: list[float]) -> None:
+    """One step of ``trace``: the agent's skill, the frontier, and the means of what was designed."""
+    trace.skill.append(skill)
+    trace.frontier.append(min(1.0, skill + cfg.hint_boost / 2))
+    trace.chosen_difficulty.append(sum(chosen) / len(chosen))
+    trace.win_rate.append(sum(wins) / len(wins))
+    trace.regret.append(sum(regrets) / len(regrets))
 
 
 def _reward(strategy: str, regret: float, win: float, spec: DesignerRewardSpec) -> float:
@@ -221,11 +215,7 @@ def simulate_operator(operator: str, strategy: str = "blend", config: Simulation
             chosen.append(d)
             wins.append(win)
             regrets.append(regret)
-        trace.skill.append(skill)
-        trace.frontier.append(min(1.0, skill + cfg.hint_boost / 2))
-        trace.chosen_difficulty.append(sum(chosen) / len(chosen))
-        trace.win_rate.append(sum(wins) / len(wins))
-        trace.regret.append(sum(regrets) / len(regrets))
+        _record_step(trace, cfg, skill, chosen, wins, regrets)
     return trace
 
 
