@@ -13,7 +13,6 @@ N iterations) and ``metrics.jsonl``, and writes ``compare.html`` with:
 from __future__ import annotations
 
 import html
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +20,7 @@ from typing import Any
 
 from spade_core.errors import SpadeError
 
-from .results import read_evals
+from .results import read_evals, read_jsonl
 
 
 class CompareError(SpadeError, ValueError):
@@ -48,25 +47,12 @@ class RunView:
         return out
 
 
-def _jsonl(path: Path) -> list[dict[str, Any]]:
-    if not path.is_file():
-        return []
-    rows = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        if line.strip():
-            try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError:
-                continue
-    return rows
-
-
 def load_runs(paths: Sequence[Path]) -> list[RunView]:
     views = []
     for p in paths:
         if not p.is_dir():
             raise CompareError(f"{p} is not a folder")
-        views.append(RunView(p.name, p, _jsonl(p / "metrics.jsonl"), read_evals(p)))
+        views.append(RunView(p.name, p, read_jsonl(p / "metrics.jsonl"), read_evals(p)))
     if not any(v.evals for v in views):
         raise CompareError("none of these runs holds an evaluation (evals.jsonl): run `spade eval --run RUN_DIR` first")
     names = [v.name for v in views]

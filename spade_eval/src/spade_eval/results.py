@@ -19,18 +19,26 @@ from .harness import EvalResult, GroupStats
 EVALS_FILE = "evals.jsonl"
 
 
-def run_iteration(run: Path) -> int | None:
-    """The last iteration a run's metrics record (``None`` before the first)."""
-    metrics = run / "metrics.jsonl"
-    if not metrics.is_file():
-        return None
-    last = None
-    for line in metrics.read_text(encoding="utf-8").splitlines():
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    """The objects of a JSON-lines file of a run (``[]`` when it does not exist); a damaged
+    line (a run killed mid-write) is skipped."""
+    if not path.is_file():
+        return []
+    rows = []
+    for line in path.read_text(encoding="utf-8").splitlines():
         if line.strip():
             try:
-                last = json.loads(line).get("iteration", last)
+                rows.append(json.loads(line))
             except json.JSONDecodeError:
                 continue
+    return rows
+
+
+def run_iteration(run: Path) -> int | None:
+    """The last iteration a run's metrics record (``None`` before the first)."""
+    last = None
+    for record in read_jsonl(run / "metrics.jsonl"):
+        last = record.get("iteration", last)
     return last
 
 
@@ -52,17 +60,7 @@ def store_result(result: EvalResult, *, run: Path | None, home: Path) -> Path:
 
 
 def read_evals(run: Path) -> list[dict[str, Any]]:
-    path = run / EVALS_FILE
-    if not path.is_file():
-        return []
-    out = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        if line.strip():
-            try:
-                out.append(json.loads(line))
-            except json.JSONDecodeError:
-                continue
-    return out
+    return read_jsonl(run / EVALS_FILE)
 
 
 def _ci(lo: float, hi: float) -> str:
