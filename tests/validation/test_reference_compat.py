@@ -18,9 +18,10 @@ from spade_core.metadata import EnvMetadata
 from spade_core.plugins import get_plugins
 from spade_designer.validation import ValidationConfig, Validator, fuzz
 from spade_designer.validation.pipeline import reward_range_for
-from spade_sandbox import SandboxedEnv, SandboxPool
 from spade_sandbox.allowlist import DEFAULT_ALLOWED_MODULES
 from spade_sandbox.prelude import REFERENCE_ATTRIBUTES, REFERENCE_MODULES, prelude_names
+
+from spade_sandbox import SandboxedEnv, SandboxPool
 
 EXT = HERE / "corpus_ext"
 
