@@ -9,6 +9,9 @@ executed. Two rules:
 * no module reaches itself through imports (no cycle between modules). The cycles still
   present are named in :data:`KNOWN_CYCLES`, each an expected failure of its own test;
   any other cycle, or a module joining a known one, fails.
+* no module imports another module's private name (``from .worker import _Fatal``): what
+  another module needs gets an exported name. The ones still present are named in
+  :data:`KNOWN_PRIVATE_IMPORTS`.
 
 The checker itself is tested on throwaway package trees, so a rule it cannot see fails here.
 """
@@ -36,6 +39,14 @@ KNOWN_CYCLES: dict[str, frozenset[str]] = {
         {"spade_designer.validation.pipeline", "spade_designer.validation.processes"}
     ),
 }
+
+#: ``importer -> (module, private name)`` still present, each to be given an exported name.
+KNOWN_PRIVATE_IMPORTS: frozenset[tuple[str, str, str]] = frozenset(
+    {
+        ("spade_tooluse.plain_grading", "spade_tooluse.base", "_as_call"),
+        ("spade_tooluse.plain_grading", "spade_tooluse.base", "_Outcome"),
+    }
+)
 
 
 # --- the checker ----------------------------------------------------------------------------
@@ -94,6 +105,33 @@ class SourceTree:
                     full = f"{source}.{alias.name}"
                     known = full in self.modules or full in self.extensions
                     found.append(Import(module, full if known else source, node.lineno))
+        return found
+
+    def private_imports(self, module: str) -> list[tuple[str, str, int]]:
+        """``(module, name, line)`` for each ``from module import _name`` of ``module`` where
+        ``_name`` is no module itself (a private module of a package is its own business)
+        and ``module`` is another module of this tree."""
+        file = self.modules[module]
+        tree = ast.parse(file.read_text(encoding="utf-8"), filename=str(file))
+        package = module if file.name == "__init__.py" else module.rpartition(".")[0]
+        found: list[tuple[str, str, int]] = []
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            if node.level:
+                base = package.split(".")
+                source = ".".join(base[: len(base) - (node.level - 1)] + ([node.module] if node.module else []))
+            else:
+                source = node.module or ""
+            for alias in node.names:
+                name = alias.name
+                if not name.startswith("_") or name.startswith("__"):
+                    continue
+                if f"{source}.{name}" in self.modules or f"{source}.{name}" in self.extensions:
+                    continue
+                owner = self.resolve(source)
+                if owner is not None and owner != module:
+                    found.append((owner, name, node.lineno))
         return found
 
     def resolve(self, target: str) -> str | None:
@@ -249,6 +287,20 @@ def test_no_import_cycle_between_modules_beyond_the_known_ones() -> None:
     )
 
 
+def test_no_module_imports_another_modules_private_names_beyond_the_known_ones() -> None:
+    found = {
+        (module, owner, name): line for module in TREE.modules for owner, name, line in TREE.private_imports(module)
+    }
+    unknown = sorted(
+        f"{TREE.modules[m].name}:{line}: {m} imports {o}.{n}"
+        for (m, o, n), line in found.items()
+        if (m, o, n) not in KNOWN_PRIVATE_IMPORTS
+    )
+    assert not unknown, "private names imported from another module (export them):\n" + "\n".join(unknown)
+    gone = sorted(KNOWN_PRIVATE_IMPORTS - set(found))
+    assert not gone, f"no longer imported, delete from KNOWN_PRIVATE_IMPORTS: {gone}"
+
+
 @pytest.mark.parametrize(
     "name",
     [pytest.param(name, marks=pytest.mark.xfail(reason=f"known cycle {name}", strict=False)) for name in KNOWN_CYCLES],
@@ -309,6 +361,25 @@ def test_the_checker_resolves_relative_imports_and_finds_a_cycle_through_them(tm
     graph = tree.graph()
     assert graph["low.sub.y"] == {"low", "low.z"}  # the extension is no module of the graph
     assert cycles(graph) == [frozenset({"low", "low.x", "low.sub.y"})]
+
+
+def test_the_checker_finds_private_names_imported_from_another_module(tmp_path: Path) -> None:
+    tree = _write(
+        tmp_path,
+        {
+            "low/__init__.py": "from ._impl import Public\n",
+            "low/_impl.py": "from .worker import _Fatal, Public as Public\n",
+            "low/worker.py": "class _Fatal(Exception): ...\nclass Public: ...\n",
+            "low/sub/__init__.py": "from .. import _impl\nfrom ..worker import __doc__\n",
+            "low/own.py": "def _helper(): ...\ndef f():\n    from low.own import _helper\n",
+            "low/ext.py": "from os import _exit\nfrom . import _fast\n",
+            "low/_fast.cpython-311-x86_64-linux-gnu.so": "",
+        },
+    )
+    found = {module: tree.private_imports(module) for module in tree.modules}
+    # a private module, a dunder, the module's own name, a library's name and a compiled
+    # extension are not reach-ins
+    assert {m: f for m, f in found.items() if f} == {"low._impl": [("low.worker", "_Fatal", 1)]}
 
 
 def test_the_rules_are_read_from_the_table(tmp_path: Path) -> None:

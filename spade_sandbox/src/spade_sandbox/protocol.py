@@ -66,6 +66,19 @@ EXIT_CODES: dict[int, tuple[str, str]] = {
 }
 
 
+class WorkerFatal(Exception):
+    """Environment code failed in a way after which its worker must not go on (memory,
+    CPU time, a forbidden operation): ``reply`` is the error reply to send, ``code`` the
+    exit code (:data:`EXIT_CODES`). Raised by the worker's ``classify``; the worker sends
+    the reply and exits, the restricted backend turns it into the matching sandbox error
+    (here because both import this module and neither should reach into the other)."""
+
+    def __init__(self, reply: list[Any], code: int) -> None:
+        super().__init__(reply[2])
+        self.reply = reply
+        self.code = code
+
+
 class ChannelClosed(Exception):
     """The peer closed its end (or died) before a whole frame arrived."""
 

@@ -249,8 +249,6 @@ class InProcessLink:
         self.pending = message
 
     def receive(self, what: str, deadline: float, timeout: float, *, kernel_timeout: bool = False) -> Any:
-        from .worker import _Fatal
-
         message, self.pending = self.pending, None
 
         token = _WATCHDOG.arm(deadline)
@@ -258,7 +256,7 @@ class InProcessLink:
             reply = self.table.handle(protocol.decode_trusted(protocol.encode(message)[protocol.HEADER.size :]))
         except _Deadline:
             self._die(SandboxTimeout(f"{what} did not return within {timeout:g} s (restricted backend)"))
-        except _Fatal as fatal:
+        except protocol.WorkerFatal as fatal:
             cls = {"memory": SandboxError, "timeout": SandboxTimeout}.get(fatal.reply[1], SandboxCrash)
             self._die(cls(f"{fatal.reply[2]} (restricted backend)", kind=fatal.reply[1]))
         finally:

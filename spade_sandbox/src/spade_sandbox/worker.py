@@ -43,6 +43,7 @@ from .protocol import (  # noqa: F401 (EXIT_CODES: re-exported, the pool reads i
     EXIT_POLICY,
     EXIT_PROTOCOL,
     EXIT_UNAVAILABLE,
+    WorkerFatal,
 )
 
 ENV_FILENAME = "<env>"
@@ -68,15 +69,6 @@ class ContractBroken(Exception):
     def __init__(self, message: str, method: str) -> None:
         super().__init__(message)
         self.method = method
-
-
-class _Fatal(Exception):
-    """An error after which the worker must exit (memory, CPU, policy)."""
-
-    def __init__(self, reply: list[Any], code: int) -> None:
-        super().__init__(reply[2])
-        self.reply = reply
-        self.code = code
 
 
 def _on_sigxcpu(signum: int, frame: Any) -> None:
@@ -108,17 +100,17 @@ def brief(exc: BaseException) -> str:
 
 
 def classify(exc: BaseException, what: str) -> list[Any]:
-    """Turn an exception from environment code into an error reply; raise :class:`_Fatal`
-    when the worker must not continue."""
+    """Turn an exception from environment code into an error reply; raise
+    :class:`~spade_sandbox.protocol.WorkerFatal` when the worker must not continue."""
     if isinstance(exc, Interrupt):
         raise exc
     if isinstance(exc, MemoryError):
-        raise _Fatal(protocol.error_reply("memory", f"{what} ran out of memory (MemoryError)"), EXIT_MEMORY)
+        raise WorkerFatal(protocol.error_reply("memory", f"{what} ran out of memory (MemoryError)"), EXIT_MEMORY)
     if isinstance(exc, CpuLimitExceeded):
-        raise _Fatal(protocol.error_reply("timeout", f"{what} exceeded the CPU-time limit"), EXIT_CPU)
+        raise WorkerFatal(protocol.error_reply("timeout", f"{what} exceeded the CPU-time limit"), EXIT_CPU)
     tb = env_traceback(exc)
     if _is_denied_by_os(exc):
-        raise _Fatal(
+        raise WorkerFatal(
             protocol.error_reply("policy", f"{what} attempted a forbidden operation: {brief(exc)}", tb), EXIT_POLICY
         )
     if isinstance(exc, ContractBroken):
@@ -709,7 +701,7 @@ def run(sock: protocol.PipeChannel, hardening: dict[str, Any], seccomp_program: 
         try:
             reply = classify(exc, "loading the environment")
             code = EXIT_LOAD
-        except _Fatal as fatal:
+        except WorkerFatal as fatal:
             reply, code = fatal.reply, fatal.code
         _send_or_exit(sock, reply, code)
         return
@@ -728,7 +720,7 @@ def run(sock: protocol.PipeChannel, hardening: dict[str, Any], seccomp_program: 
         # exchange with the worker instead of two.
         try:
             ready.append(instances.new(first))
-        except _Fatal as fatal:
+        except WorkerFatal as fatal:
             _send_or_exit(sock, fatal.reply, fatal.code)
     _send_or_exit(sock, ready, 0)
     serve(sock, instances, budget)
@@ -856,7 +848,7 @@ def serve(sock: protocol.PipeChannel, instances: Instances, budget: CpuBudget) -
                             except BaseException as exc:
                                 reply = classify(exc, "step()")
             code = 0
-        except _Fatal as fatal:
+        except WorkerFatal as fatal:
             reply, code, data = fatal.reply, fatal.code, None
         except BaseException:  # a bug or a hostile object; the worker cannot go on safely
             os._exit(EXIT_PROTOCOL)
