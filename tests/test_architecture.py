@@ -33,12 +33,7 @@ DOC = ROOT / "docs" / "architecture.md"
 
 #: Cycles present when this test was written, in other engineers' files; each is listed
 #: with why it exists and is to be removed (its xfail test then passes: delete the entry).
-KNOWN_CYCLES: dict[str, frozenset[str]] = {
-    # processes.py calls back into the pipeline (inside a function) to validate in a child.
-    "validation-pipeline-processes": frozenset(
-        {"spade_designer.validation.pipeline", "spade_designer.validation.processes"}
-    ),
-}
+KNOWN_CYCLES: dict[str, frozenset[str]] = {}
 
 #: ``importer -> (module, private name)`` still present, each to be given an exported name.
 KNOWN_PRIVATE_IMPORTS: frozenset[tuple[str, str, str]] = frozenset(

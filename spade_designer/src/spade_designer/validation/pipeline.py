@@ -238,7 +238,7 @@ class Validator:
             self._processes.close()
             self._processes = None
         if self._processes is None:
-            self._processes = ValidatorProcesses(self.config, width, recipe)
+            self._processes = ValidatorProcesses(self.config, width, recipe, Validator)
         return self._processes
 
     @staticmethod

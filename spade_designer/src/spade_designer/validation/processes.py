@@ -2,9 +2,10 @@
 
 A validation spends most of the caller's CPU in Hypothesis, the invariant checks and the
 IPC to the sandbox; in threads of one process that work is serialised by the GIL, so a
-thread pool does not scale. :class:`ValidatorProcesses` runs a
-:class:`~.pipeline.Validator` in each of ``processes`` child processes, each with its own
-sandbox pool (built from a :class:`PoolRecipe`: the caller's limits and insecure-mode
+thread pool does not scale. :class:`ValidatorProcesses` runs a validator (what the caller's
+``make_validator`` builds, :class:`~.pipeline.Validator` for the pipeline, which passes its
+own class: this module never imports the pipeline) in each of ``processes`` child
+processes, each with its own sandbox pool (built from a :class:`PoolRecipe`: the caller's limits and insecure-mode
 setting, the default backend), and hands them the stages between ``static`` and ``novelty``: the static
 stage (cheap, executes nothing) and the novelty stage (it needs the one index of known
 environments and the batch's earlier candidates) stay in the calling process.
@@ -17,14 +18,16 @@ from __future__ import annotations
 
 import atexit
 import multiprocessing
+from collections.abc import Callable
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from spade_core.metadata import EnvMetadata, ValidationReport
 
 from .codes import Stage
 from .config import ValidationConfig
+from .runner import EnvRunner
 
 #: Stages that stay in the calling process (see the module docstring).
 CALLER_STAGES = frozenset({Stage.static, Stage.novelty})
@@ -77,22 +80,34 @@ def sandbox_stages(config: ValidationConfig) -> ValidationConfig:
     return config.model_copy(update={"stages": tuple(s for s in config.stages if s not in CALLER_STAGES)})
 
 
+class ChildValidator(Protocol):
+    """What a child runs its jobs on (``Validator.validate``'s signature)."""
+
+    def validate(
+        self, source: str, *, metadata: EnvMetadata | None, domain: str | None, hint: str | None
+    ) -> ValidationReport: ...
+
+
+#: Builds a child's validator from its sandbox pool and configuration. It travels to the
+#: children pickled, so it must be importable by name (a module-level class or function).
+MakeValidator = Callable[[EnvRunner, ValidationConfig], ChildValidator]
+
+
 # --- the child's side --------------------------------------------------------------------
 
-_validator: object = None
+_validator: ChildValidator | None = None
 
 
-def _start_child(config_json: str, recipe: PoolRecipe) -> None:
-    from .pipeline import Validator
-
+def _start_child(config_json: str, recipe: PoolRecipe, make_validator: MakeValidator) -> None:
     global _validator
     pool = recipe.build()
     atexit.register(pool.close)  # the child's sandbox pool goes with it
-    _validator = Validator(pool, ValidationConfig.model_validate_json(config_json))
+    _validator = make_validator(pool, ValidationConfig.model_validate_json(config_json))
 
 
 def _run_job(job: SandboxJob) -> ValidationReport:
-    return _validator.validate(job.source, metadata=job.metadata, domain=job.domain, hint=job.hint)  # type: ignore[attr-defined]
+    assert _validator is not None, "the child's initializer did not run"
+    return _validator.validate(job.source, metadata=job.metadata, domain=job.domain, hint=job.hint)
 
 
 def _ping() -> bool:
@@ -103,18 +118,22 @@ def _ping() -> bool:
 
 
 class ValidatorProcesses:
-    """``processes`` child validators sharing one configuration.
+    """``processes`` child validators sharing one configuration, each built by
+    ``make_validator(pool, config)`` in its child.
 
     :meth:`submit` returns a future of the child's report for the sandbox stages of
     ``config`` (the caller's stages left out). Not thread-safe to close while submitting.
     """
 
-    def __init__(self, config: ValidationConfig, processes: int, recipe: PoolRecipe) -> None:
+    def __init__(
+        self, config: ValidationConfig, processes: int, recipe: PoolRecipe, make_validator: MakeValidator
+    ) -> None:
         if processes < 1:
             raise ValueError(f"processes must be at least 1, got {processes}")
         self.config = sandbox_stages(config)
         self.processes = processes
         self.recipe = recipe
+        self.make_validator = make_validator
         self._executor: ProcessPoolExecutor | None = None
 
     def start(self) -> None:
@@ -125,7 +144,7 @@ class ValidatorProcesses:
             max_workers=self.processes,
             mp_context=multiprocessing.get_context("spawn"),
             initializer=_start_child,
-            initargs=(self.config.model_dump_json(), self.recipe),
+            initargs=(self.config.model_dump_json(), self.recipe, self.make_validator),
         )
         # One ping per child starts them all now rather than on the batch's critical path.
         for f in [self._executor.submit(_ping) for _ in range(self.processes)]:
