@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from spade_core.metadata import TRANSITIONS, EnvMetadata, EnvStatus
 from spade_core.names import NAME_RE
-from spade_core.store import EnvStore, id_snapshot, quick_read
+from spade_core.store import EnvStore, id_snapshot, sqlite_reader
 
 from spade_core import registry
 
@@ -46,7 +46,7 @@ def filled(path: Path, admitted: int, candidates: int = 0) -> Path:
 
 
 def read(path: Path) -> tuple[list[str], list[str]]:
-    found = quick_read.admitted_snapshot(path, PREFIX)
+    found = sqlite_reader.admitted_snapshot(path, PREFIX)
     assert found is not None
     return found
 

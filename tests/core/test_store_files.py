@@ -184,7 +184,7 @@ def test_registration_reads_admitted_ids_from_the_covering_index_alone(tmp_path:
 
 
 def test_the_stdlib_fast_path_and_the_store_agree_on_admitted_ids(tmp_path: Path) -> None:
-    from spade_core.store import quick_read
+    from spade_core.store import sqlite_reader
 
     path = tmp_path / "store.db"
     with EnvStore(url(path)) as store:
@@ -192,15 +192,15 @@ def test_the_stdlib_fast_path_and_the_store_agree_on_admitted_ids(tmp_path: Path
             store.add(env_source(f"q{i}"), meta(f"q{i}", status=["candidate", "admitted", "retired"][i % 3]))
         expected = store.admitted_ids()
     assert len(expected) == 10
-    assert quick_read.admitted_ids(path) == expected
-    assert sorted(quick_read.admitted_prefixed_ids(path, "spade/")) == sorted(f"spade/{i}" for i in expected)
+    assert sqlite_reader.admitted_ids(path) == expected
+    assert sorted(sqlite_reader.admitted_prefixed_ids(path, "spade/")) == sorted(f"spade/{i}" for i in expected)
 
 
 @pytest.mark.parametrize("folder", ["100% sure", "what?", "#1", "dé jà vu", "a%3Fb", "x?mode=rwc"])
 def test_the_stdlib_fast_path_opens_stores_in_folders_with_uri_characters(tmp_path: Path, folder: str) -> None:
     """The fast path opens the store read-only through a ``file:`` URI: characters that
     mean something in a URI must still name the file (and never open another one)."""
-    from spade_core.store import quick_read
+    from spade_core.store import sqlite_reader
 
     plain = tmp_path / "plain"
     plain.mkdir()
@@ -210,7 +210,7 @@ def test_the_stdlib_fast_path_opens_stores_in_folders_with_uri_characters(tmp_pa
         expected = store.admitted_ids()
     odd = tmp_path / folder
     plain.rename(odd)
-    assert quick_read.admitted_ids(odd / "store.db") == expected
+    assert sqlite_reader.admitted_ids(odd / "store.db") == expected
     assert not (tmp_path / "plain").exists()
 
 

@@ -37,7 +37,7 @@ def open_store(config: SpadeConfig, *, read_only: bool = False) -> Iterator[Any]
     reported as a :class:`StoreError` naming the store, so the CLI never shows a traceback.
     """
     from .store import EnvStore
-    from .store.quick_read import sqlite_path
+    from .store.sqlite_reader import sqlite_path
 
     url = config.resolved_store_url
     if read_only:

@@ -3,19 +3,20 @@
 Lookup order for the file: an explicit path, ``./spade.toml``, ``$SPADE_HOME/spade.toml``.
 ``SPADE_HOME`` (default ``~/.spade``) holds the default store. Other packages keep their
 own sections (``[designer]``, ``[selfplay]``...) and validate them with their own models;
-:meth:`SpadeConfig.section` hands them the raw table.
+:meth:`SpadeConfig.section` hands them the raw table. The file is parsed by
+:func:`spade_core.config_file.read_config_file`, its one reader; this module validates.
 """
 
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from .config_file import read_config_file
 from .errors import ConfigError
-from .paths import default_store_url, expand_user, find_config_file, spade_home
+from .paths import default_store_url, find_config_file, spade_home
 
 __all__ = ["SandboxSettings", "SpadeConfig", "default_store_url", "find_config_file", "load_config", "spade_home"]
 
@@ -74,23 +75,11 @@ def load_config(path: str | Path | None = None, **overrides: Any) -> SpadeConfig
     origin = "defaults"
     if file is not None:
         origin = str(file)
-        try:
-            raw = tomllib.loads(file.read_text(encoding="utf-8"))
-        except tomllib.TOMLDecodeError as exc:
-            raise ConfigError(f"{file}: not valid TOML: {exc}") from None
-        table = raw.pop("spade", {})
-        if not isinstance(table, dict):
-            raise ConfigError(f"{file}: [spade] must be a table")
-        data.update(table)
-        home = table.get("home")
-        if isinstance(home, str) and not expand_user(home, "spade.home").is_absolute():
-            # A relative home in a config file means "next to this file", not "wherever
-            # the command happens to run".
-            data["home"] = file.parent / home
-        data["sections"] = {k: v for k, v in raw.items() if isinstance(v, dict)}
-        stray = [k for k, v in raw.items() if not isinstance(v, dict)]
-        if stray:
-            raise ConfigError(f"{file}: top-level keys must live in a table such as [spade]: {', '.join(stray)}")
+        tables = read_config_file(file)
+        data.update(tables.spade)
+        if "home" in tables.spade:
+            data["home"] = tables.home()
+        data["sections"] = tables.sections
     data.update({k: v for k, v in overrides.items() if v is not None})
     try:
         return SpadeConfig.model_validate(data)

@@ -221,7 +221,7 @@ def _store_url(store: EnvStore | str | None, result: Registration) -> tuple[str 
     its code runs (``store_envs_run``; ``None`` for a store given explicitly)."""
     if store is None:
         try:
-            from .quick_config import run_settings  # no pydantic on the import path
+            from .config_file import run_settings  # no pydantic on the import path
 
             settings = run_settings()
             return settings.store_url, settings.store_envs_run
@@ -239,15 +239,15 @@ def _admitted_gym_ids(
     """``spade/<id>`` and name of every admitted environment, or ``None`` after reporting
     a problem."""
     from .errors import StoreError
-    from .store import quick_read
+    from .store import sqlite_reader
 
     try:
         if store is None or isinstance(store, str):
-            path = quick_read.sqlite_path(url)
+            path = sqlite_reader.sqlite_path(url)
             if path is not None:
                 if not path.exists():
                     return [], []  # no store yet: nothing admitted, and do not create one
-                found = quick_read.admitted_snapshot(path, _PREFIX)
+                found = sqlite_reader.admitted_snapshot(path, _PREFIX)
                 if found is not None:
                     return found
             from .store import EnvStore
@@ -486,7 +486,7 @@ def make_stored_env(
     import json
 
     if config is None:
-        from .quick_config import run_settings  # pydantic only when the config needs it
+        from .config_file import run_settings  # pydantic only when the config needs it
 
         settings = run_settings()
         default_url, run = settings.store_url, settings.store_envs_run
@@ -543,9 +543,9 @@ def _prepare_ahead(url: str, run: str) -> None:
     is read: the runner's ``prepare(at_import=True)``, so that what it starts (the sandbox's
     zygote) overlaps the registration. Best effort and silent: the first make reports
     problems."""
-    from .store import quick_read
+    from .store import sqlite_reader
 
-    path = quick_read.sqlite_path(url)
+    path = sqlite_reader.sqlite_path(url)
     if path is not None and not path.exists():
         return  # nothing to make from
     try:
@@ -557,15 +557,15 @@ def _prepare_ahead(url: str, run: str) -> None:
 
 
 def _read_stored(url: str, env_id: str) -> tuple[str, str]:
-    from .store import quick_read
+    from .store import sqlite_reader
 
-    path = quick_read.sqlite_path(url)
+    path = sqlite_reader.sqlite_path(url)
     if path is not None:
         if not path.exists():
             from .errors import StoreError
 
             raise StoreError(f"{path}: store file does not exist")
-        found = quick_read.document_and_source(path, env_id)
+        found = sqlite_reader.document_and_source(path, env_id)
         if found is not None:
             return found
     from .store import EnvStore

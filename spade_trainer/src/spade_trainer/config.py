@@ -244,14 +244,10 @@ def load_selfplay_config(
     data: dict[str, Any] = _preset_table(preset) if preset else {}
     origin = f"preset {preset!r}" if preset else "defaults"
     if path is not None:
-        file = Path(path)
-        if not file.is_file():
-            raise ConfigError(f"config file {file} does not exist")
-        try:
-            raw = tomllib.loads(file.read_text(encoding="utf-8"))
-        except tomllib.TOMLDecodeError as exc:
-            raise ConfigError(f"{file}: not valid TOML: {exc}") from None
-        table = raw.get("selfplay")
+        from spade_core.config_file import read_config_file  # the one reader of configuration files
+
+        tables = read_config_file(path)
+        file, table = tables.path, tables.sections.get("selfplay")
         if not isinstance(table, dict):
             raise ConfigError(f"{file}: no [selfplay] table")
         data = _merge(data, table)

@@ -1,4 +1,4 @@
-"""The pydantic-free settings reader (spade_core.quick_config): for every configuration it
+"""The pydantic-free settings reader (spade_core.config_file): for every configuration it
 gives exactly what the validated model gives, or the model's own error."""
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from spade_core.config import SandboxSettings, load_config
+from spade_core.config_file import RunSettings, read_config_file, run_settings
 from spade_core.errors import ConfigError
-from spade_core.quick_config import RunSettings, run_settings
 
 # Values TOML can hold, right and wrong, for the keys the fast reader checks itself and
 # for keys it must hand to the model.
@@ -145,7 +145,7 @@ def test_a_simple_config_is_read_without_importing_pydantic(tmp_path: Path) -> N
     (home / "spade.toml").write_text('[spade]\nstore_envs_run = "in-process"\nplugins = ["games"]\n[designer]\nx = 1\n')
     env = {**os.environ, "SPADE_HOME": str(home), "SPADE_PLUGINS": ""}  # this module only, no plugin's imports
     out = subprocess.run(
-        [sys.executable, "-c", "import sys; from spade_core.quick_config import run_settings; "
+        [sys.executable, "-c", "import sys; from spade_core.config_file import run_settings; "
          "print(run_settings().store_envs_run, 'pydantic' in sys.modules)"],
         capture_output=True, text=True, env=env, cwd=home, timeout=120,
     )
@@ -158,3 +158,73 @@ def test_a_home_of_an_unknown_user_is_a_config_error_naming_the_key(spade_home: 
     for read in (run_settings, load_config):
         with pytest.raises(ConfigError, match=r"spade.home = '~no-such-user-here/x': cannot expand '~'"):
             read()
+
+
+# --- read_config_file: the one parser of spade.toml, for the core's readers and the trainer's
+
+
+def test_the_file_is_read_into_its_spade_table_and_the_other_packages_sections(tmp_path: Path) -> None:
+    cfg = tmp_path / "spade.toml"
+    cfg.write_text('[spade]\nstore_envs_run = "in-process"\n[designer]\nn = 2\n[selfplay]\niterations = 3\n')
+    tables = read_config_file(cfg)
+    assert tables.path == cfg
+    assert tables.spade == {"store_envs_run": "in-process"}
+    assert tables.sections == {"designer": {"n": 2}, "selfplay": {"iterations": 3}}
+    assert tables.home() is None
+
+
+@pytest.mark.parametrize(
+    ("home", "expected"),
+    [("state", "{folder}/state"), ("/abs/h", "/abs/h"), ("~/h", "~/h")],
+)
+def test_a_relative_home_is_resolved_against_the_files_folder_and_others_kept(
+    tmp_path: Path, home: str, expected: str
+) -> None:
+    cfg = tmp_path / "spade.toml"
+    cfg.write_text(f'[spade]\nhome = "{home}"\n')
+    assert str(read_config_file(cfg).home()) == expected.format(folder=tmp_path)
+    assert load_config(cfg).home == Path(expected.format(folder=tmp_path))
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b"[spade\n", r"spade\.toml: not valid TOML: .*line 1"),
+        (b'[spade]\nstore_url = "\xff"\n', r"spade\.toml: not UTF-8 text \(invalid start byte at byte \d+\)"),
+        (b'spade = "x"\n', r"spade\.toml: \[spade\] must be a table"),
+        (b'store_url = "x"\n[spade]\n', r"spade\.toml: top-level keys must live in a table such as \[spade\]: store_url"),
+    ],
+)
+def test_a_file_that_is_not_a_configuration_is_one_error_for_every_reader(
+    tmp_path: Path, content: bytes, message: str
+) -> None:
+    """``load_config``, ``run_settings`` and the trainer's ``load_selfplay_config`` take the
+    file from the one reader, so they reject it with the same message."""
+    from spade_trainer.config import load_selfplay_config
+
+    cfg = tmp_path / "spade.toml"
+    cfg.write_bytes(content)
+    errors = []
+    for read in (read_config_file, load_config, run_settings, lambda p: load_selfplay_config(path=p)):
+        with pytest.raises(ConfigError, match=message) as caught:
+            read(cfg)
+        errors.append(str(caught.value))
+    assert len(set(errors)) == 1, errors
+
+
+def test_a_missing_or_unreadable_file_is_named(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=rf"config file {tmp_path / 'nope.toml'} does not exist"):
+        read_config_file(tmp_path / "nope.toml")
+    with pytest.raises(ConfigError, match=rf"{tmp_path}: cannot read the configuration file: Is a directory"):
+        read_config_file(tmp_path)
+
+
+def test_the_trainer_takes_its_selfplay_table_from_the_same_reader(tmp_path: Path) -> None:
+    from spade_trainer.config import load_selfplay_config
+
+    cfg = tmp_path / "spade.toml"
+    cfg.write_text('[spade]\nstore_envs_run = "in-process"\n[selfplay]\niterations = 7\n')
+    assert load_selfplay_config(path=cfg).iterations == read_config_file(cfg).sections["selfplay"]["iterations"] == 7
+    cfg.write_text('[spade]\nstore_envs_run = "in-process"\n')
+    with pytest.raises(ConfigError, match=r"spade\.toml: no \[selfplay\] table"):
+        load_selfplay_config(path=cfg)
