@@ -1,5 +1,6 @@
-"""The pydantic-free settings reader (spade_core.config_file): for every configuration it
-gives exactly what the validated model gives, or the model's own error."""
+"""spade.toml's one parser (spade_core.config_file) and the pydantic-free settings reader
+(spade_core.run_settings): for every configuration the reader gives exactly what the validated
+model gives, or the model's own error."""
 
 from __future__ import annotations
 
@@ -14,8 +15,9 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from spade_core.config import SandboxSettings, load_config
-from spade_core.config_file import RunSettings, read_config_file, run_settings
+from spade_core.config_file import read_config_file
 from spade_core.errors import ConfigError
+from spade_core.run_settings import RunSettings, run_settings
 
 # Values TOML can hold, right and wrong, for the keys the fast reader checks itself and
 # for keys it must hand to the model.
@@ -145,7 +147,7 @@ def test_a_simple_config_is_read_without_importing_pydantic(tmp_path: Path) -> N
     (home / "spade.toml").write_text('[spade]\nstore_envs_run = "in-process"\nplugins = ["games"]\n[designer]\nx = 1\n')
     env = {**os.environ, "SPADE_HOME": str(home), "SPADE_PLUGINS": ""}  # this module only, no plugin's imports
     out = subprocess.run(
-        [sys.executable, "-c", "import sys; from spade_core.config_file import run_settings; "
+        [sys.executable, "-c", "import sys; from spade_core.run_settings import run_settings; "
          "print(run_settings().store_envs_run, 'pydantic' in sys.modules)"],
         capture_output=True, text=True, env=env, cwd=home, timeout=120,
     )

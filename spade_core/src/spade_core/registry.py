@@ -221,7 +221,7 @@ def _store_url(store: EnvStore | str | None, result: Registration) -> tuple[str 
     its code runs (``store_envs_run``; ``None`` for a store given explicitly)."""
     if store is None:
         try:
-            from .config_file import run_settings  # no pydantic on the import path
+            from .run_settings import run_settings  # no pydantic on the import path
 
             settings = run_settings()
             return settings.store_url, settings.store_envs_run
@@ -486,7 +486,7 @@ def make_stored_env(
     import json
 
     if config is None:
-        from .config_file import run_settings  # pydantic only when the config needs it
+        from .run_settings import run_settings  # pydantic only when the config needs it
 
         settings = run_settings()
         default_url, run = settings.store_url, settings.store_envs_run

@@ -62,10 +62,10 @@ def watch_default_pool(exists: Callable[[], bool]) -> None:
 def configures_default_sandbox() -> bool:
     """True when the active configuration (same lookup as ``load_config``) leaves
     ``[spade.sandbox]`` at its defaults, so that a default pool needs no configuration model:
-    :attr:`spade_core.config_file.RunSettings.sandbox_defaults`, the core's light reader
+    :attr:`spade_core.run_settings.RunSettings.sandbox_defaults`, the core's light reader
     (it validates through ``load_config`` whatever it cannot vouch for, and raises its
     ``ConfigError`` for an invalid file)."""
-    from spade_core.config_file import run_settings
+    from spade_core.run_settings import run_settings
 
     return run_settings().sandbox_defaults
 
