@@ -67,7 +67,7 @@ def test_broken_files_are_reported_and_the_rest_still_imports(tmp_path: Path, sp
     assert code == 1, "a batch with failures exits 1"
     by_origin = {r["origin"]: r for r in report}
     assert by_origin["syntax_error.py"]["outcome"] == "failed"
-    assert by_origin["syntax_error.py"]["reason"] == "syntax error at line 2: expected ':'"
+    assert by_origin["syntax_error.py"]["reason"] == "syntax error at line 2, column 31: expected ':'"
     assert by_origin["no_env_class.py"]["reason"] == "no top-level class whose name ends in 'Env'"
     assert sum(r["outcome"] == "imported" for r in report) == 4
     with open_store() as store:
@@ -93,7 +93,7 @@ def test_a_published_style_jsonl_pool_reports_each_row(spade_home: Path) -> None
     assert "difficulty: Input should be less than or equal to 1" in reasons["mixed_pool.jsonl:3"]
     assert reasons["mixed_pool.jsonl:4"].startswith("malformed JSON")
     assert reasons["mixed_pool.jsonl:5"].startswith("no code (looked for a column named code, env_code")
-    assert reasons["mixed_pool.jsonl:6"] == "syntax error at line 2: '(' was never closed"
+    assert reasons["mixed_pool.jsonl:6"] == "syntax error at line 2, column 14: '(' was never closed"
     with open_store() as store:
         hanoi = store.get("tower_of_hanoi_3-v1")
         assert (hanoi.skill, hanoi.description) == ("planning", "Classic three-peg puzzle")

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import ActionFormatError
+from .locations import json_error
 
 _BOXED = "\\boxed{"
 
@@ -94,7 +95,7 @@ def parse_tool_call(payload: str) -> ToolCall:
     try:
         obj = json.loads(payload)
     except json.JSONDecodeError as exc:
-        raise ActionFormatError(f"tool call is not valid JSON: {exc.msg} at char {exc.pos}") from None
+        raise ActionFormatError(f"tool call is not valid JSON: {json_error(exc)}") from None
     if not isinstance(obj, dict):
         raise ActionFormatError("tool call must be a JSON object with 'name' and 'arguments'")
     name = obj.get("name")
@@ -105,7 +106,7 @@ def parse_tool_call(payload: str) -> ToolCall:
         try:
             args = json.loads(args) if args.strip() else {}
         except json.JSONDecodeError as exc:
-            raise ActionFormatError(f"tool call 'arguments' is not valid JSON: {exc.msg}") from None
+            raise ActionFormatError(f"tool call 'arguments' is not valid JSON: {json_error(exc)}") from None
     if args is None:
         args = {}
     if not isinstance(args, dict):

@@ -24,15 +24,19 @@ import ast
 import json
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from pydantic import ValidationError
 
 from .errors import EnvLoadError, EnvNotFound, InvalidTransition, SpadeError, StoreError
+from .locations import json_error
 from .metadata import EnvMetadata, EnvStatus, ValidationReport, code_hash
 from .source import env_class_node, parse_source
+
+if TYPE_CHECKING:
+    from .domains import Domain
 
 #: Column names that may hold the environment's code, in order of preference.
 CODE_KEYS = ("code", "env_code", "source", "env_source", "program")
@@ -87,6 +91,11 @@ class RawItem:
     #: ``True`` for a ``.py`` file (its metadata, if any, comes from a sidecar file), so
     #: messages speak of files rather than columns.
     from_file: bool = False
+    #: ``True`` when a row without a domain gets the one its code implies, as a ``.py``
+    #: file does (rows of a published pool, whose data names no domain).
+    infer_domain: bool = False
+    #: What reading decided that the user should hear (a status not taken from the data).
+    notes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -155,7 +164,9 @@ def _read_py(p: Path) -> RawItem:
     if sidecar.is_file():
         try:
             meta = json.loads(sidecar.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        except json.JSONDecodeError as exc:
+            return RawItem(p.name, error=f"metadata file {sidecar.name} is not valid JSON: {json_error(exc)}", from_file=True)
+        except (OSError, UnicodeDecodeError) as exc:
             return RawItem(p.name, error=f"metadata file {sidecar.name} is not valid JSON: {exc}", from_file=True)
         if not isinstance(meta, dict):
             return RawItem(p.name, error=f"metadata file {sidecar.name} must hold a JSON object", from_file=True)
@@ -175,9 +186,9 @@ def _read_jsonl(p: Path) -> Iterator[RawItem]:
             if not line.strip():
                 continue
             try:
-                row = json.loads(line)
+                row = json.loads(line.rstrip("\r\n"))  # a place past the end stays on this line
             except json.JSONDecodeError as exc:
-                yield RawItem(origin, error=f"malformed JSON: {exc.msg} at column {exc.colno}")
+                yield RawItem(origin, error=f"malformed JSON: {json_error(exc, one_line=True)}")
                 continue
             if not isinstance(row, dict):
                 yield RawItem(origin, error=f"a line must hold a JSON object, got {type(row).__name__}")
@@ -247,6 +258,13 @@ def _validation_reason(exc: ValidationError) -> str:
 
 def prepare(item: RawItem, options: ImportOptions = ImportOptions()) -> PreparedItem:
     """Validate one item; raise :class:`ItemError` with the reason when it is unusable."""
+    prepared = _prepare(item, options)
+    if item.notes:
+        prepared = replace(prepared, notes=item.notes + prepared.notes)
+    return prepared
+
+
+def _prepare(item: RawItem, options: ImportOptions) -> PreparedItem:
     if item.error is not None:
         raise ItemError(item.origin, item.error)
     row = item.row
@@ -271,7 +289,7 @@ def prepare(item: RawItem, options: ImportOptions = ImportOptions()) -> Prepared
             try:
                 nested = json.loads(nested)
             except json.JSONDecodeError as exc:
-                raise ItemError(item.origin, f"column 'metadata' is not valid JSON: {exc.msg}") from None
+                raise ItemError(item.origin, f"column 'metadata' is not valid JSON: {json_error(exc)}") from None
         if not isinstance(nested, dict):
             raise ItemError(item.origin, "column 'metadata' must hold a JSON object")
         if "schema_version" in nested:  # our own document (an export)
@@ -284,7 +302,7 @@ def prepare(item: RawItem, options: ImportOptions = ImportOptions()) -> Prepared
         return _prepare_full(item.origin, code, meta, options)
     return _prepare_flat(
         item.origin, code, code_key or "code", class_name, docstring, row, options,
-        from_file=item.from_file, class_node=class_node,
+        from_file=item.from_file, class_node=class_node, infer_domain=item.infer_domain,
     )
 
 
@@ -327,6 +345,7 @@ def _prepare_flat(
     *,
     from_file: bool = False,
     class_node: ast.ClassDef | None = None,
+    infer_domain: bool = False,
 ) -> PreparedItem:
     """Flat columns of a published pool: aliases resolved, the name sanitised or derived."""
     used = {code_key}
@@ -351,8 +370,8 @@ def _prepare_flat(
             used.add(key)
             data[key] = row[key]
     _apply_options(data, options)
-    if "domain" not in data and from_file:
-        data["domain"] = _infer_domain(origin, code, class_node, options)
+    if "domain" not in data and (from_file or infer_domain):
+        data["domain"] = _infer_domain(origin, code, class_node, options, from_file=from_file)
         notes.append(f"domain {data['domain']!r} inferred from the code")
     if "domain" not in data:
         raise ItemError(origin, "no domain: the data has no 'domain' column; pass --domain")
@@ -361,6 +380,10 @@ def _prepare_flat(
         found = _reward_range(code, class_name, str(data["domain"]))
         if found is not None:
             data["reward_range"] = found
+    if "action_format" not in data:
+        domain = _installed_domain(str(data["domain"]))
+        if domain is not None:  # a tool-use environment reads tool calls, not boxed commands
+            data["action_format"] = domain.action_format
     if not data.get("description"):
         data["description"] = docstring
     try:
@@ -383,13 +406,18 @@ def _reward_range(code: str, class_name: str | None, domain: str) -> tuple[float
         declared = None  # a malformed declaration is the validator's to report
     if declared is not None:
         return declared
+    found = _installed_domain(domain)
+    return tuple(found.reward_range) if found is not None else None  # type: ignore[return-value]
+
+
+def _installed_domain(name: str) -> Domain | None:
+    """The installed domain plugin called ``name`` (``None``: none, or plugins failed to load)."""
     from .plugins import get_plugins
 
     try:
-        found = get_plugins().domains().get(domain)
+        return get_plugins().domains().get(name)
     except SpadeError:
         return None
-    return tuple(found.reward_range) if found is not None else None  # type: ignore[return-value]
 
 
 #: Base classes that make an environment a tool-use one (the reference base and ours).
@@ -408,13 +436,16 @@ def infer_action_format(code: str, class_node: ast.ClassDef | None = None) -> st
     return None
 
 
-def _infer_domain(origin: str, code: str, class_node: ast.ClassDef | None, options: ImportOptions) -> str:
+def _infer_domain(
+    origin: str, code: str, class_node: ast.ClassDef | None, options: ImportOptions, *, from_file: bool = True
+) -> str:
     stem = origin.rsplit(".", 1)[0]
+    unnamed = f"no metadata file ({stem}.json) names one" if from_file else "the data has no 'domain' column"
     fmt = infer_action_format(code, class_node)
     if fmt is None:
         raise ItemError(
             origin,
-            f"no domain: no metadata file ({stem}.json) names one, and the code neither reads "
+            f"no domain: {unnamed}, and the code neither reads "
             "\\boxed{...} commands nor subclasses a tool-use base; pass --domain",
         )
     what = "tool calls" if fmt == "tool_call" else "\\boxed{...} commands"
@@ -422,7 +453,7 @@ def _infer_domain(origin: str, code: str, class_node: ast.ClassDef | None, optio
     if domain is None:
         raise ItemError(
             origin,
-            f"no domain: no metadata file ({stem}.json) names one, and no single installed domain "
+            f"no domain: {unnamed}, and no single installed domain "
             f"takes {what}, which the code reads; pass --domain",
         )
     return domain

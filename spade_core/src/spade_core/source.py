@@ -13,6 +13,7 @@ import types
 from typing import Any
 
 from .errors import EnvLoadError
+from .locations import syntax_error
 
 
 def find_env_class(source: str, *, source_name: str = "<env>") -> str:
@@ -30,7 +31,7 @@ def parse_source(source: str, *, source_name: str = "<env>") -> ast.Module:
     try:
         return ast.parse(source, filename=source_name)
     except SyntaxError as exc:
-        raise EnvLoadError(f"syntax error at line {exc.lineno}: {exc.msg}", source_name=source_name) from None
+        raise EnvLoadError(syntax_error(exc), source_name=source_name) from None
 
 
 def env_class_node(tree: ast.Module, *, source_name: str = "<env>") -> ast.ClassDef:

@@ -11,6 +11,8 @@ import ast
 from collections.abc import Callable
 from typing import Any
 
+from spade_core.locations import syntax_error
+
 from ..codes import Reason
 from ..context import Run
 from ..runner import PARSE_LOCK, Rejection
@@ -92,10 +94,9 @@ def _check(run: Run, checker: StaticChecker | None) -> str:
         with PARSE_LOCK:
             tree = parse_untrusted(source)  # linear in size: the collector paused meanwhile
     except SyntaxError as exc:
-        where = f" at line {exc.lineno}, column {exc.offset}" if exc.lineno else ""
         raise Rejection(
             Reason.syntax_error,
-            f"syntax error{where}: {exc.msg}",
+            syntax_error(exc),
             details={"line": exc.lineno, "col": exc.offset},
         ) from None
     except RecursionError:
