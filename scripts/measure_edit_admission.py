@@ -45,9 +45,9 @@ def main(argv: list[str] | None = None) -> int:
     from spade_trainer.config import load_selfplay_config
     from spade_trainer.designer_stage import DesignerStage, designer_config_of
     from spade_trainer.edit_stage import OperatorDesignStage, operator_of
-    from spade_trainer.launch import collection_seed
     from spade_trainer.models import load_policy
     from spade_trainer.policy import TransformersPolicy
+    from spade_trainer.ranks import collection_seed
     from spade_trainer.threads import apply_threads
 
     cfg = load_selfplay_config(preset=args.preset, overrides=args.overrides)

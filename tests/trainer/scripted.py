@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from spade_core.metadata import EnvMetadata, EnvStatus
-from spade_trainer.design import DesignedCandidate
+from spade_trainer.design_protocol import DesignedCandidate
 from spade_trainer.selfplay import SelfPlayRun
 
 from .envs import GUESS_ENV

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from accelerate.commands.config.config_args import load_config_from_file
 from accelerate.utils import DistributedType
-from spade_trainer.launch import process_rank, rank_folder
+from spade_trainer.ranks import process_rank, rank_folder
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs" / "accelerate"
 

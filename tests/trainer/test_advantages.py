@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from spade_trainer.config import load_selfplay_config
-from spade_trainer.design import DesignedCandidate
+from spade_trainer.design_protocol import DesignedCandidate
 from spade_trainer.regret import RegretEstimator, RegretMeasurement
 from spade_trainer.rewards import bound_shaping
 from spade_trainer.rollout import Episode, EpisodeSpec, PlayableEnv

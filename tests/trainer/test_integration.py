@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 from spade_trainer.config import load_selfplay_config
-from spade_trainer.progress import DESIGN_GATES
 from spade_trainer.report import write_report
 from spade_trainer.selfplay import SelfPlayRun, latest_checkpoint
+from spade_trainer.shaping_signals import DESIGN_GATES
 
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
 

@@ -26,12 +26,12 @@ from spade_trainer.grpo import SelfPlayRollout
 from spade_trainer.inprocess import TrustedEnvPool
 from spade_trainer.plan import plan_run
 from spade_trainer.policy import Sampling, VLLMPolicy
-from spade_trainer.progress import design_progress
 from spade_trainer.regret import RegretEstimate, RegretEstimator
 from spade_trainer.rewards import designer_reward
 from spade_trainer.rollout import PlayableEnv, RolloutEngine
 from spade_trainer.samples import PolicySample, Role, with_advantages
 from spade_trainer.selfplay import IterationRecord, SelfPlayRun
+from spade_trainer.shaping_signals import design_progress
 
 from .envs import GUESS_ENV
 

@@ -16,7 +16,7 @@ import math
 
 import pytest
 from spade_trainer.config import load_selfplay_config
-from spade_trainer.design import DesignedCandidate
+from spade_trainer.design_protocol import DesignedCandidate
 from spade_trainer.regret import RegretEstimator, RegretMeasurement
 from spade_trainer.rollout import Episode, EpisodeSpec, PlayableEnv
 from spade_trainer.samples import Role, with_advantages

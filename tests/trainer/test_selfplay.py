@@ -17,8 +17,8 @@ import torch
 from spade_core.metadata import EnvStatus
 from spade_trainer.config import load_selfplay_config
 from spade_trainer.errors import CheckpointError
-from spade_trainer.progress import design_progress
 from spade_trainer.selfplay import SelfPlayRun, latest_checkpoint
+from spade_trainer.shaping_signals import design_progress
 
 from .scripted import ScriptedDesignStage
 

@@ -12,7 +12,7 @@ if TYPE_CHECKING:
 
 @hookimpl
 def spade_register_commands(cli: typer.Typer) -> None:
-    from . import commands, scaffold
+    from . import commands, plugin_template
 
     commands.register(cli)
-    scaffold.register(cli)
+    plugin_template.register(cli)

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 from spade_core.metadata import ValidationReport
 
 from .chat_backend import PolicyChatBackend
-from .design import DesignedCandidate, DesignTurn
-from .progress import code_structure
+from .design_protocol import DesignedCandidate, DesignTurn
+from .shaping_signals import code_structure
 
 if TYPE_CHECKING:
     from spade_core.config import SpadeConfig
@@ -46,7 +46,7 @@ def designer_config_of(config: SelfPlayConfig) -> Any:
 
 
 class DesignerStage:
-    """:class:`~.design.DesignStage` over a ``spade_designer.Designer``."""
+    """:class:`~.design_protocol.DesignStage` over a ``spade_designer.Designer``."""
 
     def __init__(self, designer: Any, domain: str) -> None:
         self.designer = designer

@@ -17,12 +17,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from typing import Any
 
-from .design import DesignedCandidate
+from .design_protocol import DesignedCandidate
 
 
 @dataclass(frozen=True)
 class OperatorCandidate(DesignedCandidate):
-    """A :class:`~.design.DesignedCandidate` with the operator that made it."""
+    """A :class:`~.design_protocol.DesignedCandidate` with the operator that made it."""
 
     #: ``write`` or ``edit``.
     operator: str = "write"
@@ -88,7 +88,7 @@ def record_designs(stage: Any, candidates: Sequence[DesignedCandidate], measured
 
 
 class OperatorDesignStage:
-    """:class:`~.design.DesignStage` mixing writing and editing (see the module docstring)."""
+    """:class:`~.design_protocol.DesignStage` mixing writing and editing (see the module docstring)."""
 
     def __init__(self, inner: Any, mix: Any) -> None:
         self.inner = inner

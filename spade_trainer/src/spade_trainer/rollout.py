@@ -26,8 +26,8 @@ from .actions import ACTION_INSTRUCTIONS, extract_action
 from .chat import ChatFormat
 from .errors import RolloutError
 from .policy import Sampling, TokenPolicy
-from .progress import well_formed_action
 from .rewards import HUNG_STEP_PENALTY, episode_return
+from .shaping_signals import well_formed_action
 
 
 @dataclass(frozen=True)

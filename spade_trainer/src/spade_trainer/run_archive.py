@@ -82,7 +82,7 @@ class RunArchive:
         return written
 
     def record_designs(self, iteration: int, candidates: Sequence[Any]) -> int:
-        """One line per :class:`~spade_trainer.design.DesignedCandidate` of ``iteration``."""
+        """One line per :class:`~spade_trainer.design_protocol.DesignedCandidate` of ``iteration``."""
         lim = self.limits
 
         def rows() -> Iterator[dict[str, Any]]:

@@ -34,13 +34,13 @@ from spade_core.shaping import AgentRewardContext, DesignerRewardContext
 from transformers import TrainerCallback
 
 from .config import SelfPlayConfig
-from .design import DesignedCandidate, DesignStage
+from .design_protocol import DesignedCandidate, DesignStage
 from .edit_stage import record_designs
 from .errors import CheckpointError
-from .launch import collection_seed, process_rank, rank_folder, rng_digest
 from .metrics import MetricsLog
 from .plan import CHECKPOINTS, plan_run
 from .policy import Sampling, TokenPolicy
+from .ranks import collection_seed, process_rank, rank_folder, rng_digest
 from .regret import RegretEstimate, RegretEstimator, RegretMeasurement
 from .rewards import designer_reward
 from .rollout import PlayableEnv, RolloutEngine, TokenBudget

@@ -17,7 +17,7 @@ from spade_core.errors import PluginError
 from spade_core.hookspecs import hookimpl
 from spade_core.shaping import AgentRewardContext, DesignerRewardContext
 
-from .progress import design_progress
+from .shaping_signals import design_progress
 
 DEFAULT_INVALID_PENALTY = 0.5
 DEFAULT_NOVELTY_WEIGHT = 0.1
@@ -59,7 +59,7 @@ def spade_designer_reward_terms(context: DesignerRewardContext) -> dict[str, flo
     """Built-in terms.
 
     ``invalid_env``: a candidate that did not pass validation is penalised by
-    ``invalid_penalty * (1 - progress)``, where progress (:func:`.progress.design_progress`)
+    ``invalid_penalty * (1 - progress)``, where progress (:func:`.shaping_signals.design_progress`)
     grades how far it got — a candidate rejected by a later stage is penalised less than one
     rejected at extraction, and within extraction truncated code less than no code
     (``context.extra["code_structure"]``). The penalty is always in

@@ -1,4 +1,4 @@
-"""``spade new-plugin``: the scaffolded package installs and passes its own tests as generated."""
+"""``spade new-plugin``: the generated package installs and passes its own tests as generated."""
 
 from __future__ import annotations
 
@@ -9,19 +9,19 @@ from pathlib import Path
 
 import pytest
 from spade_core.cli import build_app
-from spade_core.scaffold import ScaffoldError, new_plugin
+from spade_core.plugin_template import NewPluginError, new_plugin
 from typer.testing import CliRunner
 
 
 @pytest.mark.parametrize("bad", ["", "X", "Chess", "1abc", "a-b", "class", "a" * 41])
 def test_bad_names_are_refused_with_the_rule(bad: str, tmp_path: Path) -> None:
-    with pytest.raises(ScaffoldError, match="must be 2-40 characters"):
+    with pytest.raises(NewPluginError, match="must be 2-40 characters"):
         new_plugin(bad, tmp_path)
 
 
 def test_an_existing_folder_is_never_overwritten(tmp_path: Path) -> None:
     (tmp_path / "chess").mkdir()
-    with pytest.raises(ScaffoldError, match="already exists"):
+    with pytest.raises(NewPluginError, match="already exists"):
         new_plugin("chess", tmp_path)
 
 

@@ -1,4 +1,4 @@
-"""``spade new-plugin NAME``: scaffold a working domain plugin package.
+"""``spade new-plugin NAME``: a working domain plugin package, written from ``plugin_templates/``.
 
 The generated package has an entry point in group ``spade``, a ``spade_register_domains``
 hookimpl, one seed environment, a fuzz strategy and a test that validates and fuzzes every
@@ -17,7 +17,7 @@ from .errors import SpadeError
 
 _NAME_RE = re.compile(r"^[a-z][a-z0-9_]{1,39}$")
 
-#: template file (under scaffold_templates/) -> path in the new package ({pkg} = import name).
+#: template file (under plugin_templates/) -> path in the new package ({pkg} = import name).
 _FILES = {
     "pyproject.toml.tmpl": "pyproject.toml",
     "README.md.tmpl": "README.md",
@@ -29,22 +29,22 @@ _FILES = {
 }
 
 
-class ScaffoldError(SpadeError):
+class NewPluginError(SpadeError):
     """The plugin cannot be created (bad name, target exists)."""
 
 
 def new_plugin(name: str, directory: Path) -> Path:
     """Write the plugin package ``spade-<name>`` into ``directory/<name>``; return that folder."""
     if not _NAME_RE.match(name) or keyword.iskeyword(name):
-        raise ScaffoldError(
+        raise NewPluginError(
             f"plugin name {name!r} must be 2-40 characters of lowercase letters, digits and '_', "
             "starting with a letter (it becomes the domain name and part of the import name)"
         )
     target = Path(directory) / name
     if target.exists():
-        raise ScaffoldError(f"{target} already exists; choose another name or folder")
+        raise NewPluginError(f"{target} already exists; choose another name or folder")
     values = {"name": name, "pkg": f"spade_{name}", "dist": f"spade-{name.replace('_', '-')}"}
-    templates = resources.files("spade_core") / "scaffold_templates"
+    templates = resources.files("spade_core") / "plugin_templates"
     for template, dest in _FILES.items():
         text = (templates / template).read_text(encoding="utf-8")
         for key, value in values.items():
@@ -66,7 +66,7 @@ def register(cli: object) -> None:
         name: str = typer.Argument(..., help="domain name, e.g. 'chess' (package spade-chess)"),
         directory: Path = typer.Option(Path("."), "--dir", help="folder to create the package in"),
     ) -> None:
-        """Scaffold a domain plugin package (entry point, hooks, a seed env, a fuzz test)."""
+        """Create a domain plugin package (entry point, hooks, a seed env, a fuzz test)."""
         folder = new_plugin(name, directory)
         console = Console()
         console.print(f"[green]created[/] {folder}")

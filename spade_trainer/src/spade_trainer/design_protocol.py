@@ -60,7 +60,7 @@ class DesignedCandidate:
     completion_ids: list[int] | None = None
     logprobs: list[float] | None = None
     reasons: tuple[str, ...] = field(default_factory=tuple)
-    #: :func:`~.progress.code_structure` of the reply: how much of an environment it wrote.
+    #: :func:`~.shaping_signals.code_structure` of the reply: how much of an environment it wrote.
     code_structure: float = 0.0
     #: Every generation of the candidate (first design, then repairs), each trained with the
     #: reward of what it produced; empty: the candidate-level fields are its one turn.

@@ -17,14 +17,14 @@ from spade_designer.validation import Validator
 from spade_designer.validation.codes import Stage
 from spade_designer.validation.config import ValidationConfig
 from spade_trainer.designer_stage import novelty_score
-from spade_trainer.progress import (
+from spade_trainer.shaping import agent_terms, designer_terms
+from spade_trainer.shaping_signals import (
     DESIGN_GATES,
     code_structure,
     design_progress,
     parsed_share,
     well_formed_action,
 )
-from spade_trainer.shaping import agent_terms, designer_terms
 
 from .envs import GUESS_ENV
 

@@ -11,7 +11,7 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 from spade_trainer.errors import TrainerError
-from spade_trainer.launch import (
+from spade_trainer.ranks import (
     RANK_SEED_STRIDE,
     RANK_VARIABLES,
     SIZE_VARIABLES,
