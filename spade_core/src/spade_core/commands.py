@@ -307,7 +307,12 @@ def play(
 
 def import_envs(
     ctx: typer.Context,
-    path: Path = typer.Argument(..., help="A .py file, a folder, or a .jsonl / .parquet pool."),
+    path: str = typer.Argument(
+        ...,
+        metavar="SOURCE",
+        help="A .py file, a folder, a .jsonl / .parquet pool, or hf:OWNER/NAME[@REVISION] / hf:./FOLDER "
+        "(a Hugging Face dataset: docs/hub.md).",
+    ),
     domain: str | None = typer.Option(None, "--domain", help="Domain of every item (else the data's 'domain')."),
     skill: str | None = typer.Option(None, "--skill", help="Skill of every item (else the data's, else 'general')."),
     status: ImportStatus | None = typer.Option(None, "--status", help="Status of every item (default: candidate)."),
@@ -315,7 +320,10 @@ def import_envs(
         False, "--new-version", help="Store code whose id is taken by other code as the next version."
     ),
     trust: bool = typer.Option(
-        False, "--trust", help="With --status admitted: admit without running the validation pipeline."
+        False,
+        "--trust",
+        help="With --status admitted: admit without running the validation pipeline; with hf:, keep the "
+        "statuses the dataset records (else what it records as admitted is read as a candidate).",
     ),
     as_json: bool = typer.Option(False, "--json", help="Print the per-item report as JSON."),
 ) -> None:
@@ -324,7 +332,8 @@ def import_envs(
     With --status admitted each item first runs through the validation pipeline: only
     what passes is admitted, the rest is reported with the stage and reason (--trust
     skips this). A .py file without metadata gets the domain its code implies (boxed
-    commands or a tool-use base) when one installed domain takes that format."""
+    commands or a tool-use base) when one installed domain takes that format, and so
+    does a row of a published pool read with hf:."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from .catalog import open_store
@@ -333,7 +342,13 @@ def import_envs(
 
     config = command_config(ctx)
     plugins = command_plugins(ctx)
-    items = list(read_items(path))
+    if path.startswith("hf:"):
+        from .hub import parse_hub_ref, read_hub_items
+
+        # The whole dataset is read and checked before anything is stored.
+        items = read_hub_items(parse_hub_ref(path), keep_status=trust)
+    else:
+        items = list(read_items(Path(path)))
     by_format: dict[str, list[str]] = {}
     for name, d in plugins.domains().items():
         by_format.setdefault(d.action_format.value, []).append(name)
@@ -405,20 +420,41 @@ def _print_import_report(report: Any, origin: str) -> None:
 
 def export(
     ctx: typer.Context,
-    path: Path = typer.Argument(..., help="Target file (.jsonl, .parquet) or folder."),
+    path: Path | None = typer.Argument(None, help="Target file (.jsonl, .parquet) or folder (or use --to-hub)."),
     fmt: ExportFormatChoice | None = typer.Option(None, "--format", help="jsonl, parquet or dir (default: from PATH)."),
     domain: str | None = typer.Option(None, "--domain"),
     skill: str | None = typer.Option(None, "--skill"),
     status: EnvStatus | None = typer.Option(None, "--status"),
     force: bool = typer.Option(False, "--force", help="Replace an existing file / write into a non-empty folder."),
+    to_hub: str | None = typer.Option(
+        None,
+        "--to-hub",
+        metavar="REPO",
+        help="A Hugging Face dataset: upload to OWNER/NAME, or write the same layout to ./FOLDER (docs/hub.md).",
+    ),
+    include_seeds: bool = typer.Option(
+        False, "--include-seeds", help="With --to-hub: add the installed plugins' seed environments (split 'seeds')."
+    ),
+    private: bool = typer.Option(False, "--private", help="With --to-hub OWNER/NAME: create the dataset private."),
+    message: str | None = typer.Option(None, "--message", help="With --to-hub OWNER/NAME: the commit message."),
 ) -> None:
     """Export store environments in a format `spade import` reads back."""
     from rich.progress import Progress, SpinnerColumn, TextColumn
 
     from .catalog import open_store
+    from .errors import SpadeError
     from .exporter import export_envs, iter_envs
 
     config = command_config(ctx)
+    if to_hub is not None:
+        if path is not None or fmt is not None:
+            raise SpadeError("--to-hub writes its own layout: give either PATH [--format] or --to-hub REPO")
+        _export_to_hub(ctx, to_hub, domain, skill, status, force, include_seeds, private, message)
+        return
+    if path is None:
+        raise SpadeError("export needs a target: PATH (a .jsonl / .parquet file or a folder) or --to-hub REPO")
+    if include_seeds or private or message is not None:
+        raise SpadeError("--include-seeds, --private and --message apply to --to-hub only")
     progress = Progress(SpinnerColumn(), TextColumn("exported {task.completed}"), console=Console(stderr=True), transient=True)
     with open_store(config, read_only=True) as store, progress:
         task = progress.add_task("export", total=None)
@@ -430,6 +466,47 @@ def export(
             on_item=lambda _m: progress.advance(task),
         )
     _console().print(f"exported {n} environments to {escape(str(path))}")
+
+
+def _export_to_hub(
+    ctx: typer.Context,
+    to_hub: str,
+    domain: str | None,
+    skill: str | None,
+    status: EnvStatus | None,
+    force: bool,
+    include_seeds: bool,
+    private: bool,
+    message: str | None,
+) -> None:
+    from .catalog import open_store, seed_entries
+    from .errors import SpadeError
+    from .exporter import iter_envs
+    from .hub import export_target, export_to_hub
+    from .metadata import code_hash
+
+    target = export_target(to_hub)
+    if target.path is not None and (private or message is not None):
+        raise SpadeError("--private and --message apply to an upload (--to-hub OWNER/NAME), not to a folder")
+    seeds = None
+    if include_seeds:
+        seeds = []
+        for e in seed_entries(command_plugins(ctx), domain=domain, skill=skill, status=status):
+            if e.seed is not None:
+                source = e.seed.source()
+                seeds.append((source, e.metadata.model_copy(update={"code_hash": code_hash(source)})))
+    with open_store(command_config(ctx), read_only=True) as store:
+        done = export_to_hub(
+            iter_envs(store, domain=domain, skill=skill, status=status),
+            target,
+            seeds=seeds,
+            overwrite=force,
+            private=private,
+            message=message,
+        )
+    counts = ", ".join(f"{n} in {split}" for split, n in done.counts.items())
+    where = done.url or str(done.folder)
+    _console().print(f"exported {sum(done.counts.values())} environments ({counts}) to {escape(where)}")
 
 
 # --- spade plugins --------------------------------------------------------------------
