@@ -24,14 +24,22 @@ def _command(action):
 class AffineCipherEnv:
     """Letters are enciphered as x -> (a*x + b) mod 26; spaces are kept."""
 
-    GRAMMAR = (
-        "Commands: \\boxed{encode TEXT} enciphers up to 12 letters of your choice with the secret key; "
-        "\\boxed{decode PLAINTEXT} gives your decryption of the intercepted message."
-    )
+    ENCODE_LIMIT = 12
+    MESSAGE_WORDS = 2
+    MAX_ANSWERS = 2
+    # what an edit may change (spade_designer.knobs): letters per encode, message length, decodes
+    KNOBS = {"ENCODE_LIMIT": (int, 2, 26), "MESSAGE_WORDS": (int, 1, 4), "MAX_ANSWERS": (int, 1, 4)}
 
-    def __init__(self, max_turns=10, max_answers=2):
+    @property
+    def GRAMMAR(self):
+        return (
+            "Commands: \\boxed{encode TEXT} enciphers up to %d letters of your choice with the secret key; "
+            "\\boxed{decode PLAINTEXT} gives your decryption of the intercepted message." % self.ENCODE_LIMIT
+        )
+
+    def __init__(self, max_turns=10, max_answers=None):
         self.max_turns = max_turns
-        self.max_answers = max_answers
+        self.max_answers = self.MAX_ANSWERS if max_answers is None else max_answers
         self.key = (1, 3)
         self.plain = "river stone"
         self.turn = 0
@@ -50,7 +58,7 @@ class AffineCipherEnv:
         rng = random.Random(seed)
         a = rng.choice([k for k in range(1, 26) if math.gcd(k, 26) == 1])
         self.key = (a, rng.randint(1, 25))
-        self.plain = " ".join(rng.sample(_WORDS, 2))
+        self.plain = " ".join(rng.sample(_WORDS, self.MESSAGE_WORDS))
         self.turn = 0
         self.answers = 0
         self.done = False
@@ -69,8 +77,8 @@ class AffineCipherEnv:
         verb, rest = verb.lower(), rest.lower().strip()
         if verb == "encode":
             letters = [ch for ch in rest if ch in string.ascii_lowercase]
-            if not rest or len(letters) != len(rest.replace(" ", "")) or len(letters) > 12:
-                return "Invalid text: encode 1 to 12 letters a-z (spaces allowed).", 0.0, False
+            if not rest or len(letters) != len(rest.replace(" ", "")) or len(letters) > self.ENCODE_LIMIT:
+                return "Invalid text: encode 1 to %d letters a-z (spaces allowed)." % self.ENCODE_LIMIT, 0.0, False
             return "encode('%s') = '%s'" % (rest, self._encrypt(rest)), 0.0, False
         if verb == "decode":
             if not rest:

@@ -4,7 +4,7 @@ import random
 import re
 
 _BOX = re.compile(r"\\boxed\{([^{}]*)\}")
-_CELL = re.compile(r"^([a-f])([1-6])$")
+_CELL = re.compile(r"^([a-z])([1-9][0-9]?)$")
 
 
 def _command(action):
@@ -21,9 +21,17 @@ class BattleshipEnv:
     """Ships of lengths 3, 2 and 2 lie straight, without overlapping, on columns A-F x rows 1-6."""
 
     SIZE = 6
-    COLS = "ABCDEF"
     SHIPS = (3, 2, 2)
-    GRAMMAR = "Command: \\boxed{fire C4} fires at column C (A-F), row 4 (1-6)."
+    # what an edit may change (spade_designer.knobs): the sea's side
+    KNOBS = {"SIZE": (int, 5, 9)}
+
+    @property
+    def COLS(self):
+        return "ABCDEFGHI"[: self.SIZE]
+
+    @property
+    def GRAMMAR(self):
+        return "Command: \\boxed{fire C4} fires at column C (A-%s), row 4 (1-%d)." % (self.COLS[-1], self.SIZE)
 
     def __init__(self, max_turns=25):
         self.max_turns = max_turns
@@ -50,9 +58,9 @@ class BattleshipEnv:
         self.turn = 0
         self.done = False
         obs = (
-            "Three enemy ships (lengths 3, 2, 2) hide on a 6x6 sea, each lying straight, horizontally "
+            "Three enemy ships (lengths 3, 2, 2) hide on a %dx%d sea, each lying straight, horizontally "
             "or vertically, without overlapping. Sink them all. %s You have %d turns.\n%s"
-            % (self.GRAMMAR, self.max_turns, self._board())
+            % (self.SIZE, self.SIZE, self.GRAMMAR, self.max_turns, self._board())
         )
         return obs, {"turn": 0}
 
@@ -75,8 +83,9 @@ class BattleshipEnv:
         parts = cmd.lower().split()
         if len(parts) == 2 and parts[0] == "fire":
             m = _CELL.match(parts[1])
-            if not m:
-                return "Invalid target %r: use a column A-F and a row 1-6, e.g. B5." % parts[1][:20], self._progress(), False
+            if not m or m.group(1).upper() not in self.COLS or int(m.group(2)) > self.SIZE:
+                return "Invalid target %r: use a column A-%s and a row 1-%d, e.g. B5." % (
+                    parts[1][:20], self.COLS[-1], self.SIZE), self._progress(), False
             cell = (int(m.group(2)) - 1, self.COLS.index(m.group(1).upper()))
             name = parts[1].upper()
             if cell in self.shots:

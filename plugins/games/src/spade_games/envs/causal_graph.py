@@ -26,6 +26,9 @@ class CausalGraphEnv:
     direct link from an indirect one.
     """
 
+    MAX_LINKS = 5
+    # what an edit may change (spade_designer.knobs): how many direct links the graph may have
+    KNOBS = {"MAX_LINKS": (int, 2, 6)}
     GRAMMAR = (
         "Commands: \\boxed{do P} switches P on and shows which variables follow; "
         "\\boxed{do P block Q R} does the same while holding Q and R off; "
@@ -44,7 +47,7 @@ class CausalGraphEnv:
             order = list(NAMES)
             rng.shuffle(order)
             self.edges = {(a, b) for i, a in enumerate(order) for b in order[i + 1:] if rng.random() < 0.5}
-            if 2 <= len(self.edges) <= 5:
+            if 2 <= len(self.edges) <= self.MAX_LINKS:
                 break
         self.turn = 0
         self.done = False

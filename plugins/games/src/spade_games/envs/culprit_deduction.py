@@ -5,9 +5,10 @@ import re
 
 _BOX = re.compile(r"\\boxed\{([^{}]*)\}")
 
-SUSPECTS = ("Amber", "Basil", "Coral", "Dorian")
-TOOLS = ("rope", "wrench", "candlestick", "pipe")
-ROOMS = ("library", "kitchen", "cellar", "study")
+# A game uses the first OPTIONS names of each list.
+SUSPECTS = ("Amber", "Basil", "Coral", "Dorian", "Elodie", "Felix")
+TOOLS = ("rope", "wrench", "candlestick", "pipe", "dagger", "lantern")
+ROOMS = ("library", "kitchen", "cellar", "study", "garden", "attic")
 
 
 def _command(action):
@@ -27,11 +28,22 @@ class CulpritDeductionEnv:
     suggestion with several wrong parts reveals only one of them; the accusation is final.
     """
 
-    GRAMMAR = (
-        "Commands: \\boxed{suggest SUSPECT TOOL ROOM} (a witness refutes one wrong part, if any); "
-        "\\boxed{accuse SUSPECT TOOL ROOM} (final). Suspects: %s. Tools: %s. Rooms: %s."
-        % (", ".join(SUSPECTS), ", ".join(TOOLS), ", ".join(ROOMS))
-    )
+    OPTIONS = 4
+    # what an edit may change (spade_designer.knobs): how many suspects, tools and rooms there are
+    KNOBS = {"OPTIONS": (int, 3, 6)}
+
+    @property
+    def CATEGORIES(self):
+        """The suspects, tools and rooms of this game."""
+        return SUSPECTS[: self.OPTIONS], TOOLS[: self.OPTIONS], ROOMS[: self.OPTIONS]
+
+    @property
+    def GRAMMAR(self):
+        return (
+            "Commands: \\boxed{suggest SUSPECT TOOL ROOM} (a witness refutes one wrong part, if any); "
+            "\\boxed{accuse SUSPECT TOOL ROOM} (final). Suspects: %s. Tools: %s. Rooms: %s."
+            % tuple(", ".join(names) for names in self.CATEGORIES)
+        )
 
     def __init__(self, max_turns=14):
         self.max_turns = max_turns
@@ -43,7 +55,7 @@ class CulpritDeductionEnv:
 
     def reset(self, seed=None):
         self.rng = random.Random(seed)
-        self.truth = (self.rng.choice(SUSPECTS), self.rng.choice(TOOLS), self.rng.choice(ROOMS))
+        self.truth = tuple(self.rng.choice(names) for names in self.CATEGORIES)
         self.cleared = set()
         self.turn = 0
         self.done = False
@@ -58,7 +70,7 @@ class CulpritDeductionEnv:
         if len(words) != 3:
             return None
         picked = []
-        for word, options in zip(words, (SUSPECTS, TOOLS, ROOMS)):
+        for word, options in zip(words, self.CATEGORIES):
             match = [o for o in options if o.lower() == word.lower()]
             if not match:
                 return None
@@ -66,8 +78,8 @@ class CulpritDeductionEnv:
         return tuple(picked)
 
     def _progress(self):
-        # Nine wrong elements exist (three per category); each one cleared is progress.
-        return round(0.5 * len(self.cleared) / 9, 4)
+        # OPTIONS - 1 wrong elements per category; each one cleared is progress.
+        return round(0.5 * len(self.cleared) / (3 * (self.OPTIONS - 1)), 4)
 
     def _act(self, cmd):
         if cmd is None:

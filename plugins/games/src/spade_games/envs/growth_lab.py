@@ -25,6 +25,9 @@ class GrowthLabEnv:
     several factors at once can hide a cause; one pair of causes interacts.
     """
 
+    MAX_CAUSES = 3
+    # what an edit may change (spade_designer.knobs): how many factors may matter (at least two)
+    KNOBS = {"MAX_CAUSES": (int, 2, 4)}
     GRAMMAR = (
         "Commands: \\boxed{experiment 101000} grows a plant with each factor high (1) or low (0), in the "
         "order water, light, soil, music, pot, heat; \\boxed{causes water heat} names every factor that "
@@ -43,7 +46,7 @@ class GrowthLabEnv:
 
     def reset(self, seed=None):
         rng = random.Random(seed)
-        count = rng.choice([2, 3])
+        count = rng.choice(range(2, self.MAX_CAUSES + 1))
         self.causes = sorted(rng.sample(range(len(FACTORS)), count))
         self.effects = {}
         for k in self.causes:

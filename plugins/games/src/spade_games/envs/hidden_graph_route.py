@@ -21,6 +21,11 @@ class HiddenGraphRouteEnv:
     """Eight towns A-H joined by hidden two-way roads with lengths 1-9; scans cost turns."""
 
     TOWNS = "ABCDEFGH"
+    EXTRA_ROADS = 5
+    MAX_LENGTH = 9
+    # what an edit may change (spade_designer.knobs): roads drawn beyond the spanning tree (a
+    # drawn road that exists already is skipped) and the longest road
+    KNOBS = {"EXTRA_ROADS": (int, 0, 10), "MAX_LENGTH": (int, 2, 20)}
     GRAMMAR = (
         "Commands: \\boxed{scan X} reveals every road at town X and its length; "
         "\\boxed{route A C F} submits a route as a list of towns from start to goal (ends the game)."
@@ -44,11 +49,11 @@ class HiddenGraphRouteEnv:
         order = towns[:]
         rng.shuffle(order)
         for i in range(1, len(order)):  # a random spanning tree keeps the map connected
-            self._add(order[i], rng.choice(order[:i]), rng.randint(1, 9))
-        for _ in range(5):
+            self._add(order[i], rng.choice(order[:i]), rng.randint(1, self.MAX_LENGTH))
+        for _ in range(self.EXTRA_ROADS):
             a, b = rng.sample(towns, 2)
             if b not in self.roads[a]:
-                self._add(a, b, rng.randint(1, 9))
+                self._add(a, b, rng.randint(1, self.MAX_LENGTH))
         while True:
             self.start, self.goal = rng.sample(towns, 2)
             self.best, self.best_path = self._shortest()

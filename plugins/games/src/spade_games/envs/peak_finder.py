@@ -20,11 +20,18 @@ def _command(action):
 class PeakFinderEnv:
     """f rises with one slope up to a hidden peak p in [0, 100] and falls with another slope after it."""
 
-    LOW, HIGH = 0, 100
-    GRAMMAR = (
-        "Commands: \\boxed{eval X} reveals f(X) for an integer X in [0, 100]; "
-        "\\boxed{submit X} names the peak (ends the game)."
-    )
+    LOW = 0
+    HIGH = 100
+    SLOPE = 6
+    # what an edit may change (spade_designer.knobs): the domain's upper end and the steepest slope
+    KNOBS = {"HIGH": (int, 40, 200), "SLOPE": (int, 1, 12)}
+
+    @property
+    def GRAMMAR(self):
+        return (
+            "Commands: \\boxed{eval X} reveals f(X) for an integer X in [%d, %d]; "
+            "\\boxed{submit X} names the peak (ends the game)." % (self.LOW, self.HIGH)
+        )
 
     def __init__(self, max_turns=14):
         self.max_turns = max_turns
@@ -43,16 +50,16 @@ class PeakFinderEnv:
     def reset(self, seed=None):
         rng = random.Random(seed)
         self.peak = rng.randint(self.LOW + 5, self.HIGH - 5)
-        self.up, self.down = rng.randint(1, 6), rng.randint(1, 6)
+        self.up, self.down = rng.randint(1, self.SLOPE), rng.randint(1, self.SLOPE)
         self.height = rng.randint(700, 999)
         self.floor = min(self.f(self.LOW), self.f(self.HIGH))
         self.best_seen = self.floor
         self.turn = 0
         self.done = False
         obs = (
-            "A hidden function f on the integers 0..100 rises steadily up to a single peak and falls "
+            "A hidden function f on the integers %d..%d rises steadily up to a single peak and falls "
             "steadily after it (the two slopes may differ). Find the X where f is largest. %s You have %d turns."
-            % (self.GRAMMAR, self.max_turns)
+            % (self.LOW, self.HIGH, self.GRAMMAR, self.max_turns)
         )
         return obs, {"turn": 0}
 
@@ -66,7 +73,7 @@ class PeakFinderEnv:
         parts = cmd.lower().split()
         if len(parts) == 2 and parts[0] in ("eval", "submit"):
             if not _INT.match(parts[1]) or not self.LOW <= int(parts[1]) <= self.HIGH:
-                return "Invalid X: give an integer in [0, 100].", progress, False
+                return "Invalid X: give an integer in [%d, %d]." % (self.LOW, self.HIGH), progress, False
             x = int(parts[1])
             if parts[0] == "eval":
                 self.best_seen = max(self.best_seen, self.f(x))

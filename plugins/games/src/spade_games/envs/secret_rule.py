@@ -36,13 +36,21 @@ _RULES = [
 
 
 class SecretRuleEnv:
-    """A hidden property of numbers 1-999; six challenge numbers (three fit) must be classified."""
+    """A hidden property of numbers 1-999; 2 * PER_CLASS challenge numbers (PER_CLASS of them fit)
+    must be classified."""
 
-    GRAMMAR = (
-        "Commands: \\boxed{test N} tells whether a whole number N (1-999) fits the secret rule; "
-        "\\boxed{classify YNYNNY} gives one letter per challenge number, in order: Y = fits, N = does not. "
-        "You may classify only once."
-    )
+    PER_CLASS = 3
+    # what an edit may change (spade_designer.knobs): challenge numbers that fit (as many do not)
+    KNOBS = {"PER_CLASS": (int, 2, 5)}
+    _WORDS = {4: "four", 6: "six", 8: "eight", 10: "ten"}
+
+    @property
+    def GRAMMAR(self):
+        return (
+            "Commands: \\boxed{test N} tells whether a whole number N (1-999) fits the secret rule; "
+            "\\boxed{classify %s} gives one letter per challenge number, in order: Y = fits, N = does not. "
+            "You may classify only once." % ("YNYNNY" * 2)[: 2 * self.PER_CLASS]
+        )
 
     def __init__(self, max_turns=14):
         self.max_turns = max_turns
@@ -62,9 +70,9 @@ class SecretRuleEnv:
         yes, no = [], []
         for n in pool:
             bucket = yes if self._fits(n) else no
-            if len(bucket) < 3:
+            if len(bucket) < self.PER_CLASS:
                 bucket.append(n)
-            if len(yes) == 3 and len(no) == 3:
+            if len(yes) == self.PER_CLASS and len(no) == self.PER_CLASS:
                 break
         self.challenge = yes + no
         rng.shuffle(self.challenge)
@@ -76,6 +84,9 @@ class SecretRuleEnv:
             % (", ".join(str(n) for n in self.challenge), self.GRAMMAR, self.max_turns)
         )
         return obs, {"turn": 0}
+
+    def _count(self):
+        return self._WORDS.get(2 * self.PER_CLASS, str(2 * self.PER_CLASS))
 
     def _truth(self):
         return "".join("Y" if self._fits(n) else "N" for n in self.challenge)
@@ -95,13 +106,13 @@ class SecretRuleEnv:
         if verb == "classify":
             verdict = "".join(parts[1:]).upper()
             if len(verdict) != len(self.challenge) or any(ch not in "YN" for ch in verdict):
-                return "Invalid classification: give exactly six letters Y or N.", 0.0, False
+                return "Invalid classification: give exactly %s letters Y or N." % self._count(), 0.0, False
             truth = self._truth()
             right = sum(1 for v, t in zip(verdict, truth) if v == t)
             if right == len(truth):
-                return "All six classified correctly. The rule was: %s." % _RULES[self.rule_index][0], 1.0, True
-            return "%d of 6 correct (answer %s). The rule was: %s." % (
-                right, truth, _RULES[self.rule_index][0]), round(0.8 * max(0.0, 2 * right / 6 - 1), 4), True
+                return "All %s classified correctly. The rule was: %s." % (self._count(), _RULES[self.rule_index][0]), 1.0, True
+            return "%d of %d correct (answer %s). The rule was: %s." % (
+                right, len(truth), truth, _RULES[self.rule_index][0]), round(0.8 * max(0.0, 2 * right / len(truth) - 1), 4), True
         return "Unknown command %r. %s" % (cmd[:60], self.GRAMMAR), 0.0, False
 
     def step(self, action):

@@ -46,16 +46,24 @@ def _make_rule(rng):
 
 
 class SequenceRuleEnv:
-    """Terms 1-3 are shown; terms up to 10 can be probed; the agent must give a term in 15-20."""
+    """Terms 1-3 are shown; terms up to PROBE_LIMIT can be probed; the agent must give a term in 15-20."""
 
-    GRAMMAR = (
-        "Commands: \\boxed{term N} reveals term number N for 1 <= N <= 10; "
-        "\\boxed{answer V} states the value of the requested far term."
-    )
+    PROBE_LIMIT = 10
+    MAX_ANSWERS = 2
+    # what an edit may change (spade_designer.knobs): the last term that can be probed (always
+    # before the asked term) and how many answers the player may give
+    KNOBS = {"PROBE_LIMIT": (int, 4, 14), "MAX_ANSWERS": (int, 1, 4)}
 
-    def __init__(self, max_turns=12, max_answers=2):
+    @property
+    def GRAMMAR(self):
+        return (
+            "Commands: \\boxed{term N} reveals term number N for 1 <= N <= %d; "
+            "\\boxed{answer V} states the value of the requested far term." % self.PROBE_LIMIT
+        )
+
+    def __init__(self, max_turns=12, max_answers=None):
         self.max_turns = max_turns
-        self.max_answers = max_answers
+        self.max_answers = self.MAX_ANSWERS if max_answers is None else max_answers
         self.family = "arithmetic"
         self.rule = lambda n: n
         self.target = 15
@@ -83,8 +91,8 @@ class SequenceRuleEnv:
             return "Invalid action: wrap one command in \\boxed{...}. " + self.GRAMMAR, 0.0, False
         parts = cmd.lower().split()
         if len(parts) == 2 and parts[0] == "term":
-            if not _INT.match(parts[1]) or not 1 <= int(parts[1]) <= 10:
-                return "Invalid probe: N must be an integer from 1 to 10.", 0.0, False
+            if not _INT.match(parts[1]) or not 1 <= int(parts[1]) <= self.PROBE_LIMIT:
+                return "Invalid probe: N must be an integer from 1 to %d." % self.PROBE_LIMIT, 0.0, False
             n = int(parts[1])
             return "t(%d) = %d" % (n, self.rule(n)), 0.0, False
         if len(parts) == 2 and parts[0] == "answer":

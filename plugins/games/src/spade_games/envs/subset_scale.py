@@ -18,17 +18,21 @@ def _command(action):
 
 
 class SubsetScaleEnv:
-    """Four boxes A-D with hidden integer weights 1..20; the scale only accepts 2+ boxes at once."""
+    """Four boxes A-D with hidden integer weights 1..MAX_WEIGHT; the scale only accepts 2+ boxes at once."""
 
     NAMES = "ABCD"
+    MAX_WEIGHT = 20
+    MAX_ANSWERS = 2
+    # what an edit may change (spade_designer.knobs): the heaviest possible box, the answer budget
+    KNOBS = {"MAX_WEIGHT": (int, 5, 99), "MAX_ANSWERS": (int, 1, 4)}
     GRAMMAR = (
         "Commands: \\boxed{weigh A C} puts two or more distinct boxes on the scale and reports their "
         "total weight; \\boxed{answer WA WB WC WD} states the four weights in order A, B, C, D."
     )
 
-    def __init__(self, max_turns=10, max_answers=2):
+    def __init__(self, max_turns=10, max_answers=None):
         self.max_turns = max_turns
-        self.max_answers = max_answers
+        self.max_answers = self.MAX_ANSWERS if max_answers is None else max_answers
         self.weights = [1, 1, 1, 1]
         self.turn = 0
         self.answers = 0
@@ -36,15 +40,15 @@ class SubsetScaleEnv:
 
     def reset(self, seed=None):
         rng = random.Random(seed)
-        self.weights = [rng.randint(1, 20) for _ in self.NAMES]
+        self.weights = [rng.randint(1, self.MAX_WEIGHT) for _ in self.NAMES]
         self.turn = 0
         self.answers = 0
         self.done = False
         obs = (
-            "Four sealed boxes A, B, C, D each weigh a whole number of kilograms between 1 and 20. "
+            "Four sealed boxes A, B, C, D each weigh a whole number of kilograms between 1 and %d. "
             "The scale is jammed: it only works with at least two boxes on it. Work out every "
             "weight. %s At most %d answers; %d turns."
-            % (self.GRAMMAR, self.max_answers, self.max_turns)
+            % (self.MAX_WEIGHT, self.GRAMMAR, self.max_answers, self.max_turns)
         )
         return obs, {"turn": 0}
 

@@ -17,10 +17,17 @@ def _command(action):
 
 
 class SwitchCircuitEnv:
-    """Ten switches, ten lights; each light is on when an odd number of its hidden switches are on."""
+    """N switches, N lights; each light is on when an odd number of its hidden switches are on."""
 
     N = 10
-    GRAMMAR = "Command: \\boxed{toggle K} flips switch K (1-10). The game ends when the lights match the target."
+    MIN_TOGGLES = 4
+    # what an edit may change (spade_designer.knobs): switches (and lights), the fewest toggles a
+    # target needs
+    KNOBS = {"N": (int, 8, 12), "MIN_TOGGLES": (int, 2, 5)}
+
+    @property
+    def GRAMMAR(self):
+        return "Command: \\boxed{toggle K} flips switch K (1-%d). The game ends when the lights match the target." % self.N
 
     def __init__(self, max_turns=20):
         self.max_turns = max_turns
@@ -50,8 +57,8 @@ class SwitchCircuitEnv:
                 pattern[mask] = pattern[mask & (mask - 1)] ^ effect[low]
             goal = sum(1 << i for i, lit in enumerate(self.target) if lit)
             cheapest = min((m for m in range(1 << self.N) if pattern[m] == goal), key=lambda m: (bin(m).count("1"), m))
-            # At least four toggles needed, so blind toggling rarely lights the target.
-            if bin(cheapest).count("1") >= 4:
+            # At least MIN_TOGGLES toggles needed, so blind toggling rarely lights the target.
+            if bin(cheapest).count("1") >= self.MIN_TOGGLES:
                 break
         self.plan = [k for k in range(self.N) if cheapest >> k & 1]
         self.switches = [0] * self.N
@@ -59,10 +66,10 @@ class SwitchCircuitEnv:
         self.turn = 0
         self.done = False
         obs = (
-            "A control panel has switches 1-10 (all off) and lights 1-10 (all off). Hidden wiring connects "
+            "A control panel has switches 1-%d (all off) and lights 1-%d (all off). Hidden wiring connects "
             "each light to some switches; a light is on exactly when an odd number of its switches are on. "
             "Target lights: %s. %s You have %d turns. %s"
-            % (self._show(self.target), self.GRAMMAR, self.max_turns, self._state())
+            % (self.N, self.N, self._show(self.target), self.GRAMMAR, self.max_turns, self._state())
         )
         return obs, {"turn": 0}
 
@@ -88,7 +95,7 @@ class SwitchCircuitEnv:
         parts = cmd.lower().split()
         if len(parts) == 2 and parts[0] in ("toggle", "flip"):
             if not parts[1].isdecimal() or not 1 <= int(parts[1]) <= self.N:
-                return "Invalid switch: give a number from 1 to 10.", self._progress(), False
+                return "Invalid switch: give a number from 1 to %d." % self.N, self._progress(), False
             k = int(parts[1]) - 1
             self.switches[k] ^= 1
             if self._lights(self.switches) == self.target:
