@@ -6,6 +6,9 @@ from spade_tooluse.base import ToolEnv, ToolError, Turn, call, function_schema
 class BankLedgerEnv(ToolEnv):
     description = "You are a bank operations assistant. Accounts are identified by ids like ACC-1234."
     advance_on = "reply"
+    ACCOUNTS = 4
+    # what an edit may change (spade_designer.knobs): accounts in the ledger (three take part in the requests)
+    KNOBS = {"ACCOUNTS": (int, 3, 8)}
     tools = [
         function_schema("list_accounts", "List every account id with its owner name."),
         function_schema(
@@ -27,8 +30,8 @@ class BankLedgerEnv(ToolEnv):
 
     def build(self):
         rng = self.rng
-        names = rng.sample(["Ada", "Bo", "Cyd", "Dee", "Eli", "Fay", "Gus", "Hal"], 4)
-        ids = ["ACC-" + str(n) for n in rng.sample(range(1000, 9999), 4)]
+        names = rng.sample(["Ada", "Bo", "Cyd", "Dee", "Eli", "Fay", "Gus", "Hal"], self.ACCOUNTS)
+        ids = ["ACC-" + str(n) for n in rng.sample(range(1000, 9999), self.ACCOUNTS)]
         limit = rng.choice([200, 250, 300])
         self.state = {
             "accounts": {i: {"owner": n, "balance": rng.randint(400, 900)} for i, n in zip(ids, names)},

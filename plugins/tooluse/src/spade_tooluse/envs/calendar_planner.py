@@ -9,6 +9,9 @@ DAYS = ["2025-03-03", "2025-03-04", "2025-03-05"]
 class CalendarPlannerEnv(ToolEnv):
     description = "You manage a user's calendar. Times are whole hours on a 24h clock; events may not overlap."
     advance_on = "reply"
+    EVENTS = 6
+    # what an edit may change (spade_designer.knobs): events already in the calendar (more would reach the 15:00 slot a move asks for)
+    KNOBS = {"EVENTS": (int, 3, 6)}
     tools = [
         function_schema("list_events", "Events on a day (YYYY-MM-DD).", {"day": {"type": "string"}}, ["day"]),
         function_schema("find_events", "Events whose title contains the text.", {"text": {"type": "string"}}, ["text"]),
@@ -26,15 +29,15 @@ class CalendarPlannerEnv(ToolEnv):
 
     def build(self):
         rng = self.rng
-        titles = rng.sample(TITLES, 6)
+        titles = rng.sample(TITLES, self.EVENTS)
         events = {}
         for n, title in enumerate(titles):
             day = DAYS[n % 3]
             start = 9 + 3 * (n // 3) + rng.randint(0, 1)
             events["EV" + str(n + 1)] = {"title": title, "day": day, "start": start, "end": start + 1}
-        self.state = {"events": events, "next_id": 7}
-        gone = "EV" + str(1 + rng.randrange(6))
-        mover = "EV" + str(1 + (int(gone[2:]) % 6))
+        self.state = {"events": events, "next_id": self.EVENTS + 1}
+        gone = "EV" + str(1 + rng.randrange(self.EVENTS))
+        mover = "EV" + str(1 + (int(gone[2:]) % self.EVENTS))
         new_title = rng.choice(["Dinner with Mia", "Piano lesson", "Haircut"])
         new_day = rng.choice(DAYS)
         new_start = 17 + rng.randint(0, 2)

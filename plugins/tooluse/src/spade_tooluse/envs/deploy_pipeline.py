@@ -10,6 +10,10 @@ KEYS = ["db_url", "cache_url", "queue_url", "api_token"]
 class DeployPipelineEnv(ToolEnv):
     description = "You operate the deployment service. Read errors carefully: they say what to fix."
     advance_on = "reply"
+    EXTRA_SETTINGS = 0
+    # what an edit may change (spade_designer.knobs): other settings the service to copy from
+    # holds besides the one the deploy needs (drawn after everything else)
+    KNOBS = {"EXTRA_SETTINGS": (int, 0, 3)}
     tools = [
         function_schema("get_service", "A service's running version, settings and lock state.", {"service": {"type": "string"}}, ["service"]),
         function_schema("deploy", "Deploy a version of a service.", {"service": {"type": "string"}, "version": {"type": "string"}},
@@ -32,6 +36,8 @@ class DeployPipelineEnv(ToolEnv):
         services[c]["locked"] = True
         new_a = "2." + str(rng.randint(0, 5)) + ".0"
         new_c = "3." + str(rng.randint(0, 5)) + ".1"
+        for other in rng.sample([k for k in KEYS if k != key], self.EXTRA_SETTINGS):
+            services[b]["config"][other] = other.split("_")[0] + "://10.2.0." + str(rng.randint(2, 250))
         self.state = {"services": services, "needs": {new_a: key}, "history": []}
         return [
             Turn(

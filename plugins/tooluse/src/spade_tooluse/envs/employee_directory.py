@@ -9,6 +9,9 @@ NAMES = ["Aiko Sato", "Bram de Vries", "Carla Reyes", "Dmitri Orlov", "Esra Kaya
 class EmployeeDirectoryEnv(ToolEnv):
     description = "You answer questions using the company directory."
     advance_on = "reply"
+    PEOPLE = 12
+    # what an edit may change (spade_designer.knobs): people in the directory (a head, three leads, the rest engineers)
+    KNOBS = {"PEOPLE": (int, 5, 14)}
     tools = [
         function_schema("find_employee", "Employees whose name contains the text.", {"name": {"type": "string"}}, ["name"]),
         function_schema("get_employee", "An employee's record: name, title, department, manager id, phone.",
@@ -19,8 +22,8 @@ class EmployeeDirectoryEnv(ToolEnv):
 
     def build(self):
         rng = self.rng
-        names = rng.sample(NAMES, 12)
-        ids = ["E" + str(rng.randint(100, 999)) + str(n) for n in range(12)]
+        names = rng.sample(NAMES, self.PEOPLE)
+        ids = ["E" + str(rng.randint(100, 999)) + str(n) for n in range(self.PEOPLE)]
         people = {}
         # a tree: 0 is the head; 1-3 report to 0; the rest report to one of 1-3
         for n, (eid, name) in enumerate(zip(ids, names)):
@@ -32,7 +35,7 @@ class EmployeeDirectoryEnv(ToolEnv):
                 manager = ids[1 + rng.randrange(3)]
             people[eid] = {"name": name, "title": "Head of Engineering" if n == 0 else ("Lead" if n <= 3 else "Engineer"),
                            "department": "Engineering", "manager_id": manager, "phone": "+1-555-" + str(rng.randint(1000, 9999))}
-        target = ids[4 + rng.randrange(8)]
+        target = ids[4 + rng.randrange(self.PEOPLE - 4)]
         boss = people[target]["manager_id"]
         reports = sorted(k for k, v in people.items() if v["manager_id"] == boss)
         self.state = {"people": people}

@@ -9,6 +9,9 @@ PEOPLE = ["Asha", "Bruno", "Cleo", "Dario", "Elif"]
 class ExpenseReportsEnv(ToolEnv):
     description = "You handle expense reports. Items over the category limit are refused; reports go draft -> submitted -> approved."
     advance_on = "check"
+    ITEMS = 3
+    # what an edit may change (spade_designer.knobs): items on the first request
+    KNOBS = {"ITEMS": (int, 1, 4)}
     tools = [
         function_schema("get_policy", "Per-item limit of every category."),
         function_schema("create_report", "Start a draft report for an employee. Returns the report id.",
@@ -27,7 +30,7 @@ class ExpenseReportsEnv(ToolEnv):
         rng = self.rng
         policy = {c: rng.choice([80, 120, 200, 300]) for c in CATEGORIES}
         employee = rng.choice(PEOPLE)
-        cats = rng.sample(CATEGORIES, 3)
+        cats = rng.sample(CATEGORIES, self.ITEMS)
         items = [(c, rng.randint(10, policy[c])) for c in cats]
         over_cat = cats[0]
         over = policy[over_cat] + rng.randint(5, 50)

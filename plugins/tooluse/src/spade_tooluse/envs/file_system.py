@@ -12,6 +12,9 @@ def _parent(path):
 class FileSystemEnv(ToolEnv):
     description = "You manage files on a server. Paths are absolute, like /tmp/app.log."
     advance_on = "check"
+    FILES = 6
+    # what an edit may change (spade_designer.knobs): files drawn for /tmp (two to four of them are logs)
+    KNOBS = {"FILES": (int, 4, 8)}
     tools = [
         function_schema("list_dir", "Names of the files and folders directly inside a folder.", {"path": {"type": "string"}}, ["path"]),
         function_schema("read_file", "Content of a file.", {"path": {"type": "string"}}, ["path"]),
@@ -25,7 +28,7 @@ class FileSystemEnv(ToolEnv):
 
     def build(self):
         rng = self.rng
-        stems = rng.sample(STEMS, 6)
+        stems = rng.sample(STEMS, self.FILES)
         logs = sorted(s + ".log" for s in stems[:rng.randint(2, 4)])
         others = [s + ".tmp" for s in stems[4:]]
         files = {"/tmp/" + n: "line " + str(rng.randint(1, 99)) for n in logs + others}

@@ -13,6 +13,9 @@ RECIPES = {
 class GroceryPlannerEnv(ToolEnv):
     description = "You plan meals. Recipe quantities are per serving; buy only what the pantry lacks."
     advance_on = "reply"
+    MAX_SERVINGS = 4
+    # what an edit may change (spade_designer.knobs): the most servings of the first recipe
+    KNOBS = {"MAX_SERVINGS": (int, 2, 6)}
     tools = [
         function_schema("get_recipe", "Ingredients per serving of a recipe.", {"name": {"type": "string"}}, ["name"]),
         function_schema("check_pantry", "Units of every ingredient at home."),
@@ -25,7 +28,7 @@ class GroceryPlannerEnv(ToolEnv):
     def build(self):
         rng = self.rng
         first, second = rng.sample(sorted(RECIPES), 2)
-        servings = rng.randint(2, 4)
+        servings = rng.randint(2, self.MAX_SERVINGS)
         pantry = {i: rng.randint(0, 5) for r in RECIPES.values() for i in r}
         need1 = {i: max(0, q * servings - pantry[i]) for i, q in sorted(RECIPES[first].items())}
         after1 = dict(pantry)

@@ -10,6 +10,9 @@ STAGES = ["screening", "interview", "offer", "rejected"]
 class HiringPipelineEnv(ToolEnv):
     description = "You run a hiring pipeline. Stages: screening -> interview -> offer; any stage -> rejected."
     advance_on = "reply"
+    CANDIDATES = 12
+    # what an edit may change (spade_designer.knobs): candidates in the pipeline (spread over the three roles)
+    KNOBS = {"CANDIDATES": (int, 6, 12)}
     tools = [
         function_schema("list_candidates", "Candidates for a role, optionally only those in a stage.",
                         {"role": {"type": "string"}, "stage": {"type": "string", "enum": STAGES}}, ["role"]),
@@ -24,8 +27,8 @@ class HiringPipelineEnv(ToolEnv):
     def build(self):
         rng = self.rng
         people = {}
-        scores = rng.sample(range(40, 100), 12)
-        for n, name in enumerate(rng.sample(NAMES, 12)):
+        scores = rng.sample(range(40, 100), self.CANDIDATES)
+        for n, name in enumerate(rng.sample(NAMES, self.CANDIDATES)):
             people["CAND-" + str(n + 1).zfill(2)] = {"name": name, "role": ROLES[n % 3], "stage": "screening", "score": scores[n],
                                             "interview_day": None, "salary": None}
         role = rng.choice(ROLES)

@@ -9,6 +9,9 @@ WORDS = ["River", "Glass", "Winter", "Orchard", "Lantern", "Harbor", "Cipher", "
 class LibraryCatalogEnv(ToolEnv):
     description = "You help patrons with the library catalogue."
     advance_on = "reply"
+    BOOKS = 16
+    # what an edit may change (spade_designer.knobs): books in the catalogue
+    KNOBS = {"BOOKS": (int, 6, 24)}
     tools = [
         function_schema(
             "search_books", "Books matching an author's full name and/or a word in the title (at least one filter).",
@@ -23,9 +26,9 @@ class LibraryCatalogEnv(ToolEnv):
     def build(self):
         rng = self.rng
         books = {}
-        titles = rng.sample([a + " " + b for a in WORDS for b in WORDS if a != b], 16)
-        years = rng.sample(range(1950, 2024), 16)
-        for n in range(16):
+        titles = rng.sample([a + " " + b for a in WORDS for b in WORDS if a != b], self.BOOKS)
+        years = rng.sample(range(1950, 2024), self.BOOKS)
+        for n in range(self.BOOKS):
             isbn = "978-" + str(rng.randint(1000000, 9999999)) + str(n % 10)
             books[isbn] = {"title": "The " + titles[n], "author": AUTHORS[n % 5] if n < 12 else AUTHORS[rng.randrange(5)],
                            "year": years[n], "copies": rng.randint(1, 3)}

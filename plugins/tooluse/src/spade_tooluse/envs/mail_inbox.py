@@ -10,6 +10,10 @@ SUBJECTS = ["Invoice 4411", "Lunch?", "Quarterly numbers", "Invoice overdue", "O
 class MailInboxEnv(ToolEnv):
     description = "You manage a user's mailbox. Folders: inbox, archive, finance."
     advance_on = "reply"
+    INBOX = 7
+    ARCHIVED = 2
+    # what an edit may change (spade_designer.knobs): messages in the inbox and in the archive
+    KNOBS = {"INBOX": (int, 3, 8), "ARCHIVED": (int, 0, 2)}
     tools = [
         function_schema("list_messages", "Messages in a folder.", {"folder": {"type": "string"}}, ["folder"]),
         function_schema("search_messages", "Messages (any folder) whose subject contains the text.", {"text": {"type": "string"}}, ["text"]),
@@ -25,12 +29,12 @@ class MailInboxEnv(ToolEnv):
     def build(self):
         rng = self.rng
         messages = {}
-        for n, subject in enumerate(rng.sample(SUBJECTS, 9)):
+        for n, subject in enumerate(rng.sample(SUBJECTS, self.INBOX + self.ARCHIVED)):
             messages["m" + str(n + 1)] = {"sender": rng.choice(SENDERS), "subject": subject,
-                                          "folder": "inbox" if n < 7 else "archive", "read": rng.random() < 0.4, "starred": False}
+                                          "folder": "inbox" if n < self.INBOX else "archive", "read": rng.random() < 0.4, "starred": False}
         messages["m1"]["subject"] = "Invoice " + str(rng.randint(1000, 9999))
         unread = sum(1 for m in messages.values() if m["folder"] == "inbox" and not m["read"])
-        sender = messages["m" + str(rng.randint(1, 7))]["sender"]
+        sender = messages["m" + str(rng.randint(1, self.INBOX))]["sender"]
         from_sender = sorted(k for k, m in messages.items() if m["sender"] == sender)
         invoices = sorted(k for k, m in messages.items() if "invoice" in m["subject"].lower())
         self.state = {"messages": messages, "sent": []}

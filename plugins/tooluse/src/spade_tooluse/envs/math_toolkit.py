@@ -8,6 +8,9 @@ NUM = {"type": "number"}
 class MathToolkitEnv(ToolEnv):
     description = "You have calculator tools and a named memory. Store exactly the values the tools return."
     advance_on = "check"
+    MAX_NUMBERS = 7
+    # what an edit may change (spade_designer.knobs): the longest list to average (at least five numbers)
+    KNOBS = {"MAX_NUMBERS": (int, 5, 12)}
     tools = [
         function_schema("add", "a + b.", {"a": NUM, "b": NUM}, ["a", "b"]),
         function_schema("multiply", "a * b.", {"a": NUM, "b": NUM}, ["a", "b"]),
@@ -23,7 +26,7 @@ class MathToolkitEnv(ToolEnv):
 
     def build(self):
         rng = self.rng
-        numbers = [rng.randint(10, 99) for _ in range(rng.choice([5, 6, 7]))]
+        numbers = [rng.randint(10, 99) for _ in range(rng.choice(range(5, self.MAX_NUMBERS + 1)))]
         avg = round(sum(numbers) / len(numbers), 4)
         pct = rng.choice([5, 10, 12.5, 20, -15])
         grown = round(avg * (1 + pct / 100), 4)

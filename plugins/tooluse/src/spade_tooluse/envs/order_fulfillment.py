@@ -9,6 +9,9 @@ CARRIERS = ["DHL", "UPS", "FedEx"]
 class OrderFulfillmentEnv(ToolEnv):
     description = "You operate an online shop's order system. Orders must be paid before they ship."
     advance_on = "check"
+    PRODUCTS_LISTED = 5
+    # what an edit may change (spade_designer.knobs): products in the inventory
+    KNOBS = {"PRODUCTS_LISTED": (int, 2, 8)}
     tools = [
         function_schema("find_product", "Products whose name contains the query.", {"query": {"type": "string"}}, ["query"]),
         function_schema("check_stock", "Units in stock for a SKU.", {"sku": {"type": "string"}}, ["sku"]),
@@ -26,11 +29,11 @@ class OrderFulfillmentEnv(ToolEnv):
 
     def build(self):
         rng = self.rng
-        names = rng.sample(PRODUCTS, 5)
+        names = rng.sample(PRODUCTS, self.PRODUCTS_LISTED)
         inventory = {}
         for n, name in enumerate(names):
             inventory["SKU-" + str(rng.randint(100, 999)) + str(n)] = {"name": name, "stock": rng.randint(5, 40), "price": rng.randint(9, 199)}
-        sku = sorted(inventory)[rng.randrange(5)]
+        sku = sorted(inventory)[rng.randrange(self.PRODUCTS_LISTED)]
         product = inventory[sku]
         qty = rng.randint(1, min(4, product["stock"]))
         customer = rng.choice(["Nadia Osei", "Tom Kask", "Lena Brun", "Ravi Menon"])

@@ -11,6 +11,9 @@ COLUMNS = ["region", "product", "month", "units", "revenue"]
 class SalesTableEnv(ToolEnv):
     description = "You answer questions about a sales table (columns: row_id, region, product, month, units, revenue)."
     advance_on = "check"
+    ROWS = 30
+    # what an edit may change (spade_designer.knobs): rows in the table
+    KNOBS = {"ROWS": (int, 12, 60)}
     tools = [
         function_schema(
             "filter_rows", "Rows whose column equals the value (text columns only).",
@@ -30,7 +33,7 @@ class SalesTableEnv(ToolEnv):
         rng = self.rng
         rows = []
         units_pool = rng.sample(range(5, 400), 60)
-        for n in range(30):
+        for n in range(self.ROWS):
             units = units_pool[n]
             rows.append({"row_id": n + 1, "region": rng.choice(REGIONS), "product": rng.choice(PRODUCTS),
                          "month": MONTHS[n % 3], "units": units, "revenue": units * rng.randint(3, 12)})

@@ -9,6 +9,9 @@ DOORS = ["front", "back", "garage"]
 class SmartHomeEnv(ToolEnv):
     description = "You control a smart home hub."
     advance_on = "reply"
+    LIGHTS = 4
+    # what an edit may change (spade_designer.knobs): rooms with a light
+    KNOBS = {"LIGHTS": (int, 2, 5)}
     tools = [
         function_schema("get_status", "State of every device."),
         function_schema("set_light", "Switch a room's light; brightness 1-100 when on.",
@@ -23,7 +26,7 @@ class SmartHomeEnv(ToolEnv):
 
     def build(self):
         rng = self.rng
-        rooms = rng.sample(ROOMS, 4)
+        rooms = rng.sample(ROOMS, self.LIGHTS)
         lights = {r: {"on": rng.random() < 0.5, "brightness": 50} for r in rooms}
         doors = {d: rng.random() < 0.5 for d in DOORS}
         self.state = {"lights": lights, "thermostat": {"celsius": 19.0, "mode": "off"}, "locked": doors,

@@ -10,6 +10,10 @@ DAYS = ["monday", "tuesday", "wednesday", "thursday", "friday"]
 class TeamMeetingEnv(ToolEnv):
     description = "You coordinate meetings using a contact directory and everyone's calendar. Hours are 9 to 17."
     advance_on = "reply"
+    CONTACTS = 8
+    FREE_HOURS = 4
+    # what an edit may change (spade_designer.knobs): contacts (spread over three companies) and the free hours each has besides the common one
+    KNOBS = {"CONTACTS": (int, 6, 12), "FREE_HOURS": (int, 1, 8)}
     tools = [
         function_schema("search_contacts", "Contacts working at a company.", {"company": {"type": "string"}}, ["company"]),
         function_schema(
@@ -32,7 +36,7 @@ class TeamMeetingEnv(ToolEnv):
 
     def build(self):
         rng = self.rng
-        people = rng.sample(FIRST, 8)
+        people = rng.sample(FIRST, self.CONTACTS)
         contacts = {}
         for n, name in enumerate(people):
             contacts["C" + str(n + 1)] = {"name": name, "company": COMPANIES[n % 3]}
@@ -42,7 +46,7 @@ class TeamMeetingEnv(ToolEnv):
         common = rng.randint(11, 16)
         free = {}
         for cid in contacts:
-            hours = set(rng.sample(range(9, 18), 4))
+            hours = set(rng.sample(range(9, 18), self.FREE_HOURS))
             if cid in team:
                 hours.add(common)
             free[cid] = {day: sorted(hours)}

@@ -10,6 +10,9 @@ SUBJECTS = ["Login fails", "Slow search", "Broken export", "Typo on home page", 
 class TicketTrackerEnv(ToolEnv):
     description = "You triage tickets in an issue tracker. Statuses: open, in_progress, closed. Priorities: low, medium, high."
     advance_on = "check"
+    TICKETS = 8
+    # what an edit may change (spade_designer.knobs): tickets in the tracker (T-102, the third, is the first request's)
+    KNOBS = {"TICKETS": (int, 3, 10)}
     tools = [
         function_schema(
             "search_tickets", "Tickets filtered by status, priority and/or assignee (all optional).",
@@ -31,7 +34,7 @@ class TicketTrackerEnv(ToolEnv):
     def build(self):
         rng = self.rng
         tickets = {}
-        for n, subject in enumerate(rng.sample(SUBJECTS, 8)):
+        for n, subject in enumerate(rng.sample(SUBJECTS, self.TICKETS)):
             tickets["T-" + str(100 + n)] = {
                 "subject": subject, "status": rng.choice(["open", "open", "in_progress", "closed"]),
                 "priority": ["low", "medium", "high"][n % 3], "assignee": rng.choice(USERS + [None]),

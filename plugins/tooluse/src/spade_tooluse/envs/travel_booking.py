@@ -8,6 +8,9 @@ CITIES = ["Lisbon", "Oslo", "Turin", "Krakow", "Ghent", "Porto", "Graz", "Malmo"
 class TravelBookingEnv(ToolEnv):
     description = "You are a travel agent assistant. Prices are whole euros; the traveller has a fixed trip budget."
     advance_on = "reply"
+    MAX_NIGHTS = 4
+    # what an edit may change (spade_designer.knobs): the longest hotel stay
+    KNOBS = {"MAX_NIGHTS": (int, 2, 7)}
     tools = [
         function_schema(
             "search_flights", "Flights between two cities on a date (YYYY-MM-DD), with price and free seats.",
@@ -49,7 +52,7 @@ class TravelBookingEnv(ToolEnv):
         for n in range(4):
             hid = "HT" + str(10 + n)
             hotels[hid] = {"city": dest if n < 3 else origin, "nightly": 60 + 15 * n + rng.randint(0, 10), "rooms": 3}
-        nights = rng.randint(2, 4)
+        nights = rng.randint(2, self.MAX_NIGHTS)
         flight_price = flights[cheapest]["price"]
         in_dest = {k: v for k, v in hotels.items() if v["city"] == dest}
         hotel = min(sorted(in_dest), key=lambda k: in_dest[k]["nightly"])

@@ -9,6 +9,9 @@ ITEMS = ["pallet jack", "steel shelf", "safety helmet", "forklift battery", "cab
 class WarehouseStockEnv(ToolEnv):
     description = "You reserve stock across warehouses for customer orders."
     advance_on = "check"
+    MAX_ON_HAND = 20
+    # what an edit may change (spade_designer.knobs): the most units of the item at the first warehouse
+    KNOBS = {"MAX_ON_HAND": (int, 4, 40)}
     tools = [
         function_schema("stock_levels", "Free units of an item at every warehouse.", {"item": {"type": "string"}}, ["item"]),
         function_schema(
@@ -27,7 +30,7 @@ class WarehouseStockEnv(ToolEnv):
         sites = rng.sample(SITES, 4)
         first, richest, swap_to, last = sites
         stock = {s: {i: rng.randint(0, 9) for i in ITEMS} for s in sites}
-        have = rng.randint(4, 20)
+        have = rng.randint(4, self.MAX_ON_HAND)
         ask = have + rng.randint(2, 6)
         stock[first][item] = have
         stock[swap_to][item] = have + rng.randint(0, 3)
