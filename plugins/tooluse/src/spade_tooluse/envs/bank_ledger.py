@@ -40,6 +40,9 @@ class BankLedgerEnv(ToolEnv):
         }
         a, b, c = ids[0], ids[1], ids[2]
         need = limit + rng.randint(20, limit - 20)  # more than one transfer allows
+        if self.state["accounts"][a]["balance"] < need:
+            # the sender must cover the request (drawn last, so no other seed's episode changes)
+            self.state["accounts"][a]["balance"] = rng.randint(need, need + 300)
         first = limit
         rest = need - limit
         b_after = self.state["accounts"][b]["balance"] + need
