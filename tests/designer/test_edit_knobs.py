@@ -12,6 +12,7 @@ from spade_designer.knobs import (
     KnobValueError,
     apply_values,
     check_values,
+    format_values,
     parse_values,
     read_knobs,
 )
@@ -119,8 +120,15 @@ def test_replies_are_read_leniently(reply: str, expected: dict) -> None:
 
 # --- the seed pools' declarations ------------------------------------------------------
 
+#: Seeds that declare no knobs, each with the reason (none at present). A new seed without
+#: ``KNOBS`` fails ``test_every_seed_declares_knobs_or_says_why_not`` until it is listed here.
+WITHOUT_KNOBS: dict[str, str] = {}
 
-def _seeds_with_knobs():
+#: Seeds replayed at every value of every knob in the in-process check.
+REPLAY_SEEDS = range(6)
+
+
+def _seed_pool():
     from spade_core.plugins import get_plugins
 
     plugins = get_plugins()
@@ -129,14 +137,50 @@ def _seeds_with_knobs():
         if name not in set(plugins.domains()):
             continue  # a domain that is not installed has no seeds to check
         domain = plugins.domain(name)
-        for seed in domain.seed_envs:
-            knobs = read_knobs(seed.source(), seed.class_name)
-            if knobs:
-                out.append((domain, seed, knobs))
+        out.extend((domain, seed, read_knobs(seed.source(), seed.class_name)) for seed in domain.seed_envs)
     return out
 
 
-SEEDS = _seeds_with_knobs()
+POOL = _seed_pool()
+SEEDS = [(d, s, k) for d, s, k in POOL if k]
+
+
+def _value(knob, bound):
+    return int(bound) if knob.type is int else bound
+
+
+def _every_value(knob) -> list:
+    """Every value a knob allows (ints up to 40 apart; wider ranges: both ends, their
+    neighbours and the middle; floats: ends and middle)."""
+    if knob.type is bool:
+        return [False, True]
+    if knob.type is str:
+        return list(knob.choices)
+    low, high = knob.low, knob.high
+    if knob.type is int:
+        low, high = int(low), int(high)
+        if high - low <= 40:
+            return list(range(low, high + 1))
+        return sorted({low, low + 1, (low + high) // 2, high - 1, high})
+    return [low, (low + high) / 2, high]
+
+
+def _ends(knobs) -> list[dict]:
+    """Each knob alone at either end of its range (choices: the first and the last; bools:
+    flipped), then every knob at its low end and every knob at its high end at once."""
+    ends: list[dict] = []
+    for k in knobs.knobs:
+        if k.type is bool:
+            ends.append({k.name: not k.value})
+        elif k.type is str:
+            ends.extend({k.name: c} for c in (k.choices[0], k.choices[-1]) if c != k.value)
+        else:
+            ends.extend({k.name: v} for v in (_value(k, k.low), _value(k, k.high)) if v != k.value)
+    numeric = [k for k in knobs.knobs if k.low is not None]
+    if len(numeric) > 1:
+        ends.append({k.name: _value(k, k.low) for k in numeric})
+        ends.append({k.name: _value(k, k.high) for k in numeric})
+    return ends
 
 
 def test_the_games_seed_pool_declares_knobs() -> None:
@@ -145,27 +189,84 @@ def test_the_games_seed_pool_declares_knobs() -> None:
     assert {"remainder_oracle", "polynomial_probe", "code_breaker", "island_of_liars"} <= games
 
 
-@pytest.mark.parametrize(("domain", "seed", "knobs"), SEEDS, ids=[s.name for _, s, _ in SEEDS])
-def test_every_seed_knob_at_either_end_of_its_range_still_validates(domain, seed, knobs, validator) -> None:
-    from spade_core.metadata import EnvMetadata
+def test_every_seed_declares_knobs_or_says_why_not() -> None:
+    names = {s.name for _, s, _ in POOL}
+    without = {s.name for _, s, k in POOL if not k}
+    assert without == set(WITHOUT_KNOBS), (
+        f"seeds without KNOBS: {sorted(without - set(WITHOUT_KNOBS))} are not listed in WITHOUT_KNOBS with a reason; "
+        f"listed seeds that declare knobs now: {sorted(set(WITHOUT_KNOBS) - without)}")
+    assert set(WITHOUT_KNOBS) <= names
+    assert all(reason.strip() for reason in WITHOUT_KNOBS.values())
 
-    ends: list[dict] = []
-    for k in knobs.knobs:
-        if k.type is bool:
-            ends.append({k.name: not k.value})
-        elif k.type is str:
-            ends.extend({k.name: c} for c in (k.choices[0], k.choices[-1]) if c != k.value)
-        else:
-            for v in (k.low, k.high):
-                v = int(v) if k.type is int else v
-                if v != k.value:
-                    ends.append({k.name: v})
-    lows = {k.name: (int(k.low) if k.type is int else k.low) for k in knobs.knobs if k.low is not None}
-    highs = {k.name: (int(k.high) if k.type is int else k.high) for k in knobs.knobs if k.high is not None}
-    ends += [v for v in (lows, highs) if v]
-    meta = EnvMetadata(name=seed.name, domain=domain.name, skill=seed.skill, max_turns=seed.max_turns,
-                       class_name=seed.class_name)
-    for values in ends:
-        child = apply_values(seed.source(), knobs, values)
-        report = validator.validate(child, metadata=meta, domain=domain)
+
+@pytest.mark.parametrize(("domain", "seed", "knobs"), SEEDS, ids=[s.name for _, s, _ in SEEDS])
+def test_a_seed_knob_read_statically_is_the_constant_its_class_uses(domain, seed, knobs) -> None:
+    from spade_core.source import load_trusted_class
+
+    assert knobs.class_name == seed.class_name
+    cls = load_trusted_class(seed.source(), seed.class_name, source_name=seed.name)
+    assert {name: getattr(cls, name) for name in knobs.names} == knobs.values()
+    # a child at the other end of each range really runs with the new value
+    for values in _ends(knobs):
+        child = load_trusted_class(apply_values(seed.source(), knobs, values), seed.class_name, source_name=seed.name)
+        assert {name: getattr(child, name) for name in values} == values
+
+
+@pytest.mark.parametrize(("domain", "seed", "knobs"), SEEDS, ids=[s.name for _, s, _ in SEEDS])
+def test_every_value_of_every_seed_knob_keeps_the_solution_winning(domain, seed, knobs) -> None:
+    """In process (trusted seed code): each knob alone at every value it allows, then all
+    at their lows and all at their highs; ``solution()`` replayed from ``reset(seed)``
+    terminates with full reward on every replayed seed, and (tool use) none of its
+    reference calls fails: the base class would take the unchanged state as the target,
+    so a request the knob made impossible would still "win"."""
+    from spade_core.env import ReferenceEnvAdapter
+    from spade_core.source import load_trusted_class
+
+    combos = [{k.name: v} for k in knobs.knobs for v in _every_value(k)]
+    combos += _ends(knobs)[-2:] if len(knobs) > 1 else []
+    for values in combos:
+        cls = load_trusted_class(apply_values(seed.source(), knobs, values), seed.class_name, source_name=seed.name)
+        for s in REPLAY_SEEDS:
+            env = ReferenceEnvAdapter(cls(), max_turns=seed.max_turns)
+            env.reset(seed=s)
+            actions = env.inner.solution()
+            env.reset(seed=s)
+            failed_calls = 0
+            for action in actions:
+                _, reward, terminated, truncated, info = env.step(action)
+                failed_calls += info.get("tool_errors", 0)
+                if terminated or truncated:
+                    break
+            assert terminated and reward == 1.0, (values, s, reward, truncated)
+            assert failed_calls == 0, (values, s, "a reference call failed")
+
+
+@pytest.fixture(scope="module")
+def edit_reports():
+    """Every child of ``_ends`` of every seed, validated in one batch the way the designer
+    validates edits: every configured stage but code novelty (a child is meant to be close
+    to its parent; ``Designer._validate_edits``), in the validator's process pool."""
+    from spade_core.metadata import EnvMetadata
+    from spade_designer.validation import ValidationConfig, ValidationRequest, Validator
+
+    config = ValidationConfig(fuzz_examples=4, call_time_bound_s=5.0, sandbox_call_timeout_s=20.0)
+    config = config.model_copy(update={"stages": tuple(st for st in config.stages if st.value != "novelty")})
+    keys, requests = [], []
+    for domain, seed, knobs in SEEDS:
+        meta = EnvMetadata(name=seed.name, domain=domain.name, skill=seed.skill, max_turns=seed.max_turns,
+                           class_name=seed.class_name)
+        for values in _ends(knobs):
+            keys.append((seed.name, format_values(values)))
+            requests.append(ValidationRequest(apply_values(seed.source(), knobs, values), metadata=meta, domain=domain))
+    with Validator(config=config) as validator:
+        reports = validator.validate_many(requests)
+    return dict(zip(keys, reports, strict=True))
+
+
+@pytest.mark.parametrize(("domain", "seed", "knobs"), SEEDS, ids=[s.name for _, s, _ in SEEDS])
+def test_every_seed_knob_at_either_end_of_its_range_still_validates(domain, seed, knobs, edit_reports) -> None:
+    for values in _ends(knobs):
+        report = edit_reports[(seed.name, format_values(values))]
         assert report.passed, (values, report.failed_stage, report.reasons)
+        # the feasibility stage ran and found the solution winning
+        assert any(f.stage == "feasibility" and f.ok for f in report.findings), values
