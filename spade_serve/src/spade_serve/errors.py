@@ -18,10 +18,27 @@ from spade_core.errors import SpadeError
 
 
 class ServeError(SpadeError):
-    """Base of every serving failure; ``payload()`` is what goes on the wire."""
+    """Base of every serving failure; ``payload()`` is what goes on the wire.
+
+    A subclass states its wire code and HTTP status in its class line,
+    ``class UnknownEnv(ServeError, code="UNKNOWN_ENV", http_status=404)``, and says in its
+    docstring when it is raised; :data:`ERRORS_BY_CODE` maps each code to its class (a
+    code is declared once). A subclass without ``code`` inherits its parent's, or sets one
+    per instance."""
 
     code: str = "SESSION_ERROR"
     http_status: int = 400
+
+    def __init_subclass__(cls, *, code: str | None = None, http_status: int | None = None, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if http_status is not None:
+            cls.http_status = http_status
+        if code is None:  # a variant that sets its code per instance, or inherits its parent's
+            return
+        if code in ERRORS_BY_CODE:
+            raise TypeError(f"{cls.__name__}: wire code {code!r} is already {ERRORS_BY_CODE[code].__name__}'s")
+        cls.code = code
+        ERRORS_BY_CODE[code] = cls
 
     def __init__(self, message: str, **details: Any) -> None:
         super().__init__(message)
@@ -32,69 +49,46 @@ class ServeError(SpadeError):
         return {"code": self.code, "message": self.message, **self.details}
 
 
-class UnknownEnv(ServeError):
+#: Wire code -> the error class that answers with it (every subclass of :class:`ServeError`).
+ERRORS_BY_CODE: dict[str, type[ServeError]] = {ServeError.code: ServeError}
+
+
+class UnknownEnv(ServeError, code="UNKNOWN_ENV", http_status=404):
     """The request names an environment this server does not serve."""
 
-    code = "UNKNOWN_ENV"
-    http_status = 404
 
-
-class SessionNotFound(ServeError):
+class SessionNotFound(ServeError, code="SESSION_NOT_FOUND", http_status=404):
     """No open session has this id (never opened, closed, or expired after being idle)."""
 
-    code = "SESSION_NOT_FOUND"
-    http_status = 404
 
-
-class CapacityReached(ServeError):
+class CapacityReached(ServeError, code="CAPACITY_REACHED", http_status=429):
     """Opening a session would pass the server's or this client's session limit."""
 
-    code = "CAPACITY_REACHED"
-    http_status = 429
 
-
-class ServerBusy(ServeError):
+class ServerBusy(ServeError, code="BUSY", http_status=503):
     """Every call slot and queue place is taken: retry later (HTTP ``Retry-After``)."""
 
-    code = "BUSY"
-    http_status = 503
 
-
-class InvalidRequest(ServeError):
+class InvalidRequest(ServeError, code="VALIDATION_ERROR", http_status=422):
     """The request's fields are wrong (the message names each one)."""
 
-    code = "VALIDATION_ERROR"
-    http_status = 422
 
-
-class RequestTooLarge(ServeError):
+class RequestTooLarge(ServeError, code="REQUEST_TOO_LARGE", http_status=413):
     """The request body or WebSocket message is over the server's size limit."""
 
-    code = "REQUEST_TOO_LARGE"
-    http_status = 413
 
-
-class Unauthorized(ServeError):
+class Unauthorized(ServeError, code="UNAUTHORIZED", http_status=401):
     """The server has a bearer token and the request did not present it."""
 
-    code = "UNAUTHORIZED"
-    http_status = 401
 
-
-class EpisodeStateError(ServeError):
+class EpisodeStateError(ServeError, code="EPISODE_STATE", http_status=409):
     """``step`` before the first ``reset``, or after the episode ended."""
 
-    code = "EPISODE_STATE"
-    http_status = 409
 
-
-class EnvFailed(ServeError):
+class EnvFailed(ServeError, code="EXECUTION_ERROR", http_status=500):
     """The session's environment failed. ``kind`` is the sandbox's error kind;
     ``session_closed`` says whether the session ended with it (the worker was killed, or
     the instance was lost): other sessions are not affected either way."""
-
-    code = "EXECUTION_ERROR"
-    http_status = 500
 
     def __init__(self, message: str, *, kind: str, session_closed: bool) -> None:
         super().__init__(message, kind=kind, session_closed=session_closed)
@@ -116,6 +110,7 @@ class RemoteError(SpadeError):
 
 
 __all__ = [
+    "ERRORS_BY_CODE",
     "CapacityReached",
     "EnvFailed",
     "EpisodeStateError",
