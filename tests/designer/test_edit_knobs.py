@@ -40,6 +40,15 @@ def test_knobs_are_read_with_their_types_ranges_and_current_values() -> None:
     assert knobs.get("MODE").describe() == "one of 'sum', 'max'"
 
 
+def test_an_inherited_constant_is_a_knob_only_where_the_subclass_assigns_it_again() -> None:
+    base = "class ToolEnv:\n    max_steps = 20\n\n"
+    inherited = base + 'class LedgerEnv(ToolEnv):\n    KNOBS = {"max_steps": (int, 5, 30)}\n'
+    with pytest.raises(KnobDeclarationError, match="in its own body .* must be assigned again there"):
+        read_knobs(inherited, "LedgerEnv")
+    assigned = base + 'class LedgerEnv(ToolEnv):\n    max_steps = 12\n    KNOBS = {"max_steps": (int, 5, 30)}\n'
+    assert read_knobs(assigned, "LedgerEnv").values() == {"max_steps": 12}
+
+
 def test_a_class_without_knobs_has_an_empty_set() -> None:
     assert not read_knobs("class PlainEnv:\n    SIZE = 3\n")
 

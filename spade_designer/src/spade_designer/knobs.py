@@ -214,7 +214,9 @@ def read_knobs(source: str, class_name: str | None = None) -> KnobSet:
         knob = _declared(name, spec)
         node = constants.get(name)
         if node is None:
-            raise KnobDeclarationError(f"knob {name}: {cls.name} has no class constant {name} = <literal>")
+            raise KnobDeclarationError(f"knob {name}: {cls.name} has no class constant {name} = <literal> in its own "
+                                       "body (a constant it inherits, such as a base class's max_steps, must be "
+                                       "assigned again there to be a knob)")
         try:
             current = ast.literal_eval(node)
         except ValueError:
