@@ -1,4 +1,4 @@
-"""Hook implementations of spade_tooluse: the ``tooluse`` domain."""
+"""Hook implementations of spade_tooluse: the ``tooluse`` domain and the ``bfcl`` eval suite."""
 
 from __future__ import annotations
 
@@ -68,3 +68,10 @@ def tooluse_domain() -> Domain:
 @hookimpl
 def spade_register_domains(register: Callable[[Domain], None]) -> None:
     register(tooluse_domain())
+
+
+@hookimpl
+def spade_register_eval_suites(register: Callable[[Any], None]) -> None:
+    from .bfcl.suite import SUITE
+
+    register(SUITE)

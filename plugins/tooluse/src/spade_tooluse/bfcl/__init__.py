@@ -1,4 +1,4 @@
-"""The BFCL-v4 multi-turn benchmark served as tool-use environments .
+"""The BFCL-v4 multi-turn benchmark served as tool-use environments and as a ``spade eval`` suite.
 
 Every one of the 800 multi-turn entries of the installed ``bfcl-eval`` package (categories
 ``base``, ``miss_func``, ``miss_param``, ``long_context``) becomes a :class:`BfclEnv` in
@@ -14,6 +14,7 @@ the reference format. One module per reason to change:
 * :mod:`.official` — the installed benchmark's own checker on a trajectory;
 * :mod:`.selfcheck` — ground-truth replay and agreement with the official checker;
 * :mod:`.agent` — an agent function played entry by entry;
+* :mod:`.suite` — the ``bfcl`` episode suite of ``spade eval``;
 * :mod:`.cli` — ``python -m spade_tooluse.bfcl`` (the self-check as a table).
 
 Everything is re-exported here, so ``from spade_tooluse import bfcl; bfcl.BfclEnv`` is the
@@ -38,13 +39,14 @@ from .loader import (
 from .mutation import MUTATIONS, mutate
 from .official import checkable, official_verdict
 from .selfcheck import SuiteReport, run_suite
+from .suite import SUITE, OfficiallyScoredEnv, bfcl_items
 from .trajectories import ground_truth_trajectory, score_trajectory, trajectory_actions
 
 __all__ = [
-    "CATEGORIES", "MUTATIONS", "REFUSED_NAMES", "REVEAL_MESSAGE", "STATELESS", "STEP_LIMIT",
-    "Agent", "AgentReport", "ApiSet", "BfclDataError", "BfclEntry", "BfclEnv",
+    "CATEGORIES", "MUTATIONS", "REFUSED_NAMES", "REVEAL_MESSAGE", "STATELESS", "STEP_LIMIT", "SUITE",
+    "Agent", "AgentReport", "ApiSet", "BfclDataError", "BfclEntry", "BfclEnv", "OfficiallyScoredEnv",
     "SuiteReport", "Trajectory", "TurnVerdict",
-    "call_string", "checkable", "data_dir", "evaluate_agent", "function_docs", "get_entry",
+    "bfcl_items", "call_string", "checkable", "data_dir", "evaluate_agent", "function_docs", "get_entry",
     "grade_turn", "ground_truth_trajectory", "load_entries", "main", "missing_results", "mutate",
     "official_verdict", "openai_schema", "parse_call", "play_entry", "run_suite", "score_trajectory",
     "state_differences", "suite_for_plugin", "trajectory_actions",
