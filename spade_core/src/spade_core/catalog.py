@@ -19,6 +19,7 @@ from .metadata import EnvMetadata, EnvStatus, code_hash
 
 if TYPE_CHECKING:
     from .plugins import SpadePlugins
+    from .store import EnvStore
 
 Kind = Literal["store", "seed"]
 
@@ -75,7 +76,7 @@ class CatalogEntry:
     def id(self) -> str:
         return self.metadata.id
 
-    def source(self, store: Any = None) -> str:
+    def source(self, store: EnvStore | None = None) -> str:
         if self.seed is not None:
             return self.seed.source()
         if store is None:
@@ -144,7 +145,7 @@ def _strip_namespace(env_ref: str) -> str:
     return env_ref.removeprefix("spade/")
 
 
-def resolve(env_ref: str, plugins: SpadePlugins, store: Any) -> CatalogEntry:
+def resolve(env_ref: str, plugins: SpadePlugins, store: EnvStore) -> CatalogEntry:
     """Find ``env_ref`` (``name-vN``, ``name`` for the latest version, or ``spade/<id>``).
 
     Seeds are looked up first: they are few, and their names are reserved in the

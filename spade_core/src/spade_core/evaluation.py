@@ -16,7 +16,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .config import SpadeConfig
+    from .plugins import SpadePlugins
+    from .store import EnvStore
 
 __all__ = ["EpisodeSuite", "EvalItem", "SuiteContext"]
 
@@ -38,9 +43,9 @@ class SuiteContext:
     """What a suite may need to list its items: the configuration, the plugin set and the
     store (opened read-only by the caller)."""
 
-    config: Any
-    plugins: Any
-    store: Any = None
+    config: SpadeConfig
+    plugins: SpadePlugins
+    store: EnvStore | None = None
     #: A ``contextlib.ExitStack`` the caller closes after the evaluation: a suite enters
     #: what its environments need open until then (another store, a dataset file).
     resources: Any = None

@@ -27,6 +27,7 @@ import pluggy
 if TYPE_CHECKING:
     import typer
 
+    from .config import SpadeConfig
     from .domains import Domain
     from .runners import EnvRunner
     from .shaping import AgentRewardContext, DesignerRewardContext
@@ -139,7 +140,7 @@ def spade_embed_texts(texts: list[str]) -> list[list[float]] | None:
 
 
 @hookspec(firstresult=True)
-def spade_admission_validator(config: Any) -> Any:
+def spade_admission_validator(config: SpadeConfig) -> Any:
     """Return the pipeline that decides which imported environments are admitted (an
     ``spade_core.importer.AdmissionValidator`` built for ``config``, a ``SpadeConfig``),
     or ``None`` to leave it to another plugin. Called once by each ``spade import

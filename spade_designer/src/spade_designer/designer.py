@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from spade_core.domains import Domain
 from spade_core.errors import SpadeError
@@ -61,6 +61,13 @@ from .records import (
     StageOutcome,
 )
 from .scaffold import Scaffold, scaffold_for
+
+if TYPE_CHECKING:
+    from spade_core.plugins import SpadePlugins
+    from spade_core.store import EnvStore
+
+    from .validation import Validator
+    from .validation.runner import EnvRunner
 
 #: Where a scaffolded reply ends (the code block's closing fence).
 CLOSING_FENCE = "\n```"
@@ -110,15 +117,15 @@ class Designer:
     def __init__(
         self,
         backend: LLMBackend,
-        store: Any,
-        validator: Any,
+        store: EnvStore,
+        validator: Validator,
         corpus: Corpus | None = None,
         memory: Memory | None = None,
         config: DesignerConfig | None = None,
         *,
-        pool: Any = None,
+        pool: EnvRunner | None = None,
         probe: ProbeFn | None = None,
-        plugins: Any = None,
+        plugins: SpadePlugins | None = None,
     ) -> None:
         self.backend = backend
         self.store = store
@@ -699,7 +706,7 @@ class Designer:
         return stored
 
 
-def _exists(store: Any, env_id: str) -> bool:
+def _exists(store: EnvStore, env_id: str) -> bool:
     try:
         store.get(env_id)
     except SpadeError:

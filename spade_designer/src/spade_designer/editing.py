@@ -24,7 +24,10 @@ import difflib
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from spade_core.store import EnvStore
 
 from spade_core.metadata import EnvMetadata, EnvStatus
 
@@ -75,7 +78,7 @@ def frontier_rank(meta: EnvMetadata, band: tuple[float, float]) -> tuple[int, fl
     return (2, min(abs(stats.win_rate - low), abs(stats.win_rate - high)))
 
 
-def frontier(store: Any, domain: str, skill: str, *, band: tuple[float, float], size: int,
+def frontier(store: EnvStore, domain: str, skill: str, *, band: tuple[float, float], size: int,
              need_knobs: bool = False) -> list[Parent]:
     """The best ``size`` admitted environments of ``skill`` to edit (see :func:`frontier_rank`);
     with ``need_knobs`` only those declaring knobs. Ties keep the store's order by id."""

@@ -20,7 +20,10 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .validation.runner import EnvRunner
 
 from spade_core.errors import SpadeError
 
@@ -51,7 +54,7 @@ class HintRequest:
 ProbeFn = Callable[[HintRequest, Sequence[int]], list[SolutionProbe]]
 
 
-def sandbox_probe(pool: Any) -> ProbeFn:
+def sandbox_probe(pool: EnvRunner) -> ProbeFn:
     """A probe that runs the environment in ``pool`` (a ``spade_sandbox.SandboxPool``)."""
 
     def probe(request: HintRequest, seeds: Sequence[int]) -> list[SolutionProbe]:

@@ -26,7 +26,10 @@ from __future__ import annotations
 import random
 import re
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from spade_core.store import EnvStore
 
 from spade_core.metadata import EnvMetadata
 
@@ -89,7 +92,7 @@ def jaccard(a: frozenset[int], b: frozenset[int]) -> float:
 class StoreMemory:
     """:class:`Memory` over an ``EnvStore``; see the module docstring."""
 
-    def __init__(self, store: Any, policy: MemoryPolicy | None = None, *, name: str = "store") -> None:
+    def __init__(self, store: EnvStore, policy: MemoryPolicy | None = None, *, name: str = "store") -> None:
         self.store = store
         self.policy = policy or MemoryPolicy()
         self.name = name
@@ -159,7 +162,7 @@ def _measured(meta: EnvMetadata) -> bool:
 
 @dataclass
 class _DiversePicker:
-    store: Any
+    store: EnvStore
     policy: MemoryPolicy
     chosen: list[MemoryExample] = field(default_factory=list)
     _shingles: list[frozenset[int]] = field(default_factory=list)

@@ -13,6 +13,12 @@ from spade_core.hookspecs import hookimpl
 
 if TYPE_CHECKING:
     import typer
+    from spade_core.config import SpadeConfig
+    from spade_core.store import EnvStore
+
+    from .config import MemoryPolicy
+    from .memory import StoreMemory
+    from .validation.admission import PipelineAdmission
 
 
 def _transformers(model: Any = None, **options: Any) -> Any:
@@ -82,7 +88,7 @@ def spade_register_corpora(register: Callable[[str, Callable[..., Any]], None]) 
     register("hf", _hf)
 
 
-def _store_memory(store: Any, policy: Any = None, **options: Any) -> Any:
+def _store_memory(store: EnvStore, policy: MemoryPolicy | dict[str, Any] | None = None, **options: Any) -> StoreMemory:
     from .config import MemoryPolicy
     from .memory import StoreMemory
 
@@ -112,7 +118,7 @@ def spade_register_validation_commands(cli: typer.Typer) -> None:
 
 
 @hookimpl
-def spade_admission_validator(config: Any) -> Any:
+def spade_admission_validator(config: SpadeConfig) -> PipelineAdmission:
     """``spade import --status admitted`` admits what the validation pipeline passes."""
     from .validation.admission import admission_validator
 

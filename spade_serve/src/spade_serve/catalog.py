@@ -11,7 +11,11 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from spade_core.plugins import SpadePlugins
+    from spade_core.store import EnvStore
 
 from spade_core.catalog import CatalogEntry, resolve, seed_entries
 from spade_core.errors import EnvNotFound, SpadeError
@@ -54,7 +58,7 @@ class ServedEnv:
         }
 
 
-def served_env(entry: CatalogEntry, plugins: Any, store: Any) -> ServedEnv:
+def served_env(entry: CatalogEntry, plugins: SpadePlugins, store: EnvStore) -> ServedEnv:
     """The :class:`ServedEnv` of a catalog entry (reads its code now)."""
     allowed: frozenset[str] = frozenset()
     try:
@@ -114,8 +118,8 @@ class EnvCatalog:
 
 
 def build_catalog(
-    plugins: Any,
-    store: Any,
+    plugins: SpadePlugins,
+    store: EnvStore,
     *,
     ids: Iterable[str] = (),
     domain: str | None = None,

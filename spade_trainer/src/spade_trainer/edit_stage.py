@@ -15,9 +15,21 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass, fields
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .design_protocol import DesignedCandidate
+
+if TYPE_CHECKING:
+    from spade_core.config import SpadeConfig
+    from spade_core.plugins import SpadePlugins
+    from spade_core.store import EnvStore
+    from spade_designer.designer import Designer
+    from spade_designer.operators import OperatorMix
+
+    from .config import SelfPlayConfig
+    from .design_protocol import DesignStage
+    from .designer_stage import DesignerStage
+    from .policy import TokenPolicy
 
 
 @dataclass(frozen=True)
@@ -56,7 +68,7 @@ def operator_counts(designs: Sequence[dict[str, Any]]) -> dict[str, dict[str, An
     return out
 
 
-def record_designs(stage: Any, candidates: Sequence[DesignedCandidate], measured: dict[str, Any], spec: Any,
+def record_designs(stage: DesignStage, candidates: Sequence[DesignedCandidate], measured: dict[str, Any], spec: Any,
                    data: dict[str, Any]) -> None:
     """Record one iteration's designs by operator into ``data`` (a metrics line) and tell
     the stage's operator mix what each earned.
@@ -90,12 +102,12 @@ def record_designs(stage: Any, candidates: Sequence[DesignedCandidate], measured
 class OperatorDesignStage:
     """:class:`~.design_protocol.DesignStage` mixing writing and editing (see the module docstring)."""
 
-    def __init__(self, inner: Any, mix: Any) -> None:
+    def __init__(self, inner: DesignerStage, mix: OperatorMix) -> None:
         self.inner = inner
         self.mix = mix
 
     @property
-    def designer(self) -> Any:
+    def designer(self) -> Designer:
         return self.inner.designer
 
     @property
@@ -155,8 +167,9 @@ class OperatorDesignStage:
 
 
 def build_operator_stage(
-    policy: Any, tokenizer: Any, config: Any, spade_config: Any, *, store: Any, plugins: Any,
-) -> Any:
+    policy: TokenPolicy, tokenizer: Any, config: SelfPlayConfig, spade_config: SpadeConfig, *, store: EnvStore,
+    plugins: SpadePlugins,
+) -> DesignerStage | OperatorDesignStage:
     """The run's design stage: the designer stage (:func:`~.designer_stage.build_designer_stage`,
     same arguments), wrapped in :class:`OperatorDesignStage` when ``[selfplay.designer.edit]
     share`` > 0 or ``mix = "bandit"`` (else unchanged)."""

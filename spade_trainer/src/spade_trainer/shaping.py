@@ -11,7 +11,10 @@ defaults below.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from spade_core.plugins import SpadePlugins
 
 from spade_core.errors import PluginError
 from spade_core.hookspecs import hookimpl
@@ -39,12 +42,12 @@ def _merge(results: list[dict[str, float] | None], hook: str) -> dict[str, float
     return terms
 
 
-def designer_terms(plugins: Any, context: DesignerRewardContext) -> dict[str, float]:
+def designer_terms(plugins: SpadePlugins, context: DesignerRewardContext) -> dict[str, float]:
     """Named shaping terms of every plugin for one designed environment."""
     return _merge(plugins.pm.hook.spade_designer_reward_terms(context=context), "spade_designer_reward_terms")
 
 
-def agent_terms(plugins: Any, context: AgentRewardContext) -> dict[str, float]:
+def agent_terms(plugins: SpadePlugins, context: AgentRewardContext) -> dict[str, float]:
     """Named shaping terms of every plugin for one agent episode."""
     return _merge(plugins.pm.hook.spade_agent_reward_terms(context=context), "spade_agent_reward_terms")
 

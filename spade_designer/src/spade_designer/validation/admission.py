@@ -14,7 +14,11 @@ Imported items are judged as designer candidates are, with two rules of their ow
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from spade_core.config import SpadeConfig
+    from spade_core.store import EnvStore
 
 from spade_core.metadata import EnvMetadata, EnvStatus, ValidationReport
 
@@ -28,7 +32,7 @@ SMALL_IMPORT = 8
 class AdmittedView:
     """The admitted environments of a store, as the novelty index reads a store."""
 
-    def __init__(self, store: Any) -> None:
+    def __init__(self, store: EnvStore) -> None:
         self._store = store
         self.url = f"{getattr(store, 'url', '')}#admitted"
 
@@ -49,7 +53,7 @@ class PipelineAdmission:
         self.validator = validator or Validator(config=config)
         self._views: dict[int, AdmittedView] = {}
 
-    def validate(self, items: Sequence[tuple[str, EnvMetadata]], store: Any) -> list[ValidationReport]:
+    def validate(self, items: Sequence[tuple[str, EnvMetadata]], store: EnvStore) -> list[ValidationReport]:
         view = self._views.setdefault(id(store), AdmittedView(store))
         requests = [ValidationRequest(source, metadata) for source, metadata in items]
         width = 1 if len(requests) <= SMALL_IMPORT else None
@@ -59,6 +63,6 @@ class PipelineAdmission:
         self.validator.close()
 
 
-def admission_validator(spade_config: Any) -> PipelineAdmission:
+def admission_validator(spade_config: SpadeConfig) -> PipelineAdmission:
     """The admission check for a ``SpadeConfig`` (its ``[validation]`` table)."""
     return PipelineAdmission(ValidationConfig.from_section(spade_config.section("validation")))

@@ -12,7 +12,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated
+
+if TYPE_CHECKING:
+    from spade_core.domains import Domain
+    from spade_core.store import EnvStore
 
 import typer
 from rich.console import Console
@@ -38,8 +42,8 @@ class Loaded:
 
     source: str
     metadata: EnvMetadata | None
-    store: Any
-    domain: Any
+    store: EnvStore | None
+    domain: Domain | None
     config: ValidationConfig
 
 

@@ -9,7 +9,10 @@ unit-length vectors by environment id and answers the most similar one by cosine
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from spade_core.plugins import SpadePlugins
 
 import numpy as np
 from spade_core.errors import PluginError
@@ -19,7 +22,7 @@ from .row_index import RowIndex
 Embedder = Callable[[list[str]], "list[list[float]] | None"]
 
 
-def plugin_embedder(plugins: Any = None) -> Embedder:
+def plugin_embedder(plugins: SpadePlugins | None = None) -> Embedder:
     """An embedder that calls the ``spade_embed_texts`` hook of ``plugins`` (default: the
     loaded plugins, looked up on each call so a plugin registered later is used)."""
 
