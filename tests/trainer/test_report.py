@@ -11,7 +11,7 @@ from types import SimpleNamespace as NS
 
 import pytest
 from spade_trainer.metrics import MetricsLog
-from spade_trainer.run_archive import DESIGNS_FILE, TRANSCRIPTS_FILE, ArchiveLimits, RunArchive, read_jsonl
+from spade_trainer.run_archive import DESIGNS_FILE, TRANSCRIPTS_FILE, ArchiveLimits, RunArchive, read_archive
 
 from spade_trainer import report
 
@@ -116,13 +116,13 @@ def test_archive_keeps_a_bounded_sample(tmp_path: Path) -> None:
     archive = RunArchive(tmp_path, ArchiveLimits(transcripts_per_env=1, max_text_chars=5, max_file_bytes=2_000))
     eps = [_episode("a-v1", h, 1.0) for h in (True, False, True, False)] + [_episode("b-v1", False, 0.0)]
     assert archive.record_episodes(1, eps) == 3  # one hinted + one unhinted of a, one unhinted of b
-    rows = read_jsonl(tmp_path / TRANSCRIPTS_FILE)
+    rows = read_archive(tmp_path / TRANSCRIPTS_FILE)
     assert rows[0]["messages"][0]["content"].startswith("A loc") and "more characters" in rows[0]["messages"][0]["content"]
     for i in range(2, 200):
         archive.record_designs(i, [_candidate("a-v1", True)])
     assert (tmp_path / DESIGNS_FILE).stat().st_size <= 2_000 + 200
     archive.truncate_after(1)
-    assert {r["iteration"] for r in read_jsonl(tmp_path / DESIGNS_FILE)} <= {1}
+    assert {r["iteration"] for r in read_archive(tmp_path / DESIGNS_FILE)} <= {1}
 
 
 @pytest.mark.slow
@@ -139,10 +139,10 @@ def test_a_real_run_keeps_its_designs_and_transcripts_and_the_report_shows_them(
                                                          "envs_per_iteration=2", "transcripts_per_env=1"])
     SelfPlayRun(cfg, design_stage_factory=ScriptedDesignStage).run()
     run = tmp_path / "run"
-    designs = read_jsonl(run / DESIGNS_FILE)
+    designs = read_archive(run / DESIGNS_FILE)
     assert len(designs) == 2 and {d["admitted"] for d in designs} == {True, False}
     assert any(d["failed_stage"] == "load" for d in designs)
-    transcripts = read_jsonl(run / TRANSCRIPTS_FILE)
+    transcripts = read_archive(run / TRANSCRIPTS_FILE)
     played = {(t["env_id"], t["hinted"]) for t in transcripts}
     assert len(transcripts) == len(played) == 4  # 2 environments x (hinted, unhinted) x 1
     assert all(t["messages"] and t["messages"][0]["content"] for t in transcripts)

@@ -13,25 +13,11 @@ from pathlib import Path
 from typing import Any
 
 from rich.table import Table
+from spade_core.jsonl import read_jsonl  # the one reader of a run's JSON-lines files
 
 from .harness import EvalResult, GroupStats
 
 EVALS_FILE = "evals.jsonl"
-
-
-def read_jsonl(path: Path) -> list[dict[str, Any]]:
-    """The objects of a JSON-lines file of a run (``[]`` when it does not exist); a damaged
-    line (a run killed mid-write) is skipped."""
-    if not path.is_file():
-        return []
-    rows = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        if line.strip():
-            try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError:
-                continue
-    return rows
 
 
 def run_iteration(run: Path) -> int | None:

@@ -7,6 +7,8 @@ import math
 from pathlib import Path
 from typing import Any
 
+from spade_core.jsonl import read_jsonl
+
 from .config import LoggingSettings
 from .errors import ConfigError
 
@@ -87,8 +89,10 @@ class MetricsLog:
 
 
 def read_metrics(run_dir: str | Path) -> list[dict[str, Any]]:
-    """Every iteration record of a run, in order."""
+    """Every iteration record of a run, in order (:func:`spade_core.jsonl.read_jsonl`: the
+    damaged last line of a run killed mid-write is skipped). Raises :class:`ConfigError`
+    when ``run_dir`` has no metrics file."""
     path = Path(run_dir) / METRICS_FILE
     if not path.is_file():
         raise ConfigError(f"{path} does not exist: is {run_dir} a self-play run folder?")
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return read_jsonl(path)

@@ -28,7 +28,7 @@ from typing import Any
 
 from .errors import ConfigError
 from .metrics import read_metrics
-from .run_archive import DESIGNS_FILE, TRANSCRIPTS_FILE, read_jsonl
+from .run_archive import DESIGNS_FILE, TRANSCRIPTS_FILE, read_archive
 
 Series = tuple[list[int], list[float]]
 
@@ -379,8 +379,8 @@ def write_report(run_dir: str | Path, out_dir: str | Path | None = None) -> Path
         raise ConfigError(f"{run / 'metrics.jsonl'} holds no iterations yet")
     out = Path(out_dir) if out_dir else run / "report"
     out.mkdir(parents=True, exist_ok=True)
-    designs = read_jsonl(run / DESIGNS_FILE)
-    transcripts = read_jsonl(run / TRANSCRIPTS_FILE)
+    designs = read_archive(run / DESIGNS_FILE)
+    transcripts = read_archive(run / TRANSCRIPTS_FILE)
     skills = _env_skills(run, designs)
     figures = _plots(out, run, records, skills)
     config_path = run / "config.json"

@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from spade_core.jsonl import read_jsonl
+
 DESIGNS_FILE = "designs.jsonl"
 TRANSCRIPTS_FILE = "transcripts.jsonl"
 
@@ -136,19 +138,8 @@ class RunArchive:
         return self._append(TRANSCRIPTS_FILE, rows())
 
 
-def read_jsonl(path: Path) -> list[dict[str, Any]]:
-    """Rows of a JSON-lines file of a run (``[]`` when it does not exist); a damaged line
-    (a run killed mid-write) is skipped."""
-    if not path.is_file():
-        return []
-    rows = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if isinstance(row, dict) and not row.get("archive_full"):
-            rows.append(row)
-    return rows
+def read_archive(path: Path) -> list[dict[str, Any]]:
+    """Rows of an archive file of a run (``[]`` when it does not exist), read by
+    :func:`spade_core.jsonl.read_jsonl` (a damaged line, from a run killed mid-write, is
+    skipped), without the ``archive_full`` markers the writer leaves when a limit is hit."""
+    return [row for row in read_jsonl(path) if not row.get("archive_full")]

@@ -36,6 +36,7 @@ from fastapi.templating import Jinja2Templates
 from spade_core.catalog import CatalogEntry, open_store, resolve, seed_entries
 from spade_core.config import SpadeConfig
 from spade_core.errors import EnvNotFound, SpadeError
+from spade_core.jsonl import read_jsonl
 
 from .lineage import lineage_svg
 
@@ -264,11 +265,8 @@ def create_ui_app(config: SpadeConfig, plugins: Any, settings: UiSettings | None
         now = time.time()
         listed = []
         for run in run_folders():
-            lines = [line for line in (run / "metrics.jsonl").read_text(encoding="utf-8").splitlines() if line.strip()]
-            last = {}
-            with contextlib.suppress(json.JSONDecodeError, IndexError):
-                last = json.loads(lines[-1])
-            listed.append({"name": run.name, "iterations": len(lines), "last": last,
+            records = read_jsonl(run / "metrics.jsonl")
+            listed.append({"name": run.name, "iterations": len(records), "last": records[-1] if records else {},
                            "live": now - (run / "metrics.jsonl").stat().st_mtime < LIVE_WITHIN_S})
         return page(request, "runs.html", runs=listed, runs_dir=str(settings.runs_dir))
 
