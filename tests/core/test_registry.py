@@ -25,6 +25,7 @@ from hypothesis import strategies as st
 from spade_core.config import SpadeConfig
 from spade_core.domains import Domain, SeedEnv
 from spade_core.env import ReferenceEnvAdapter
+from spade_core.errors import StoreError
 from spade_core.hookspecs import hookimpl
 from spade_core.metadata import EnvMetadata, EnvStatus
 from spade_core.plugins import SpadePlugins, reset_plugins
@@ -561,3 +562,93 @@ def test_registration_leaves_the_garbage_collector_as_it_found_it(enabled: bool)
         assert gc.isenabled() == enabled
     finally:
         gc.enable()
+
+
+# --- max_episode_steps of store specs -------------------------------------------------------
+
+
+def _time_limits(env: gym.Env) -> list[int]:
+    """``max_episode_steps`` of every TimeLimit in a made environment's wrapper chain."""
+    found = []
+    while isinstance(env, gym.Wrapper):
+        if isinstance(env, gym.wrappers.TimeLimit):
+            found.append(env._max_episode_steps)
+        env = env.env
+    return found
+
+
+@pytest.mark.usefixtures("clean_registry")
+def test_a_stored_spec_carries_its_max_turns_and_make_applies_a_time_limit(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'store.db'}"
+    with EnvStore(url) as store:
+        store.add(GUESS.read_text(), guess_meta("short", status="admitted", max_turns=3))
+        store.add(GUESS.read_text() + "\n# long", guess_meta("long", status="admitted", max_turns=40))
+    registry.register(url, seeds=False)
+    registered = [s for s in gym.registry.values() if isinstance(s, registry.StoredEnvSpec)]
+    assert not any("max_episode_steps" in s.__dict__ for s in registered)  # registration read no document
+    assert gym.spec("spade/short-v1").max_episode_steps == 3
+    assert gym.spec("spade/long-v1").max_episode_steps == 40
+    assert json.loads(gym.spec("spade/long-v1").to_json())["max_episode_steps"] == 40
+
+    in_process = SpadeConfig(store_envs_run="in-process")
+    env = gym.make("spade/short-v1", config=in_process)
+    assert _time_limits(env) == [3]
+    env.reset(seed=0)
+    outcomes = [env.step("\\boxed{0}") for _ in range(3)]  # 0 is never the secret in [1, 64]
+    assert [o[2] or o[3] for o in outcomes] == [False, False, True]
+    assert env.spec is not None and env.spec.max_episode_steps == 3
+    env.close()
+    assert _time_limits(gym.make("spade/short-v1", config=in_process, max_episode_steps=-1)) == []
+    assert _time_limits(gym.make("spade/short-v1", config=in_process, max_episode_steps=2)) == [2]
+
+
+@pytest.mark.usefixtures("clean_registry")
+def test_a_make_reads_the_store_document_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """make_stored_env records the max_turns it read on the spec, so the TimeLimit costs no
+    second read."""
+    url = f"sqlite:///{tmp_path / 'store.db'}"
+    with EnvStore(url) as store:
+        store.add(GUESS.read_text(), guess_meta("once", status="admitted", max_turns=5))
+    registry.register(url, seeds=False)
+    reads: list[str] = []
+    real = registry._read_stored
+    monkeypatch.setattr(registry, "_read_stored", lambda u, env_id: reads.append(env_id) or real(u, env_id))
+    env = gym.make("spade/once-v1", config=SpadeConfig(store_envs_run="in-process"))
+    assert _time_limits(env) == [5]
+    assert reads == ["once-v1"]
+
+
+@pytest.mark.usefixtures("clean_registry")
+def test_a_spec_of_an_unreadable_store_has_no_step_limit_and_its_make_says_why(tmp_path: Path) -> None:
+    db = tmp_path / "store.db"
+    url = f"sqlite:///{db}"
+    with EnvStore(url) as store:
+        store.add(GUESS.read_text(), guess_meta("lost", status="admitted"))
+    registry.register(url, seeds=False)
+    db.unlink()
+    spec = gym.spec("spade/lost-v1")
+    assert spec.max_episode_steps is None
+    with pytest.raises(StoreError, match="store file does not exist"):
+        gym.make(spec, config=SpadeConfig(store_envs_run="in-process"))
+
+
+def test_a_fresh_interpreter_sees_max_turns_on_the_spec_of_a_stored_env(tmp_path: Path) -> None:
+    home = home_with_store(tmp_path, in_process=True)
+    out = run_python(
+        """
+        import gymnasium as gym
+        import spade_core
+        spec = gym.spec("spade/guess-v1")
+        env = gym.make("spade/guess-v1")
+        limits = []
+        inner = env
+        while isinstance(inner, gym.Wrapper):
+            if isinstance(inner, gym.wrappers.TimeLimit):
+                limits.append(inner._max_episode_steps)
+            inner = inner.env
+        print(spec.max_episode_steps, limits)
+        """,
+        home,
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["6", "[6]"]  # guess_meta's max_turns

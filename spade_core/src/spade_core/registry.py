@@ -18,6 +18,8 @@ Contracts:
   seed index while the plugins are not loaded.
 * Entry points are strings, so nothing is imported for an environment before its
   ``gymnasium.make``.
+* A spec's ``max_episode_steps`` is the environment's ``max_turns`` (seed and store alike);
+  registration reads no store document for it (a store spec reads its own on first access).
 * :func:`register` can be called again after the store changed: it adds new admitted ids
   and removes the ones it registered before that are no longer admitted; a seed id wins
   over a store id (reported unless the store holds the same code).
@@ -86,6 +88,45 @@ class _Derived:
         return values[self.name]
 
 
+class _MaxEpisodeSteps:
+    """``max_episode_steps`` of a :class:`StoredEnvSpec`: the environment's ``max_turns``,
+    as a seed spec carries it (the environment truncates there itself; ``TimeLimit`` then
+    agrees with it). Registration reads no document, so the value is read on first access
+    (one indexed row) and cached in the instance dict, like :class:`_Derived`.
+    ``gymnasium.make`` calls the entry point before it reads the field, and
+    :func:`make_stored_env` records the ``max_turns`` of the document it read on the
+    registered spec, so a make reads the store once. A store that cannot be read answers
+    ``None`` (no ``TimeLimit``; the make itself reports the problem)."""
+
+    def __get__(self, spec: StoredEnvSpec | None, owner: type | None = None) -> Any:
+        if spec is None:
+            return self
+        values = spec.__dict__
+        if "max_episode_steps" not in values:
+            values["max_episode_steps"] = _stored_max_turns(type(spec)._store_url, spec.id[len(_PREFIX) :])
+        return values["max_episode_steps"]
+
+
+def _stored_max_turns(url: str | None, env_id: str) -> int | None:
+    import json
+
+    if url is None:
+        return None
+    try:
+        value = json.loads(_read_stored(url, env_id)[0]).get("max_turns")
+    except Exception:  # an attribute read must not raise: the make reports what went wrong
+        return None
+    return value if type(value) is int and value > 0 else None
+
+
+def _note_max_turns(url: str, env_id: str, max_turns: Any) -> None:
+    """Record the ``max_turns`` a make read on the registered spec of ``env_id`` (see
+    :class:`_MaxEpisodeSteps`), unless it was read already."""
+    spec = gym_registry.get(_PREFIX + env_id)
+    if isinstance(spec, StoredEnvSpec) and type(spec)._store_url == url:
+        spec.__dict__.setdefault("max_episode_steps", max_turns if type(max_turns) is int and max_turns > 0 else None)
+
+
 class StoredEnvSpec(EnvSpec):
     """The spec of an admitted store environment, cheap enough to build 100,000 at import.
 
@@ -93,9 +134,10 @@ class StoredEnvSpec(EnvSpec):
     ``name``, in slots (no per-instance dict is allocated until a derived field is cached:
     a third of the cost of building one); the store URL is an attribute of its class (one
     subclass per store, see :func:`_spec_class`); ``version`` and ``kwargs`` are derived on
-    first access (and cached in the instance dict); every other field is the class-level
-    default. It is a real ``EnvSpec``: ``gymnasium.make``, ``pprint_registry``, ``to_json``
-    and ``dataclasses.replace`` see the values a constructed spec would have, and pickling
+    first access (and cached in the instance dict); ``max_episode_steps`` is read from the
+    store on first access (see :class:`_MaxEpisodeSteps`); every other field is the
+    class-level default. It is a real ``EnvSpec``: ``gymnasium.make``, ``pprint_registry``,
+    ``to_json`` and ``dataclasses.replace`` see the values a constructed spec would have, and pickling
     or copying gives a plain ``EnvSpec`` with those values.
     """
 
@@ -108,6 +150,7 @@ class StoredEnvSpec(EnvSpec):
     additional_wrappers = ()
     version = _Derived()
     kwargs = _Derived()
+    max_episode_steps = _MaxEpisodeSteps()
     _store_url: str | None = None
 
     def __reduce__(self) -> tuple[Any, ...]:
@@ -499,6 +542,7 @@ def make_stored_env(
     document, source = _read_stored(url, env_id)
     info = json.loads(document)
     max_turns = info.get("max_turns")
+    _note_max_turns(url, env_id, max_turns)
     reward_range = tuple(info.get("reward_range") or (0.0, 1.0))
     if run == IN_PROCESS:
         from .env import ReferenceEnvAdapter
