@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -28,6 +29,15 @@ def register(cli: typer.Typer) -> None:
         token_file: Path | None = typer.Option(None, "--token-file", help="File holding a bearer token clients must send."),
         seeds_in_process: bool = typer.Option(False, "--seeds-in-process", help="Run seed environments (trusted) in this process."),
         log_level: str = typer.Option("info", "--log-level"),
+        space: Path | None = typer.Option(
+            None,
+            "--space",
+            metavar="DIR",
+            help="Instead of serving: write an OpenEnv environment repository / Hugging Face Space for these "
+            "environments to DIR (docs/serving.md).",
+        ),
+        force: bool = typer.Option(False, "--force", help="With --space: replace a non-empty DIR."),
+        lock: bool = typer.Option(True, "--lock/--no-lock", help="With --space: run `uv lock` (needs uv and the index)."),
     ) -> None:
         """Serve environments over OpenEnv's HTTP/WebSocket protocol, each session sandboxed.
 
@@ -73,6 +83,9 @@ def register(cli: typer.Typer) -> None:
         plugins = command_plugins(ctx)
         with open_store(config, read_only=True) as store:
             catalog = build_catalog(plugins, store, ids=env_ids or (), domain=domain, whole_registry=whole_registry)
+            if space is not None:
+                _write_space(console, space, catalog, plugins, store, force=force, lock=lock)
+                return
             if not settings.loopback_only and settings.token is None:
                 console.print(f"[yellow]listening on {host} without a bearer token: anyone who reaches it can run sessions[/]")
             served = ", ".join(e.id for e in catalog.listed()[:5]) + (" ..." if len(catalog.listed()) > 5 else "")
@@ -82,3 +95,27 @@ def register(cli: typer.Typer) -> None:
             from .server import run
 
             run(catalog, settings, log_level=log_level)
+
+
+def _write_space(console: Any, target: Path, catalog: Any, plugins: Any, store: Any, *, force: bool, lock: bool) -> None:
+    from spade_core.metadata import EnvStatus
+
+    from .space import BASE_DISTRIBUTIONS, write_space
+
+    served = catalog.listed()
+    store_envs = [(e.source, e.metadata) for e in served if e.kind == "store"]
+    if catalog.whole_registry:
+        known = {e.id for e in served}
+        for meta in store.find(status=EnvStatus.admitted, limit=None):
+            if meta.id not in known:
+                store_envs.append((store.get_source(meta.id), meta))
+    ids = [e.id for e in served] + [m.id for _, m in store_envs if m.id not in {e.id for e in served}]
+    domains = {e.metadata.domain for e in served} | {m.domain for _, m in store_envs}
+    plugins.domains()  # fills each plugin's domain list
+    dists = list(BASE_DISTRIBUTIONS) + sorted(
+        {i.distribution for i in plugins.infos if i.distribution and set(i.domains) & domains} - set(BASE_DISTRIBUTIONS)
+    )
+    result = write_space(target, ids, store_envs, dists, overwrite=force, lock=lock)
+    console.print(f"wrote an OpenEnv Space for {len(ids)} environments to {target} (vendored: {', '.join(result.distributions)})")
+    if result.lock_problem is not None:
+        console.print(f"[yellow]no uv.lock: {result.lock_problem}; `openenv validate` requires one[/]")

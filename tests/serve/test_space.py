@@ -1,0 +1,131 @@
+"""``spade serve --space DIR``: the folder openenv-core's own checks accept (``openenv
+validate``'s multi-mode check and the structure check of ``openenv build``/``push``), and the
+server it holds runs: a store environment carried in the folder plays over HTTP."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+import yaml
+from openenv.cli._cli_utils import validate_env_structure
+from openenv.cli._validation import validate_multi_mode_deployment
+from spade_serve.server import free_port
+from typer.testing import CliRunner
+
+REFERENCE_ENVS = Path(__file__).resolve().parents[1] / "core" / "fixtures" / "reference_envs"
+STORE_ENV = "GuessNumber-v1"
+SEED_ENV = "code_breaker-v1"
+
+
+def spade(*args: str) -> tuple[int, str]:
+    from spade_core.cli import build_app
+
+    result = CliRunner().invoke(build_app(), list(args), env={"COLUMNS": "200"})
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise result.exception
+    return result.exit_code, result.stdout + result.stderr
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    h = tmp_path / "home"
+    h.mkdir()
+    monkeypatch.setenv("SPADE_HOME", str(h))
+    monkeypatch.chdir(tmp_path)
+    code, out = spade("import", str(REFERENCE_ENVS / "guess_number.py"), "--domain", "games", "--status", "admitted", "--trust")
+    assert code == 0, out
+    return h
+
+
+def test_the_space_folder_passes_openenvs_checks_but_for_the_lock_it_was_told_to_skip(home: Path, tmp_path: Path) -> None:
+    code, out = spade("serve", "--space", "./space", SEED_ENV, STORE_ENV, "--no-lock")
+    assert code == 0, out
+    assert "wrote an OpenEnv Space for 2 environments" in out and "no uv.lock: not asked for" in " ".join(out.split())
+    space = tmp_path / "space"
+    assert validate_env_structure(space) == []
+    ok, issues = validate_multi_mode_deployment(space)
+    assert (ok, issues) == (False, ["Missing uv.lock - run 'uv lock' to generate it"])
+    manifest = yaml.safe_load((space / "openenv.yaml").read_text())
+    assert manifest == {
+        "spec_version": 1, "name": "space", "type": "space", "runtime": "fastapi", "app": "server.app:app", "port": 8000,
+    }
+    card = (space / "README.md").read_text()
+    front = yaml.safe_load(card.split("---")[1])
+    assert (front["sdk"], front["app_port"]) == ("docker", 8000) and "openenv" in front["tags"]
+    assert f"`{STORE_ENV}`" in card and f"`{SEED_ENV}`" in card
+    assert sorted(p.name for p in (space / "vendor").iterdir()) == ["games", "spade_core", "spade_sandbox", "spade_serve"]
+    assert not list((space / "vendor").rglob("__pycache__")) and not list((space / "vendor").rglob("*.so"))
+    import pyarrow.parquet as pq
+
+    carried = pq.read_table(space / "environments" / "data" / "train-00000-of-00001.parquet").column("id").to_pylist()
+    assert carried == [STORE_ENV], "store environments travel in the folder; seeds come with their plugin"
+
+
+def test_a_non_empty_folder_is_replaced_only_when_forced(home: Path, tmp_path: Path) -> None:
+    (tmp_path / "space").mkdir()
+    (tmp_path / "space" / "mine.txt").write_text("keep")
+    code, out = spade("serve", "--space", "./space", SEED_ENV, "--no-lock")
+    assert code == 2 and "not an empty folder; pass --force" in out
+    assert (tmp_path / "space" / "mine.txt").exists()
+    code, out = spade("serve", "--space", "./space", SEED_ENV, "--no-lock", "--force")
+    assert code == 0 and not (tmp_path / "space" / "mine.txt").exists()
+
+
+@pytest.mark.skipif(shutil.which("uv") is None, reason="uv is not installed (pip install uv)")
+def test_with_uv_the_lock_is_written_and_openenv_validate_passes(home: Path, tmp_path: Path) -> None:
+    code, out = spade("serve", "--space", "./space", STORE_ENV)
+    assert code == 0, out
+    assert "no uv.lock" not in out
+    assert validate_multi_mode_deployment(tmp_path / "space") == (True, [])
+    lock = (tmp_path / "space" / "uv.lock").read_text()
+    assert 'source = { directory = "vendor/spade_core" }' in lock and 'name = "openenv-core"' in lock
+
+
+def test_the_space_server_serves_its_store_environment_sandboxed(home: Path, tmp_path: Path) -> None:
+    code, out = spade("serve", "--space", "./space", SEED_ENV, STORE_ENV, "--no-lock")
+    assert code == 0, out
+    port = free_port()
+    env = {**os.environ, "SPADE_HOME": str(tmp_path / "space-home")}  # the Space's own, empty store
+    proc = subprocess.Popen(
+        [sys.executable, "server/app.py", "--host", "127.0.0.1", "--port", str(port)],
+        cwd=tmp_path / "space", env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 90
+        while True:
+            assert proc.poll() is None, proc.stdout.read().decode() if proc.stdout else ""
+            try:
+                if httpx.get(url + "/health", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            assert time.monotonic() < deadline, "the Space server did not start"
+            time.sleep(0.1)
+        served = {e["id"]: e["kind"] for e in httpx.get(url + "/envs").json()["envs"]}
+        assert served == {SEED_ENV: "seed", STORE_ENV: "store"}
+        reset = httpx.post(f"{url}/envs/{STORE_ENV}/reset", json={"seed": 3}, timeout=30)
+        assert reset.status_code == 200, reset.text
+        session = reset.headers["x-spade-session"]
+        assert "integer between 1 and 64" in reset.json()["observation"]["text"]
+        step = httpx.post(
+            f"{url}/envs/{STORE_ENV}/step", json={"action": {"message": "\\boxed{32}"}, "session_id": session}, timeout=30
+        )
+        assert step.status_code == 200, step.text
+        body = step.json()
+        assert body["observation"]["metadata"]["step_count"] == 1 and body["reward"] in (0.0, 1.0)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
