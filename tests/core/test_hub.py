@@ -11,17 +11,31 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from spade_core.hub import COLUMNS, LAYOUT_VERSION, HubError, export_target, parse_hub_ref
-from spade_core.metadata import EnvMetadata, EnvStatus, StatsSnapshot, ValidationReport
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from spade_core.hub import (
+    COLUMNS,
+    LAYOUT_VERSION,
+    HubError,
+    HubRef,
+    export_target,
+    parse_hub_ref,
+    read_hub_items,
+    write_hub_folder,
+)
+from spade_core.importer import prepare
+from spade_core.metadata import EnvMetadata, EnvStatus, StatsSnapshot, ValidationReport, code_hash
 from spade_core.published_pools import normalise_skill
 
 from .cli_support import open_store, spade
 from .conftest import REFERENCE_ENVS
+from .strategies import env_metadata
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -465,3 +479,33 @@ def test_docs_state_the_schema_the_code_writes() -> None:
     for c in COLUMNS:
         assert f"| `{c.name}` | {c.dtype} |" in doc, f"docs/hub.md lists {c.name}"
     assert f"version {LAYOUT_VERSION}" in doc
+
+
+# --- properties ---------------------------------------------------------------------------
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(env_metadata(unique_names=True), min_size=1, max_size=3))
+def test_any_metadata_survives_the_export_layout_unchanged(tmp_path: Path, metas: list[EnvMetadata]) -> None:
+    hanoi = (REFERENCE_ENVS / "tower_of_hanoi.py").read_text()
+    envs = [(hanoi + f"\n# {i}\n", m) for i, m in enumerate(metas)]
+    envs = [(src, m.model_copy(update={"code_hash": code_hash(src)})) for src, m in envs]
+    with tempfile.TemporaryDirectory(dir=tmp_path) as tmp:
+        write_hub_folder(envs, Path(tmp) / "out")
+        items = read_hub_items(HubRef("test", path=Path(tmp) / "out"), keep_status=True)
+        rows = pq.read_table(Path(tmp) / "out" / "data" / "train-00000-of-00001.parquet").to_pylist()
+    assert [prepare(i).metadata for i in items] == [m for _, m in envs]
+    assert [prepare(i).source for i in items] == [src for src, _ in envs]
+    for row, (_, m) in zip(rows, envs, strict=True):
+        assert (row["id"], row["status"], row["parent_ids"], row["hint"]) == (m.id, m.status.value, m.parent_ids, m.hint)
+        latest = m.latest_stats
+        assert row["win_rate"] == (latest.win_rate if latest else None)
+        assert row["validation_passed"] == (m.validation.passed if m.validation else None)
+
+
+@given(st.text(max_size=40))
+def test_a_normalised_skill_is_a_fixed_point_and_a_valid_skill(label: str) -> None:
+    skill = normalise_skill(label)
+    if skill is not None:
+        assert normalise_skill(skill) == skill
+        assert skill and len(skill) <= 120 and skill == skill.lower()
