@@ -11,6 +11,8 @@ SQLite file, they return ``None`` and the caller uses :class:`EnvStore`.
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from ..errors import StoreError
@@ -71,41 +73,43 @@ def _current(conn: sqlite3.Connection) -> bool:
     return bool(row) and row[0] == STORE_SCHEMA_VERSION
 
 
+@contextmanager
+def _reading(path: Path, action: str, *, transaction: bool = False) -> Iterator[sqlite3.Connection | None]:
+    """A read-only connection to the store at ``path``, or ``None`` when its schema is not
+    the current one; closed on leaving. An SQLite error is a :class:`StoreError` naming
+    ``path`` and ``action`` (or the opening). ``transaction``: everything read inside comes
+    from one snapshot of the database."""
+    try:
+        conn = _connect(path)
+    except sqlite3.Error as err:
+        raise _fail(path, "opening the store", err) from None
+    try:
+        if transaction:
+            conn.execute("BEGIN")
+        yield conn if _current(conn) else None
+    except sqlite3.Error as err:
+        raise _fail(path, action, err) from None
+    finally:
+        conn.close()
+
+
 def admitted_ids(path: Path) -> list[str] | None:
     """Admitted ids in insertion order; ``None`` when the schema is not the current one.
 
     Raises :class:`StoreError` naming ``path`` when the file is not a readable store.
     """
-    try:
-        conn = _connect(path)
-    except sqlite3.Error as err:
-        raise _fail(path, "opening the store", err) from None
-    try:
-        if not _current(conn):
-            return None
-        return [row[0] for row in conn.execute(ADMITTED_IDS_SQL)]
-    except sqlite3.Error as err:
-        raise _fail(path, "listing admitted environments", err) from None
-    finally:
-        conn.close()
+    with _reading(path, "listing admitted environments") as conn:
+        return None if conn is None else [row[0] for row in conn.execute(ADMITTED_IDS_SQL)]
 
 
 def admitted_prefixed_ids(path: Path, prefix: str) -> list[str] | None:
     """``prefix + id`` of every admitted environment, in no particular order (the registry's
     bulk read: one index scan, one string); ``None`` when the schema is not the current one."""
-    try:
-        conn = _connect(path)
-    except sqlite3.Error as err:
-        raise _fail(path, "opening the store", err) from None
-    try:
-        if not _current(conn):
+    with _reading(path, "listing admitted environments") as conn:
+        if conn is None:
             return None
         joined = conn.execute(ADMITTED_PREFIXED_SQL, (prefix,)).fetchone()[0]
-        return joined.split("\n") if joined else []
-    except sqlite3.Error as err:
-        raise _fail(path, "listing admitted environments", err) from None
-    finally:
-        conn.close()
+    return joined.split("\n") if joined else []
 
 
 def admitted_snapshot(path: Path, prefix: str) -> tuple[list[str], list[str]] | None:
@@ -114,23 +118,15 @@ def admitted_snapshot(path: Path, prefix: str) -> tuple[list[str], list[str]] | 
     taken at the store's current admitted-set version (see :mod:`.id_snapshot`), else read
     from the store and the snapshot refreshed. ``None`` when the schema is not the current
     one. Raises :class:`StoreError` naming ``path`` when the file is not a readable store."""
-    try:
-        conn = _connect(path)
-    except sqlite3.Error as err:
-        raise _fail(path, "opening the store", err) from None
-    try:
-        conn.execute("BEGIN")  # the version and the ids from one snapshot of the database
-        if not _current(conn):
+    # the version and the ids from one snapshot of the database
+    with _reading(path, "listing admitted environments", transaction=True) as conn:
+        if conn is None:
             return None
         version = conn.execute(ADMITTED_SET_VERSION_SQL).fetchone()[0]
         cached = id_snapshot.load(path, version, prefix)
         if cached is not None:
             return cached
         joined = conn.execute(ADMITTED_PREFIXED_SQL, (prefix,)).fetchone()[0]
-    except sqlite3.Error as err:
-        raise _fail(path, "listing admitted environments", err) from None
-    finally:
-        conn.close()
     gym_ids = joined.split("\n") if joined else []
     names = id_snapshot.names_of(gym_ids, prefix)
     id_snapshot.save(path, version, prefix, gym_ids, names)
@@ -142,22 +138,14 @@ def document_and_source(path: Path, env_id: str) -> tuple[str, str] | None:
     is not the current one. Raises :class:`~spade_core.errors.EnvNotFound` naming the id."""
     from ..errors import EnvNotFound
 
-    try:
-        conn = _connect(path)
-    except sqlite3.Error as err:
-        raise _fail(path, "opening the store", err) from None
-    try:
-        if not _current(conn):
+    with _reading(path, f"reading {env_id}") as conn:
+        if conn is None:
             return None
         row = conn.execute(
             f"SELECT e.document, b.source FROM {ENVS_TABLE} e JOIN {BLOBS_TABLE} b "
             "ON b.code_hash = e.code_hash WHERE e.id = ?",
             (env_id,),
         ).fetchone()
-    except sqlite3.Error as err:
-        raise _fail(path, f"reading {env_id}", err) from None
-    finally:
-        conn.close()
     if row is None:
         raise EnvNotFound(f"no environment {env_id!r} in the store {path}")
     return row[0], row[1]
