@@ -670,7 +670,7 @@ class MixedEnv:
         if action == "inf":
             return "o", float("inf"), False, False, {}
         if action == "info":
-            return "o", 2, 1, False, {"n": 1}
+            return "o", 2, True, False, {"n": 1}
         return action * 2, 0.5, action == "end", False, {}
 """
     with SandboxPool() as pool:

@@ -103,7 +103,10 @@ def test_static_rejection_happens_before_any_worker(pool: SandboxPool):
         ("('x', 'high', False, False, {})", "reward of type str"),
         ("('x', '0.5', False, False, {})", "reward of type str"),
         ("('x', True, False, False, {})", "reward of type bool"),
-        ("('x', 0.0, 'yes', False, {})", "terminated of type str"),
+        ("('x', 0.0, 'yes', False, {})", "terminated='yes' of type str"),
+        # the contract's one rule (spade_core.contract.flag), as in-process: a truthy int hides a bug
+        ("('x', 0.0, 1, False, {})", "terminated=1 of type int"),
+        ("('x', 0.0, False, 0, {})", "truncated=0 of type int"),
         ("('x', 0.0, False, False, [])", "info of type list"),
         ("('x' * 70000, 0.0, False, False, {})", "70000 characters"),
         ("'just a string'", r"step\(\) returned str; expected \(observation, reward, terminated, truncated, info\)"),
@@ -123,7 +126,7 @@ def test_garbage_step_results_are_contract_violations_and_worker_survives(pool: 
 
 
 def test_odd_but_valid_values_are_converted(pool: SandboxPool):
-    h = pool.spawn(step_returns("('x', 1, 1, 0, {1: {2, 3}, 'o': object(), 'big': 10**30})"))
+    h = pool.spawn(step_returns("('x', 1, True, False, {1: {2, 3}, 'o': object(), 'big': 10**30})"))
     flat = pool.spawn(step_returns("('x', 0.5, False, False, {'big': 10**30, 'neg': -2**70})", name="FlatEnv"))
     assert pool.step(flat, "a")[4] == {"big": str(10**30), "neg": str(-(2**70))}
     obs, reward, term, trunc, info = pool.step(h, "a")

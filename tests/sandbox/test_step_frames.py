@@ -155,7 +155,8 @@ def unusual(pool: SandboxPool):
         ("bytes-obs", "observation of type bytes"),
         ("list-info", "info of type list"),
         ("str-reward", "reward of type str"),
-        ("int-flag", "terminated of type float"),
+        ("int-flag", "terminated=2.5 of type float"),
+        ("int-flags", "terminated=1 of type int"),  # the contract's rule, as in-process (spade_core.contract)
         ("four", r"4-tuple .*the old Gym API"),  # reported, not converted: done mixes the two flags
     ],
 )
@@ -172,7 +173,6 @@ def test_a_result_the_binary_reply_cannot_carry_still_gets_its_specific_error(
     [
         ("int-reward", ("o", 3.0, False, False, {})),
         ("info", ("o", 0.0, False, False, {"k": [1, 2]})),
-        ("int-flags", ("o", 0.0, True, False, {})),
     ],
 )
 def test_a_result_that_needs_conversion_comes_back_converted(pool: SandboxPool, unusual, action: str, expected):

@@ -19,16 +19,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any, Protocol, SupportsFloat, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import gymnasium as gym
-import numpy as np
 from gymnasium import spaces
 
+from . import contract
 from .errors import EnvContractError
 
 #: Upper bound of an observation or action string, in characters.
-MAX_TEXT_LENGTH = 65_536
+MAX_TEXT_LENGTH = contract.MAX_TEXT_LENGTH
 
 
 class UnicodeText(spaces.Text):
@@ -89,85 +89,39 @@ class ReferenceEnv(Protocol):
     def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]: ...
 
 
-def _check_obs(value: Any, method: str) -> str:
-    if not isinstance(value, str):
-        raise EnvContractError(
-            f"{method}() returned an observation of type {type(value).__name__}, expected str",
-            method=method,
-        )
-    if len(value) > MAX_TEXT_LENGTH:
-        raise EnvContractError(
-            f"{method}() returned an observation of {len(value)} characters (limit {MAX_TEXT_LENGTH})",
-            method=method,
-        )
-    return value
-
-
-def _check_info(value: Any, method: str) -> dict[str, Any]:
-    if value is None:
-        return {}
-    if not isinstance(value, dict):
-        raise EnvContractError(
-            f"{method}() returned info of type {type(value).__name__}, expected dict", method=method
-        )
-    return value
-
-
 def describe_shape(value: Any) -> str:
     """What a value looks like, for contract messages: ``str``, ``(str, float, bool, dict)``."""
-    if isinstance(value, tuple):
-        return "a {}-tuple ({})".format(len(value), ", ".join(type(v).__name__ for v in value))
-    return type(value).__name__
+    return contract.describe_shape(value)
 
 
 def check_reset_result(result: Any) -> tuple[str, dict[str, Any]]:
-    """Validate what a reference env's ``reset`` returned: exactly ``(observation, info)``.
+    """Validate what a reference env's ``reset`` returned: exactly ``(observation, info)``
+    (the rules of :mod:`spade_core.contract`, which the sandbox applies too).
 
     A bare observation (the old Gym ``reset``) is a contract violation, not something to
     repair: the reference implementation's own check rejects it too.
     """
-    if not isinstance(result, tuple) or len(result) != 2:
-        raise EnvContractError(
-            f"reset() returned {describe_shape(result)}; expected the pair (observation: str, info: dict)",
-            method="reset",
-        )
-    return _check_obs(result[0], "reset"), _check_info(result[1], "reset")
+    obs, info = contract.reset_pair(result, EnvContractError)
+    return contract.observation(obs, "reset", EnvContractError), contract.info(info, "reset", EnvContractError)
 
 
 def check_step_result(
     result: Any, reward_range: tuple[float, float] = (-math.inf, math.inf)
 ) -> tuple[str, float, bool, bool, dict[str, Any]]:
     """Validate a ``step`` result: the 5-tuple, finite reward within ``reward_range``, bool
-    flags. The old Gym 4-tuple ``(obs, reward, done, info)`` is a contract violation (its
-    ``done`` cannot say whether the task ended or was cut off)."""
-    if not isinstance(result, tuple) or len(result) != 5:
-        old = " (the old Gym API's (observation, reward, done, info))" if isinstance(result, tuple) and len(result) == 4 else ""
-        raise EnvContractError(
-            f"step() returned {describe_shape(result)}{old}; expected "
-            "(observation, reward, terminated, truncated, info)",
-            method="step",
-        )
-    obs, reward, terminated, truncated, info = result
-    obs = _check_obs(obs, "step")
-    if isinstance(reward, bool) or not isinstance(reward, SupportsFloat):
-        raise EnvContractError(
-            f"step() returned a reward of type {type(reward).__name__}, expected a number", method="step"
-        )
-    r = float(reward)
-    if not math.isfinite(r):
-        raise EnvContractError(f"step() returned a non-finite reward {r!r}", method="step")
-    lo, hi = reward_range
-    if not lo - 1e-9 <= r <= hi + 1e-9:
-        raise EnvContractError(f"step() returned reward {r} outside the declared range [{lo}, {hi}]", method="step")
-    for flag_name, flag in (("terminated", terminated), ("truncated", truncated)):
-        # Only real booleans: a truthy int, string or None hides a bug in the env (``done = 1``
-        # for "one turn left"), and ``check_env`` requires a plain bool downstream.
-        if not isinstance(flag, (bool, np.bool_)):
-            raise EnvContractError(
-                f"step() returned {flag_name}={flag!r} of type {type(flag).__name__}, expected bool",
-                method="step",
-            )
-    return obs, r, bool(terminated), bool(truncated), _check_info(info, "step")
+    flags (the rules of :mod:`spade_core.contract`, which the sandbox applies too). The old
+    Gym 4-tuple ``(obs, reward, done, info)`` is a contract violation (its ``done`` cannot
+    say whether the task ended or was cut off)."""
+    obs, reward, terminated, truncated, info = contract.step_tuple(result, EnvContractError)
+    obs = contract.observation(obs, "step", EnvContractError)
+    r = contract.reward_in_range(contract.reward(reward, EnvContractError), reward_range, EnvContractError)
+    return (
+        obs,
+        r,
+        contract.flag(terminated, "terminated", EnvContractError),
+        contract.flag(truncated, "truncated", EnvContractError),
+        contract.info(info, "step", EnvContractError),
+    )
 
 
 def valid_reward_range(value: Any) -> tuple[float, float] | None:
@@ -303,18 +257,7 @@ class ReferenceEnvAdapter(TextEnv):
         fn = getattr(self._inner, "solution", None)
         if fn is None:
             raise NotImplementedError(f"{type(self._inner).__name__} does not provide solution()")
-        sol = fn()
-        if isinstance(sol, tuple):
-            sol = list(sol)
-        if isinstance(sol, list):
-            if not all(isinstance(a, str) for a in sol):
-                raise EnvContractError("solution() list must contain only str actions", method="solution")
-            return sol
-        if isinstance(sol, str):
-            return sol
-        raise EnvContractError(
-            f"solution() returned {type(sol).__name__}; expected list[str] or str", method="solution"
-        )
+        return contract.solution(fn(), EnvContractError)
 
     @property
     def tools(self) -> list[dict[str, Any]]:
@@ -322,8 +265,7 @@ class ReferenceEnvAdapter(TextEnv):
         for attr in ("get_tool_schemas", "tool_schemas"):
             fn = getattr(self._inner, attr, None)
             if fn is not None:
-                out = fn() if callable(fn) else fn
-                return list(out or [])
+                return contract.tool_schemas(fn() if callable(fn) else fn, EnvContractError)
         return []
 
     def render(self) -> str | None:

@@ -1,38 +1,26 @@
 """Which registration path is active: the optional C extension ``spade_core._speedups``, or
 the pure-Python code it mirrors (in :mod:`spade_core.registry`).
 
-The extension is built by ``pip install`` when a C compiler is there (``optional=True`` in
-setup.py: without one the install still succeeds). ``SPADE_CORE_NO_C=1`` forces the
-pure-Python path; it is read once, when this module is first imported (by
-``import spade_core``), so set it before that.
+Loaded by :func:`spade_core.c_extensions.load`, the loader the sandbox's ``_fast`` shares.
+``SPADE_CORE_NO_C=1`` forces the pure-Python path; it is read once, when this module is
+first imported (by ``import spade_core``), so set it before that.
 
 Standard library only: imported on ``import spade_core``'s path.
 """
 
 from __future__ import annotations
 
-import os
-from types import ModuleType
+from . import c_extensions
 
 #: The environment variable that forces the pure-Python path.
 DISABLE_VARIABLE = "SPADE_CORE_NO_C"
 
+_loaded = c_extensions.load("spade_core._speedups", DISABLE_VARIABLE, "spade_core")
+
 #: Whether ``SPADE_CORE_NO_C`` forced the pure-Python path in this process.
-disabled = os.environ.get(DISABLE_VARIABLE, "") not in ("", "0")
-
-
-def _load() -> tuple[ModuleType | None, str]:
-    if disabled:
-        return None, f"disabled by {DISABLE_VARIABLE}={os.environ[DISABLE_VARIABLE]}"
-    try:
-        from . import _speedups
-    except ImportError as exc:
-        return None, f"not built ({exc}); reinstall spade_core with a C compiler present"
-    return _speedups, "active"
-
-
-#: The extension module, or ``None`` when the pure-Python path runs.
-speedups, reason = _load()
+disabled = _loaded.disabled
+#: The extension module, or ``None`` when the pure-Python path runs; and why.
+speedups, reason = _loaded.module, _loaded.reason
 
 
 def active() -> bool:

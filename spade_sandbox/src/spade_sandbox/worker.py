@@ -33,6 +33,7 @@ import msgpack
 
 from . import native, protocol
 from .allowlist import DEFAULT_ALLOWED_MODULES
+from .core_rules import contract as _contract
 from .guard import compile_guarded, disarm, make_builtins
 from .hardening import LayerOptions, apply_layers, secure_enough
 from .protocol import (  # noqa: F401 (EXIT_CODES: re-exported, the pool reads it here too)
@@ -66,6 +67,9 @@ class Interrupt(BaseException):
 
 
 class ContractBroken(Exception):
+    """The environment returned a value against the contract (the checks of
+    :mod:`spade_core.contract` raise it here; it becomes a ``contract`` error reply)."""
+
     def __init__(self, message: str, method: str) -> None:
         super().__init__(message)
         self.method = method
@@ -149,34 +153,14 @@ def wire_value(value: Any, depth: int = 0, budget: list[int] | None = None, text
         return f"<unrepresentable {type(value).__name__}>"
 
 
-def _obs(value: Any, method: str, limit: int) -> str:
-    if not isinstance(value, str):
-        raise ContractBroken(f"{method}() returned an observation of type {type(value).__name__}, expected str", method)
-    size = str.__len__(value)  # the real length: a subclass's __len__ may lie
-    if size > limit:
-        raise ContractBroken(f"{method}() returned an observation of {size} characters (limit {limit})", method)
-    return value
-
-
 def _info(value: Any, method: str, limit: int = 65536) -> dict[str, Any]:
-    if value is None:
-        return {}
-    if not isinstance(value, dict):
-        raise ContractBroken(f"{method}() returned info of type {type(value).__name__}, expected dict", method)
-    return wire_value(value, text_limit=limit)
-
-
-def _shape(value: Any) -> str:
-    if isinstance(value, tuple):
-        return "a {}-tuple ({})".format(len(value), ", ".join(type(v).__name__ for v in value))
-    return type(value).__name__
+    return wire_value(_contract.info(value, method, ContractBroken), text_limit=limit)
 
 
 def wire_reset(result: Any, limit: int) -> list[Any]:
-    # A bare observation (the old Gym reset) is reported, not repaired: the host judges it.
-    if not isinstance(result, tuple) or len(result) != 2:
-        raise ContractBroken(f"reset() returned {_shape(result)}; expected the pair (observation: str, info: dict)", "reset")
-    return [_obs(result[0], "reset", limit), _info(result[1], "reset", limit)]
+    """A reset result as the contract has it (:mod:`spade_core.contract`), converted for the wire."""
+    obs, info = _contract.reset_pair(result, ContractBroken)
+    return [_contract.observation(obs, "reset", ContractBroken, limit), _info(info, "reset", limit)]
 
 
 _PLAIN = frozenset({str, int, float, bool, type(None)})
@@ -201,66 +185,27 @@ def _plain_info(info: Any, limit: int) -> bool:
 
 
 def wire_step(result: Any, limit: int) -> list[Any]:
-    if type(result) is not tuple or len(result) != 5:
-        # The old Gym 4-tuple is reported, not repaired (its ``done`` mixes the two flags).
-        old = " (the old Gym API's (observation, reward, done, info))" if type(result) is tuple and len(result) == 4 else ""
-        raise ContractBroken(
-            f"step() returned {_shape(result)}{old}; expected (observation, reward, terminated, truncated, info)", "step"
-        )
-    obs, reward, terminated, truncated, info = result
-    if type(obs) is not str or len(obs) > limit:
-        obs = _obs(obs, "step", limit)
-    if type(reward) is not float:
-        # Same rule as spade_core.env.check_step_result: a number, not a bool or a string
-        # that float() would happen to parse.
-        if isinstance(reward, (bool, str, bytes)) or not hasattr(type(reward), "__float__"):
-            raise ContractBroken(
-                f"step() returned a reward of type {type(reward).__name__}, expected a number", "step"
-            )
-        try:
-            reward = float(reward)  # int, or numeric objects such as Fraction or Decimal
-        except Exception:
-            raise ContractBroken(
-                f"step() returned a reward of type {type(reward).__name__} that is not convertible to float", "step"
-            ) from None
-    if not math.isfinite(reward):
-        raise ContractBroken(f"step() returned a non-finite reward {reward!r}", "step")
+    """A step result as the contract has it (:mod:`spade_core.contract`), converted for
+    the wire; values already plain skip the calls."""
+    obs, reward, terminated, truncated, info = _contract.step_tuple(result, ContractBroken)
+    if type(obs) is not str or str.__len__(obs) > limit:
+        obs = _contract.observation(obs, "step", ContractBroken, limit)
+    if type(reward) is not float or reward - reward != 0.0:  # not finite: inf - inf and nan - nan are nan
+        reward = _contract.reward(reward, ContractBroken)
     if terminated is not True and terminated is not False:
-        terminated = _flag(terminated, "terminated")
+        terminated = _contract.flag(terminated, "terminated", ContractBroken)
     if truncated is not True and truncated is not False:
-        truncated = _flag(truncated, "truncated")
+        truncated = _contract.flag(truncated, "truncated", ContractBroken)
     if not _plain_info(info, limit):
         info = _info(info, "step", limit)
     return [obs, reward, terminated, truncated, info]
 
 
-def _flag(flag: Any, name: str) -> bool:
-    if isinstance(flag, float) or not isinstance(flag, int):
-        raise ContractBroken(f"step() returned {name} of type {type(flag).__name__}, expected bool", "step")
-    return bool(flag)
-
-
 def wire_call(method: str, result: Any, limit: int) -> Any:
     if method == "solution":
-        if isinstance(result, tuple):
-            result = list(result)
-        if isinstance(result, list):
-            if not all(isinstance(a, str) for a in result):
-                raise ContractBroken("solution() list must contain only str actions", "solution")
-            if list.__len__(result) > limit:
-                raise ContractBroken(f"solution() has {list.__len__(result)} actions (limit {limit})", "solution")
-            if sum(map(str.__len__, result)) > limit:
-                raise ContractBroken(f"solution() is longer than {limit} characters", "solution")
-            return result
-        if isinstance(result, str):
-            return _obs(result, "solution", limit)
-        raise ContractBroken(f"solution() returned {type(result).__name__}; expected list[str] or str", "solution")
+        return _contract.solution(result, ContractBroken, limit)
     if method == "get_tool_schemas":
-        if result is None:
-            return []
-        if not isinstance(result, (list, tuple)):
-            raise ContractBroken("get_tool_schemas() must return a list of dicts", method)
-        return wire_value(list(result), text_limit=limit)
+        return wire_value(_contract.tool_schemas(result, ContractBroken), text_limit=limit)
     return None  # close
 
 
