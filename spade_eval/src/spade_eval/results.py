@@ -13,11 +13,12 @@ from pathlib import Path
 from typing import Any
 
 from rich.table import Table
+from spade_core.eval_harness import EVALS_FILE, append_to_run
 from spade_core.jsonl import read_jsonl  # the one reader of a run's JSON-lines files
 
 from .harness import EvalResult, GroupStats
 
-EVALS_FILE = "evals.jsonl"
+__all__ = ["EVALS_FILE", "read_evals", "read_jsonl", "result_table", "run_iteration", "store_result"]
 
 
 def run_iteration(run: Path) -> int | None:
@@ -30,13 +31,9 @@ def run_iteration(run: Path) -> int | None:
 
 def store_result(result: EvalResult, *, run: Path | None, home: Path) -> Path:
     """Keep ``result``: appended to the run's ``evals.jsonl``, or a file under ``home/evals``."""
-    record = result.to_json(with_episodes=False)
     if run is not None:
-        run.mkdir(parents=True, exist_ok=True)
-        path = run / EVALS_FILE
-        with path.open("a", encoding="utf-8") as f:
-            f.write(json.dumps(record, sort_keys=True) + "\n")
-        return path
+        return append_to_run(result, run)
+    record = result.to_json(with_episodes=False)
     folder = home / "evals"
     folder.mkdir(parents=True, exist_ok=True)
     stamp = result.started_at.replace(":", "").replace("-", "").replace("+0000", "Z")

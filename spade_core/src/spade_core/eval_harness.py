@@ -1,0 +1,268 @@
+"""The evaluation harness: a policy plays a suite's episodes, batched and concurrent.
+
+It lives in the core, beside the suite contract (:mod:`spade_core.evaluation`), so that
+both ``spade eval`` (spade-eval) and the evaluation a self-play run makes every N
+iterations (spade-trainer) play suites with the same code; neither package may import
+the other. The policy is any ``LLMBackend`` (``chat(conversations, max_new_tokens=,
+temperature=, seed=)`` returning completions with ``.text``).
+
+Up to ``concurrency`` episodes are in flight. Each round, the policy answers the pending
+turn of every one of them in one ``chat`` call (the backend batches or sends them in
+parallel), and the environments are stepped on a thread pool (sandboxed ones each in
+their own worker), so neither generation nor stepping waits on the other episode by
+episode. A finished episode's place is taken by the next item.
+
+An episode's return follows the reference recipe: the last step's reward, clipped to
+[-1, 1], if the episode terminated, else 0 (cut off by its turn limit, or failed). A
+success is a return of 1. An environment that fails (raises, hangs, breaks its contract)
+ends its episode with the error recorded and return 0; it is counted in ``errors`` and
+never stops the evaluation.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from spade_core.evaluation import EvalItem
+
+#: A run folder's evaluation results, one JSON object a line (``spade compare`` reads them).
+EVALS_FILE = "evals.jsonl"
+
+SYSTEM_PROMPT = (
+    "You act in a text environment. Each turn, read the observation and reply with one action in the "
+    "format the observation asks for (for example \\boxed{...}). Keep your reply short."
+)
+#: z of a two-sided 95% interval
+Z95 = 1.959963984540054
+
+
+def wilson(successes: int, n: int, z: float = Z95) -> tuple[float, float]:
+    """The Wilson score interval of a success rate (``(0, 1)`` for no trials)."""
+    if n == 0:
+        return 0.0, 1.0
+    p = successes / n
+    denom = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+@dataclass
+class EpisodeResult:
+    label: str
+    group: str
+    seed: int
+    episode_return: float
+    turns: int
+    success: bool
+    terminated: bool
+    error: str | None = None
+
+
+@dataclass
+class GroupStats:
+    """Success rate (with its Wilson 95% interval), mean return (normal 95% interval) and
+    mean turns of a set of episodes."""
+
+    n: int
+    successes: int
+    success_rate: float
+    success_ci: tuple[float, float]
+    mean_return: float
+    return_ci: tuple[float, float]
+    mean_turns: float
+    errors: int
+
+    @classmethod
+    def of(cls, episodes: Sequence[EpisodeResult]) -> GroupStats:
+        n = len(episodes)
+        wins = sum(e.success for e in episodes)
+        returns = [e.episode_return for e in episodes]
+        mean = sum(returns) / n if n else 0.0
+        if n > 1:
+            sd = math.sqrt(sum((r - mean) ** 2 for r in returns) / (n - 1))
+            half = Z95 * sd / math.sqrt(n)
+        else:
+            half = float("nan") if n == 0 else 0.0
+        return cls(
+            n=n, successes=wins, success_rate=wins / n if n else 0.0, success_ci=wilson(wins, n),
+            mean_return=mean, return_ci=(mean - half, mean + half),
+            mean_turns=sum(e.turns for e in episodes) / n if n else 0.0,
+            errors=sum(e.error is not None for e in episodes),
+        )
+
+
+@dataclass
+class EvalResult:
+    suite: str
+    policy: str
+    snapshot: str
+    size: int
+    seed: int
+    overall: GroupStats
+    groups: dict[str, GroupStats]
+    episodes: list[EpisodeResult]
+    wall_s: float
+    env_steps: int
+    generate_s: float
+    env_s: float
+    options: dict[str, Any] = field(default_factory=dict)
+    started_at: str = ""
+    #: set by callers that know it (``spade eval --run``: the run's iteration)
+    iteration: int | None = None
+
+    @property
+    def episodes_per_s(self) -> float:
+        return len(self.episodes) / self.wall_s if self.wall_s > 0 else 0.0
+
+    def to_json(self, *, with_episodes: bool = True) -> dict[str, Any]:
+        out = asdict(self)
+        out["episodes_per_s"] = self.episodes_per_s
+        if not with_episodes:
+            out.pop("episodes")
+        return out
+
+
+class _Live:
+    """One episode in flight."""
+
+    def __init__(self, item: EvalItem) -> None:
+        self.item = item
+        self.env: Any = None
+        self.messages: list[dict[str, str]] = [{"role": "system", "content": SYSTEM_PROMPT}]
+        self.turns = 0
+        self.reward = 0.0
+        self.terminated = False
+        self.done = False
+        self.error: str | None = None
+
+    def start(self) -> None:
+        try:
+            self.env = self.item.make_env()
+            obs, _ = self.env.reset(seed=self.item.seed)
+            self.messages.append({"role": "user", "content": str(obs)})
+        except Exception as exc:  # the environment's fault: recorded, the evaluation goes on
+            self._fail(exc)
+
+    def act(self, text: str) -> None:
+        self.messages.append({"role": "assistant", "content": text})
+        try:
+            obs, reward, terminated, truncated, _ = self.env.step(text)
+        except Exception as exc:
+            self._fail(exc)
+            return
+        self.turns += 1
+        self.reward = float(reward)
+        self.terminated = bool(terminated)
+        if terminated or truncated or self.turns >= self.item.max_turns:
+            self.finish()
+        else:
+            self.messages.append({"role": "user", "content": str(obs)})
+
+    def _fail(self, exc: BaseException) -> None:
+        self.error = f"{type(exc).__name__}: {exc}"[:500]
+        self.terminated = False
+        self.finish()
+
+    def finish(self) -> None:
+        self.done = True
+        if self.env is not None:
+            try:
+                self.env.close()
+            except Exception:  # closing a failed environment must not fail the evaluation
+                pass
+
+    def result(self) -> EpisodeResult:
+        ret = max(-1.0, min(1.0, self.reward)) if self.terminated else 0.0
+        if not math.isfinite(ret):
+            ret = 0.0
+        return EpisodeResult(self.item.label, self.item.group, self.item.seed, ret, self.turns,
+                             ret >= 1.0 - 1e-9, self.terminated, self.error)
+
+
+def evaluate(
+    backend: Any,
+    items: Sequence[EvalItem],
+    *,
+    suite: str = "",
+    policy: str = "",
+    snapshot: str = "",
+    size: int = 0,
+    seed: int = 0,
+    concurrency: int = 16,
+    max_new_tokens: int = 256,
+    temperature: float = 0.0,
+    options: dict[str, Any] | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> EvalResult:
+    """Play every item with ``backend`` (an ``LLMBackend``) and aggregate the results."""
+    if concurrency < 1:
+        raise ValueError(f"concurrency must be at least 1, got {concurrency}")
+    started = datetime.now(UTC).isoformat(timespec="seconds")
+    t0 = time.perf_counter()
+    queue = list(items)
+    queue.reverse()
+    live: list[_Live] = []
+    finished: list[EpisodeResult] = []
+    generate_s = env_s = 0.0
+    steps = 0
+    report = progress or (lambda done, total: None)
+    total = len(queue)
+    with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="spade-eval-env") as pool:
+        while queue or live:
+            fresh = []
+            while queue and len(live) + len(fresh) < concurrency:
+                fresh.append(_Live(queue.pop()))
+            if fresh:
+                e0 = time.perf_counter()
+                list(pool.map(_Live.start, fresh))
+                env_s += time.perf_counter() - e0
+                live.extend(fresh)
+            for ep in [e for e in live if e.done]:
+                finished.append(ep.result())
+            live = [e for e in live if not e.done]
+            if not live:
+                report(len(finished), total)
+                continue
+            g0 = time.perf_counter()
+            completions = backend.chat(
+                [e.messages for e in live], max_new_tokens=max_new_tokens, temperature=temperature,
+                seed=seed + len(finished) + steps if temperature > 0 else None,
+            )
+            generate_s += time.perf_counter() - g0
+            e0 = time.perf_counter()
+            list(pool.map(lambda pair: pair[0].act(pair[1].text), zip(live, completions, strict=True)))
+            env_s += time.perf_counter() - e0
+            steps += len(live)
+            for ep in [e for e in live if e.done]:
+                finished.append(ep.result())
+            live = [e for e in live if not e.done]
+            report(len(finished), total)
+    groups: dict[str, list[EpisodeResult]] = {}
+    for ep in finished:
+        groups.setdefault(ep.group, []).append(ep)
+    return EvalResult(
+        suite=suite, policy=policy, snapshot=snapshot, size=size, seed=seed,
+        overall=GroupStats.of(finished), groups={g: GroupStats.of(eps) for g, eps in sorted(groups.items())},
+        episodes=finished, wall_s=time.perf_counter() - t0, env_steps=steps, generate_s=generate_s, env_s=env_s,
+        options=dict(options or {}), started_at=started,
+    )
+
+
+def append_to_run(result: EvalResult, run: Path, **extra: Any) -> Path:
+    """Append ``result`` (without its per-episode rows) to ``run/evals.jsonl``; ``extra``
+    keys (what the run had done when it was measured) join the line."""
+    record = {**result.to_json(with_episodes=False), **extra}
+    run.mkdir(parents=True, exist_ok=True)
+    path = run / EVALS_FILE
+    with path.open("a", encoding="utf-8") as f:
+        f.write(json.dumps(record, sort_keys=True) + "\n")
+    return path
