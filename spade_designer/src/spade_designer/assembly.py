@@ -28,11 +28,20 @@ def create_backend(config: DesignerConfig, plugins: SpadePlugins) -> LLMBackend:
     return plugins.create("llm_backends", config.backend, model=config.model, **config.backend_options)
 
 
-def create_corpus(config: DesignerConfig, plugins: SpadePlugins) -> Corpus:
+#: ``corpus = "none"`` / ``memory = "none"``: the designer is not grounded on documents /
+#: shows no earlier environments (the paper's no-corpus and no-memory ablations).
+NONE = "none"
+
+
+def create_corpus(config: DesignerConfig, plugins: SpadePlugins) -> Corpus | None:
+    if config.corpus == NONE:
+        return None
     return plugins.create("corpora", config.corpus, **config.corpus_options)
 
 
-def create_memory(config: DesignerConfig, plugins: SpadePlugins, store: EnvStore) -> Memory:
+def create_memory(config: DesignerConfig, plugins: SpadePlugins, store: EnvStore) -> Memory | None:
+    if config.memory == NONE:
+        return None
     return plugins.create("memories", config.memory, store=store, policy=config.memory_policy)
 
 

@@ -111,8 +111,10 @@ class DesignerConfig(_Model):
     #: Model path/id for the backend (``None``: the backend's default).
     model: str | None = None
     backend_options: dict[str, Any] = Field(default_factory=dict)
+    #: A registered corpus, or ``"none"``: no grounding document in the design prompt.
     corpus: str = "pydocs"
     corpus_options: dict[str, Any] = Field(default_factory=dict)
+    #: A registered memory, or ``"none"``: no earlier environment in the design prompt.
     memory: str = "store"
     memory_policy: MemoryPolicy = Field(default_factory=MemoryPolicy)
     #: Grounding documents are truncated to this many words (reference: 4-6K).
