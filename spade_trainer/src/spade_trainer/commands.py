@@ -7,6 +7,12 @@ from typing import Annotated, Any, Optional
 
 import typer
 
+_PRESET_HELP = (
+    "Preset; repeat it to lay ablations on a base (--preset tiny --preset baseline, or tiny+baseline). "
+    "Bases: gpu, quickstart, tiny. Ablations: baseline (fixed pool, no designer), learning_potential, "
+    "no_corpus, no_designer_training, no_memory, solve_rate_reward (docs/trainer.md, Presets)."
+)
+
 
 def register(cli: typer.Typer) -> None:
     """Add ``selfplay`` and ``report`` to the ``spade`` CLI."""
@@ -14,7 +20,7 @@ def register(cli: typer.Typer) -> None:
     @cli.command("selfplay")
     def selfplay(
         ctx: typer.Context,
-        preset: Annotated[Optional[str], typer.Option(help="Preset: quickstart, tiny, gpu.")] = None,  # noqa: UP045
+        preset: Annotated[Optional[list[str]], typer.Option(help=_PRESET_HELP)] = None,  # noqa: UP045
         config: Annotated[Optional[Path], typer.Option("--config", "-c", help="TOML file with a [selfplay] table.")] = None,  # noqa: UP045
         set_: Annotated[Optional[list[str]], typer.Option("--set", help="Override, e.g. --set iterations=5.")] = None,  # noqa: UP045
         run_dir: Annotated[Optional[Path], typer.Option(help="Run folder (overrides run_dir).")] = None,  # noqa: UP045
@@ -42,14 +48,15 @@ def register(cli: typer.Typer) -> None:
         cfg = load_selfplay_config(preset=preset, path=config, overrides=overrides)
         console = Console()
         if check:  # before anything changes this process's state
-            _check(cfg, console, preset)
+            _check(cfg, console, "+".join(preset or []) or None)
             return
         from spade_designer.llm.transformers_backend import use_flush_denormal_for_process
 
         use_flush_denormal_for_process()  # this process is ours: CPU training/generation at full speed
         from .selfplay import SelfPlayRun
 
-        console.print(f"[bold]spade selfplay[/] preset={preset or '-'} run_dir={cfg.run_dir} iterations={cfg.iterations}")
+        preset_label = "+".join(preset or []) or None
+        console.print(f"[bold]spade selfplay[/] preset={preset_label or '-'} run_dir={cfg.run_dir} iterations={cfg.iterations}")
         # One configuration for the whole run, loaded here: the [spade], [validation] and
         # [designer]-level tables of the file given to --config (else the global --config,
         # ./spade.toml or SPADE_HOME's), handed to every stage instead of each looking it up.

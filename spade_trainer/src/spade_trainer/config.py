@@ -1,7 +1,8 @@
 """The one validated configuration of a self-play run (``[selfplay]`` in TOML), with presets.
 
-Resolution order, later wins: the preset (``presets/<name>.toml`` in this package), the
-``[selfplay]`` table of the user's file, then ``--set key.path=value`` overrides.
+Resolution order, later wins: the presets (``presets/<name>.toml`` in this package; a
+base, then any ablations on top: ``--preset tiny --preset baseline``), the ``[selfplay]``
+table of the user's file, then ``--set key.path=value`` overrides.
 """
 
 from __future__ import annotations
@@ -109,6 +110,32 @@ class SandboxSettings(_Section):
     allow_insecure: bool = False
 
 
+class EvalSettings(_Section):
+    """An evaluation of the policy every ``every`` iterations (``[selfplay.eval]``): a suite
+    registered through ``spade_register_eval_suites`` (``spade eval --list``), played with the
+    policy being trained, each result a line of the run's ``evals.jsonl`` (what ``spade
+    compare`` reads) with the iteration and the environment steps the run had taken."""
+
+    #: Iterations between evaluations; 0 turns it off.
+    every: int = Field(default=0, ge=0)
+    #: Also evaluate the initial policy before the first iteration (a fresh run only).
+    at_start: bool = True
+    suite: str = "registry"
+    #: Episodes per environment or task of the suite (``spade eval --size``).
+    size: int = Field(default=2, ge=1)
+    #: First episode seed; the same every evaluation, so every point measures the same episodes.
+    seed: int = 0
+    #: The suite's own options (``spade eval -o KEY=VALUE``), e.g. ``{ids = "..."}`` for ``registry``.
+    options: dict[str, Any] = Field(default_factory=dict)
+    #: Reply budget per turn (``None``: ``generation.agent_max_new_tokens``).
+    max_new_tokens: int | None = Field(default=None, ge=1)
+    #: Turn cap per episode on top of the suite's own (``None``: the suite's).
+    max_turns: int | None = Field(default=None, ge=1)
+    #: 0 is greedy, so two evaluations of the same weights agree.
+    temperature: float = Field(default=0.0, ge=0)
+    concurrency: int = Field(default=16, ge=1)
+
+
 class LoggingSettings(_Section):
     tensorboard: bool = False
     wandb: bool = False
@@ -133,6 +160,16 @@ class SelfPlayConfig(_Section):
     plays_per_condition: int = Field(default=16, ge=1)
     train_on_hinted: bool = False
     import_seed_pool: bool = True
+    #: No designer (the fixed-environment baseline): the agent trains with GRPO on the pool
+    #: as it is (the seed pool and ``pool_from``); nothing is designed, no hint is written,
+    #: and only unhinted plays are made (no regret is measured).
+    fixed_pool: bool = False
+    #: A store (``store.db`` of a run, or any EnvStore SQLite file) whose admitted
+    #: environments of ``domain`` join the run's pool at setup.
+    pool_from: Path | None = None
+    #: Train the designer role. ``false``: designs are made, admitted, played and rewarded
+    #: (the rewards are logged), but no designer sample enters the update.
+    train_designer: bool = True
     checkpoint_every: int = Field(default=10, ge=1)
     register_admitted: bool = True
     #: Episodes per environment, hinted and unhinted each, whose transcripts the run keeps
@@ -147,6 +184,7 @@ class SelfPlayConfig(_Section):
     #: Where environments are stepped: the local sandbox pool, or sandbox actors on Ray.
     rollout: RolloutExecutorSettings = Field(default_factory=RolloutExecutorSettings)
     logging: LoggingSettings = Field(default_factory=LoggingSettings)
+    eval: EvalSettings = Field(default_factory=EvalSettings)
     #: Raw ``[designer]``-style options handed to the designer (validated there).
     designer: dict[str, Any] = Field(default_factory=dict)
 
@@ -154,13 +192,28 @@ class SelfPlayConfig(_Section):
     def _consistent(self) -> SelfPlayConfig:
         if self.generation.backend == "vllm" and self.model.device == "cpu":
             raise ValueError("generation.backend = 'vllm' needs a GPU: set model.device = 'cuda'")
+        if self.fixed_pool:
+            if not self.import_seed_pool and self.pool_from is None:
+                raise ValueError("fixed_pool = true trains on a pool that is not there: keep import_seed_pool = "
+                                 "true or give pool_from (a store whose admitted environments form the pool)")
+            if self.train_on_hinted:
+                raise ValueError("fixed_pool = true writes no hints (there is no designer), so train_on_hinted "
+                                 "must be false")
         return self
+
+    @property
+    def designs(self) -> bool:
+        """Whether iterations design environments (not under ``fixed_pool``)."""
+        return not self.fixed_pool
 
     @property
     def designer_samples_per_iteration(self) -> int:
         """Designer samples an iteration trains on at most: one per candidate under
         rejection sampling (a candidate has at most one passing attempt), every attempt of
-        every candidate under ``invalid_designs = "shape"``."""
+        every candidate under ``invalid_designs = "shape"``; none under ``fixed_pool`` or
+        ``train_designer = false``."""
+        if not self.designs or not self.train_designer:
+            return 0
         candidates = self.skills_per_iteration * self.designs_per_skill
         if self.reward.invalid_designs == "reject":
             return candidates
@@ -179,7 +232,8 @@ class SelfPlayConfig(_Section):
         """The most samples one iteration can bring, which the update is sized for so that
         none is dropped: every design admitted means that many new environments are played
         (new admissions are played even beyond ``envs_per_iteration``)."""
-        envs = max(self.envs_per_iteration, self.skills_per_iteration * self.designs_per_skill)
+        designed = self.skills_per_iteration * self.designs_per_skill if self.designs else 0
+        envs = max(self.envs_per_iteration, designed)
         agent = envs * self.plays_per_condition * (2 if self.train_on_hinted else 1)
         return self.designer_samples_per_iteration + agent
 
@@ -202,17 +256,64 @@ class SelfPlayConfig(_Section):
         return json.dumps(keep, sort_keys=True)
 
 
-def preset_names() -> list[str]:
-    folder = resources.files("spade_trainer") / "presets"
+#: Sub-folder of ``presets/`` holding the ablations: each changes a base preset only where
+#: the ablation must (``tests/trainer/test_presets.py`` checks the keys each one changes).
+ABLATIONS = "ablations"
+
+
+def _preset_files(folder: Any) -> list[str]:
     return sorted(p.name.removesuffix(".toml") for p in folder.iterdir() if p.name.endswith(".toml"))
 
 
+def base_preset_names() -> list[str]:
+    """Presets that describe a whole run (model, sizes, budgets): ``tiny``, ``quickstart``, ``gpu``."""
+    return _preset_files(resources.files("spade_trainer") / "presets")
+
+
+def ablation_names() -> list[str]:
+    """Presets laid over a base (the fixed-pool baseline and the paper's ablations)."""
+    return _preset_files(resources.files("spade_trainer") / "presets" / ABLATIONS)
+
+
+def preset_names() -> list[str]:
+    return sorted([*base_preset_names(), *ablation_names()])
+
+
+def split_presets(presets: str | list[str] | tuple[str, ...] | None) -> list[str]:
+    """The preset names of ``--preset`` values, in order; ``"tiny+baseline"`` is two."""
+    if presets is None:
+        return []
+    items = [presets] if isinstance(presets, str) else list(presets)
+    return [name.strip() for item in items for name in item.split("+") if name.strip()]
+
+
 def _preset_table(name: str) -> dict[str, Any]:
-    names = preset_names()
-    if name not in names:
-        raise ConfigError(f"unknown preset {name!r} (known: {', '.join(names)})")
-    text = (resources.files("spade_trainer") / "presets" / f"{name}.toml").read_text(encoding="utf-8")
-    return dict(tomllib.loads(text).get("selfplay", {}))
+    bases, ablations = base_preset_names(), ablation_names()
+    if name in bases:
+        file = resources.files("spade_trainer") / "presets" / f"{name}.toml"
+    elif name in ablations:
+        file = resources.files("spade_trainer") / "presets" / ABLATIONS / f"{name}.toml"
+    else:
+        raise ConfigError(f"unknown preset {name!r} (bases: {', '.join(bases)}; ablations on top of a base: "
+                          f"{', '.join(ablations)})")
+    return dict(tomllib.loads(file.read_text(encoding="utf-8")).get("selfplay", {}))
+
+
+def preset_table(presets: str | list[str] | tuple[str, ...] | None) -> dict[str, Any]:
+    """The ``[selfplay]`` table of presets laid in order: at most one base, first, then
+    ablations (each a separate change, so several may be combined)."""
+    names = split_presets(presets)
+    bases = [n for n in names if n in base_preset_names()]
+    if len(bases) > 1:
+        raise ConfigError(f"presets {', '.join(bases)} are each a whole run: choose one base preset "
+                          f"and lay ablations ({', '.join(ablation_names())}) on top")
+    if bases and names[0] != bases[0]:
+        raise ConfigError(f"the base preset {bases[0]!r} must come first, before the ablations laid on it "
+                          f"(--preset {bases[0]} --preset {names[0]})")
+    data: dict[str, Any] = {}
+    for name in names:
+        data = _merge(data, _preset_table(name))
+    return data
 
 
 def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
@@ -238,11 +339,14 @@ def parse_override(item: str) -> tuple[list[str], Any]:
 
 
 def load_selfplay_config(
-    *, preset: str | None = None, path: str | Path | None = None, overrides: list[str] | None = None
+    *, preset: str | list[str] | tuple[str, ...] | None = None, path: str | Path | None = None,
+    overrides: list[str] | None = None,
 ) -> SelfPlayConfig:
-    """Build and validate the run configuration (see module docstring)."""
-    data: dict[str, Any] = _preset_table(preset) if preset else {}
-    origin = f"preset {preset!r}" if preset else "defaults"
+    """Build and validate the run configuration (see module docstring); ``preset`` is one
+    name, ``"base+ablation"``, or a list of names laid in order."""
+    names = split_presets(preset)
+    data: dict[str, Any] = preset_table(names)
+    origin = f"preset {'+'.join(names)!r}" if names else "defaults"
     if path is not None:
         from spade_core.config_file import read_config_file  # the one reader of configuration files
 

@@ -41,26 +41,54 @@ class RunPlan:
         c, g = self.config, self.config.generation
         generation = g.backend + (f" ({g.vllm_mode}, {g.vllm_gpu_memory_utilization:.0%} of GPU memory)"
                                   if g.backend == "vllm" else "")
+        if c.designs:
+            designs = f"{c.designs_per_skill} for each of {c.skills_per_iteration} skill(s)"
+            plays = f"{c.envs_per_iteration} envs x {c.plays_per_condition} hinted + {c.plays_per_condition} unhinted"
+        else:
+            designs = "none: fixed pool (" + " + ".join(
+                [*(["the seed pool"] if c.import_seed_pool else []), *([str(c.pool_from)] if c.pool_from else [])]) + ")"
+            plays = f"{c.envs_per_iteration} envs x {c.plays_per_condition} unhinted (no regret measured)"
         return [
             ("model", f"{c.model.source} on {c.model.device}, {c.model.dtype}"),
             ("generation", generation),
             ("iterations", f"{c.iterations} (checkpoint every {c.checkpoint_every})"),
-            ("designs per iteration", f"{c.designs_per_skill} for each of {c.skills_per_iteration} skill(s)"),
-            ("episodes per iteration",
-             f"{c.envs_per_iteration} envs x {c.plays_per_condition} hinted + {c.plays_per_condition} unhinted"),
+            ("designs per iteration", designs),
+            ("designer", _designer_row(c)),
+            ("episodes per iteration", plays),
             ("token budgets", f"design {g.designer_max_new_tokens}, agent turn {g.agent_max_new_tokens}, "
                               f"episode {g.episode_token_budget}, {g.max_turns} turns"),
             ("update", f"{self.shape.capacity} sample slots, micro batch {self.shape.micro_batch}, "
                        f"{self.shape.steps_per_generation} accumulation steps, lr {c.optim.learning_rate:g}"),
             ("activation checkpointing", str(self.trainer_args[CHECKPOINTING])),
             ("rollout executor", c.rollout.executor),
+            ("evaluation", _eval_row(c)),
             ("run folder", str(c.run_dir)),
         ]
 
 
-def plan_run(config: SelfPlayConfig, run_dir: Path | None = None) -> RunPlan:
+def _designer_row(c: SelfPlayConfig) -> str:
+    if not c.designs:
+        return "none (fixed pool)"
+    table = c.designer
+    parts = [f"reward {c.reward.variant.value} of {c.reward.win_rate}",
+             "trained" if c.train_designer else "not trained (designs played, rewards logged)",
+             f"corpus {table.get('corpus', 'pydocs')}", f"memory {table.get('memory', 'store')}"]
+    return ", ".join(parts)
+
+
+def _eval_row(c: SelfPlayConfig) -> str:
+    e = c.eval
+    if e.every == 0:
+        return "off"
+    options = ", ".join(f"{k}={v}" for k, v in sorted(e.options.items()))
+    return (f"{e.suite} ({options or 'no options'}) every {e.every} iteration(s)"
+            f"{' and before the first' if e.at_start else ''}, size {e.size}, seed {e.seed}")
+
+
+def plan_run(config: SelfPlayConfig, run_dir: Path | None = None, *, plugins: Any = None) -> RunPlan:
     """The plan of ``config``; ``run_dir`` is this process's own folder (default the run
-    folder), where TensorBoard logs go."""
+    folder), where TensorBoard logs go. With an evaluation configured, its suite must be
+    one of ``plugins``' (default: the installed plugins)."""
     cfg = config
     root = Path(cfg.run_dir)
     own = Path(run_dir) if run_dir is not None else root
@@ -91,6 +119,14 @@ def plan_run(config: SelfPlayConfig, run_dir: Path | None = None) -> RunPlan:
         raise ConfigError(f"this TRL's GRPOConfig has no option {unknown}: the trainer and TRL disagree "
                           "(install the TRL version of spade-trainer's tests)")
     _check_designer_table(cfg)
+    if cfg.eval.every > 0:
+        from .periodic_eval import eval_suite
+
+        if plugins is None:
+            from spade_core.plugins import get_plugins
+
+            plugins = get_plugins()
+        eval_suite(cfg.eval, plugins)
     return RunPlan(cfg, shape, kwargs)
 
 

@@ -88,6 +88,20 @@ class RegretEstimate:
         """Mean hinted return, clipped to [0, 1]."""
         return max(0.0, min(1.0, self.mean_hinted))
 
+    @property
+    def played(self) -> bool:
+        """At least one usable unhinted play: a win rate and solve rate exist."""
+        return bool(self.unhinted_returns)
+
+    def unhinted_stats(self, policy_snapshot: str) -> StatsSnapshot:
+        """The store record of unhinted plays only (no regret: nothing hinted was played)."""
+        return StatsSnapshot(
+            policy_snapshot=policy_snapshot,
+            samples=len(self.unhinted_returns),
+            win_rate=self.win_rate,
+            mean_return_unhinted=max(-1.0, min(1.0, self.mean_unhinted)),
+        )
+
     def stats(self, policy_snapshot: str) -> StatsSnapshot:
         """The store record of this measurement (usable plays only)."""
         return StatsSnapshot(
@@ -123,16 +137,18 @@ class RegretEstimator:
         self.engine = engine
         self.k = k
 
-    def plan(self, envs: Sequence[PlayableEnv], *, seed: int = 0) -> list[EpisodeSpec]:
+    def plan(self, envs: Sequence[PlayableEnv], *, seed: int = 0, hinted: bool = True) -> list[EpisodeSpec]:
         """The episodes to play: for each environment K unhinted then K hinted, seeds shared
-        pairwise so hinted and unhinted plays face the same instances."""
+        pairwise so hinted and unhinted plays face the same instances. ``hinted=False``
+        plays the K unhinted only (no hint needed, no regret measured: a fixed pool)."""
         specs: list[EpisodeSpec] = []
         for n, env in enumerate(envs):
-            if not env.hint:
+            if hinted and not env.hint:
                 raise RewardError(f"environment {env.env_id!r} has no hint; regret needs one")
             seeds = [seed * 7919 + n * self.k + j for j in range(self.k)]
             specs.extend(EpisodeSpec(env, False, s) for s in seeds)
-            specs.extend(EpisodeSpec(env, True, s) for s in seeds)
+            if hinted:
+                specs.extend(EpisodeSpec(env, True, s) for s in seeds)
         return specs
 
     @staticmethod
@@ -154,8 +170,11 @@ class RegretEstimator:
             )
         return out
 
-    def measure(self, envs: Sequence[PlayableEnv], *, seed: int = 0) -> RegretMeasurement:
+    def measure(self, envs: Sequence[PlayableEnv], *, seed: int = 0, hinted: bool = True) -> RegretMeasurement:
+        """Play and summarise; with ``hinted=False`` the estimates hold unhinted returns only
+        (not :attr:`~RegretEstimate.measured`: no regret, but a win rate from
+        :meth:`RegretEstimate.unhinted_stats`)."""
         if len({e.env_id for e in envs}) != len(envs):
             raise RewardError("environment ids must be unique within one regret measurement")
-        episodes = self.engine.run(self.plan(envs, seed=seed), seed=seed)
+        episodes = self.engine.run(self.plan(envs, seed=seed, hinted=hinted), seed=seed)
         return RegretMeasurement(self.summarise(envs, episodes), episodes)

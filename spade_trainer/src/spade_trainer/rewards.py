@@ -8,7 +8,8 @@ Conventions (REFERENCE.md):
 * episode return = last-step reward clipped to [-1, 1] if the episode terminated, else 0;
   a step that hung past its deadline ends the episode with :data:`HUNG_STEP_PENALTY`;
 * designer reward *blend* = ``0.4 * clip(regret / 0.15, 0, 1) + 0.6 * plateau(win_rate)``,
-  plateau = 1 on [0.4, 0.6], falling linearly to 0 at 0.15 and 0.85;
+  plateau = 1 on [0.4, 0.6], falling linearly to 0 at 0.15 and 0.85; the *plateau*
+  variant is ``plateau(win_rate)`` alone (in [0, 1], the blend's range), with no regret term;
 * designer advantages are centred per skill (no std division); agent advantages are
   episode returns normalised per environment (GRPO groups);
 * shaping terms (plugins) only break ties: :func:`bound_shaping` scales them below the
@@ -117,6 +118,9 @@ class DesignerRewardVariant(StrEnum):
     regret = "regret"
     blend = "blend"
     learning_potential = "learning_potential"
+    #: ``plateau(win_rate)`` alone: no regret term (the paper's solve-rate-only ablation
+    #: when the win rate read is the solve rate, ``reward.win_rate = "solve_rate"``).
+    plateau = "plateau"
 
 
 @dataclass(frozen=True)
@@ -151,6 +155,8 @@ def designer_reward(regret: float | None, win_rate: float | None, spec: Designer
         return r
     if spec.variant is DesignerRewardVariant.learning_potential:
         return learning_potential(p)
+    if spec.variant is DesignerRewardVariant.plateau:
+        return spec.plateau(p)
     return spec.regret_weight * min(1.0, r / spec.regret_scale) + spec.plateau_weight * spec.plateau(p)
 
 

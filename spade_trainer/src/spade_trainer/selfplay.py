@@ -29,6 +29,7 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from spade_core.errors import EnvNotFound
+from spade_core.eval_harness import EVALS_FILE
 from spade_core.metadata import EnvMetadata, EnvStatus
 from spade_core.shaping import AgentRewardContext, DesignerRewardContext
 from transformers import TrainerCallback
@@ -38,6 +39,7 @@ from .design_protocol import DesignedCandidate, DesignStage
 from .edit_stage import record_designs
 from .errors import CheckpointError
 from .metrics import MetricsLog
+from .periodic_eval import PeriodicEvaluation, sync_generation_weights
 from .plan import CHECKPOINTS, plan_run
 from .policy import Sampling, TokenPolicy
 from .ranks import collection_seed, process_rank, rank_folder, rng_digest
@@ -146,6 +148,11 @@ class SelfPlayRun:
         self.store: Any = None
         self.trainer: Any = None
         self.policy: TokenPolicy | None = None
+        self.stage: DesignStage | None = None
+        self.evaluation: PeriodicEvaluation | None = None
+        #: Episodes and environment steps (agent turns) played so far, every iteration's.
+        self.episodes_played = 0
+        self.env_steps = 0
 
     # --- setup ------------------------------------------------------------------------
 
@@ -182,6 +189,36 @@ class SelfPlayRun:
             self.store.add(seed.source(), meta)
             self.store.set_status(seed.id, EnvStatus.admitted)
             added += 1
+        return added
+
+    def import_pool(self, path: Path) -> int:
+        """Add the admitted environments of the run's domain in the store at ``path`` to the
+        run's store as admitted, with their hints (idempotent); returns how many were added."""
+        from spade_core.store import EnvStore
+
+        from .errors import ConfigError
+
+        if not Path(path).is_file():
+            raise ConfigError(f"pool_from = {str(path)!r}: no such store file")
+        added = 0
+        with EnvStore(f"sqlite:///{path}", create=False) as other:
+            for meta in other.find(domain=self.config.domain, status=EnvStatus.admitted, limit=None):
+                try:
+                    self.store.get(meta.id)
+                    continue
+                except EnvNotFound:
+                    pass
+                # its code and how to play it; not its history there (lineage, stats, status)
+                keep = {k: getattr(meta, k) for k in ("name", "version", "domain", "skill", "description",
+                                                      "difficulty", "max_turns", "reward_range", "action_format",
+                                                      "class_name", "document", "designer_model", "hint",
+                                                      "nondeterministic", "tags")}
+                stored = self.store.add(other.get_source(meta.id), EnvMetadata(**keep))
+                self.store.set_status(stored.id, EnvStatus.admitted)
+                added += 1
+        if added == 0 and not self.store.find(domain=self.config.domain, status=EnvStatus.admitted):
+            raise ConfigError(f"pool_from = {str(path)!r} holds no admitted environment of domain "
+                              f"{self.config.domain!r}")
         return added
 
     def _build_policy(self, trainer: Any, tokenizer: Any) -> TokenPolicy:
@@ -236,7 +273,7 @@ class SelfPlayRun:
         from .models import load_policy
 
         cfg = self.config
-        plan = plan_run(cfg, self.run_dir)  # before anything is written: a bad setting fails here
+        plan = plan_run(cfg, self.run_dir, plugins=self.plugins)  # before anything is written: a bad setting fails here
         self.run_dir.mkdir(parents=True, exist_ok=True)
         checkpoint = self._checkpoint_to_resume() if resume else None
         if checkpoint is not None:
@@ -251,12 +288,17 @@ class SelfPlayRun:
             _copy_sqlite(mine / STORE_FILE, self.store_path)
         elif (self.run_dir / "metrics.jsonl").exists() or self.store_path.exists():
             raise CheckpointError(f"{self.run_dir} already holds a run; pass --resume or choose another run_dir")
+        if checkpoint is None and (self.run_dir / EVALS_FILE).exists():
+            (self.run_dir / EVALS_FILE).unlink()  # a fresh run's evaluations start with it
         (self.run_dir / "config.json").write_text(cfg.model_dump_json(indent=2), encoding="utf-8")
         self._open_store()
         if cfg.import_seed_pool:
             self.import_seed_pool()
+        if cfg.pool_from is not None:
+            self.import_pool(cfg.pool_from)
         self.metrics = MetricsLog(self.run_dir, cfg.logging, run_name=self.run_dir.name)
         self.metrics.truncate_after(self.iteration)
+        self._count_played()
         self.archive = RunArchive(self.run_dir, ArchiveLimits(transcripts_per_env=cfg.transcripts_per_env))
         self.archive.truncate_after(self.iteration)
         self.records = []
@@ -279,9 +321,50 @@ class SelfPlayRun:
             sampling=Sampling(gen.temperature, gen.top_p),
         )
         self.estimator = RegretEstimator(self.engine, cfg.plays_per_condition)
-        factory = self._design_stage_factory or (lambda run: run._default_design_stage())
-        self.stage = factory(self)
+        if cfg.designs:  # a fixed pool has no designer at all
+            factory = self._design_stage_factory or (lambda run: run._default_design_stage())
+            self.stage = factory(self)
+        if cfg.eval.every > 0 and self.rank == 0:  # the weights are the same in every process
+            self.evaluation = PeriodicEvaluation(cfg.eval, plugins=self.plugins, spade_config=self.spade_config,
+                                                 max_new_tokens=gen.agent_max_new_tokens)
         return checkpoint
+
+    def _count_played(self) -> None:
+        """Episodes and steps of the iterations already in ``metrics.jsonl`` (a resumed run)."""
+        self.episodes_played = self.env_steps = 0
+        path = self.run_dir / "metrics.jsonl"
+        if not path.is_file():
+            return
+        for line in path.read_text(encoding="utf-8").splitlines():
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if int(row.get("iteration", 0)) <= self.iteration:
+                self.episodes_played += int(row.get("episodes") or 0)
+                self.env_steps += int(row.get("env_steps") or 0)
+
+    def evaluate_now(self) -> Any:
+        """The periodic evaluation of the current weights (``None`` when not due)."""
+        if self.evaluation is None or not self.evaluation.due(self.iteration):
+            return None
+        from .chat_backend import PolicyChatBackend
+
+        self._status(f"evaluating the policy after iteration {self.iteration} on {self.config.eval.suite}",
+                     iteration_line=False)
+        sync_generation_weights(self.trainer)
+        t0 = time.perf_counter()
+        backend = PolicyChatBackend(self.policy, self.tokenizer, name="policy", model_name=self.config.model.source)
+        result = self.evaluation.run(backend, run_dir=self.run_dir, iteration=self.iteration,
+                                     episodes=self.episodes_played, env_steps=self.env_steps,
+                                     policy=f"selfplay:{self.root_dir.name}", snapshot=f"step-{self.iteration}")
+        o = result.overall
+        self.console.log(
+            f"eval {result.suite} after iteration {self.iteration}: success {o.success_rate:.1%} "
+            f"[{o.success_ci[0]:.2f}, {o.success_ci[1]:.2f}] return {o.mean_return:.3f} turns {o.mean_turns:.1f} "
+            f"({o.n} episodes, {o.errors} errors, {time.perf_counter() - t0:.1f}s) -> {self.run_dir / EVALS_FILE}"
+        )
+        return result
 
     # --- one iteration ------------------------------------------------------------------
 
@@ -296,8 +379,8 @@ class SelfPlayRun:
         self._status(text)
         apply_threads(self.config.model.threads)
 
-    def _status(self, text: str) -> None:
-        line = f"iteration {self.iteration + 1}/{self.config.iterations}: {text}"
+    def _status(self, text: str, *, iteration_line: bool = True) -> None:
+        line = f"iteration {self.iteration + 1}/{self.config.iterations}: {text}" if iteration_line else text
         if self._progress is not None and self._task is not None:
             self._progress.update(self._task, description=line)
         if not self.console.is_terminal:  # a log file gets every stage as a line instead of a live bar
@@ -322,10 +405,10 @@ class SelfPlayRun:
         chosen.extend(rng.sample(rest, min(room, len(rest))))
         return chosen
 
-    def _playable(self, meta: EnvMetadata, seed: int) -> PlayableEnv:
+    def _playable(self, meta: EnvMetadata, seed: int, *, hinted: bool = True) -> PlayableEnv:
         source = self.store.get_source(meta.id)
         hint = meta.hint
-        if not hint:
+        if not hint and hinted and self.stage is not None:
             hint = self.stage.write_hint(source, seed=seed).strip() or "Read the rules carefully and plan each move."
             self.store.set_hint(meta.id, hint[:4000])
         return PlayableEnv(
@@ -353,30 +436,36 @@ class SelfPlayRun:
         t0 = time.perf_counter()
 
         candidates: list[DesignedCandidate] = []
-        for j, skill in enumerate(self.skills_for(it)):
-            self._phase(f"designing ({skill})")
-            candidates.extend(
-                self.stage.design(skill, cfg.designs_per_skill, seed=seed * 31 + j, agent_stats=self._agent_stats(skill))
-            )
+        if self.stage is not None:
+            for j, skill in enumerate(self.skills_for(it)):
+                self._phase(f"designing ({skill})")
+                candidates.extend(self.stage.design(skill, cfg.designs_per_skill, seed=seed * 31 + j,
+                                                    agent_stats=self._agent_stats(skill)))
         record.timings["design_s"] = time.perf_counter() - t0
 
         t1 = time.perf_counter()
         new_ids = [c.env_id for c in candidates if c.admitted and c.env_id]
         chosen = self.choose_envs(new_ids, rng)
-        self._phase(f"writing hints for {sum(1 for m in chosen if not m.hint)} environments")
-        playable = [self._playable(m, seed * 17 + n) for n, m in enumerate(chosen)]
+        hinted = cfg.designs  # a fixed pool has no hint writer: unhinted plays only
+        if hinted:
+            self._phase(f"writing hints for {sum(1 for m in chosen if not m.hint)} environments")
+        playable = [self._playable(m, seed * 17 + n, hinted=hinted) for n, m in enumerate(chosen)]
         record.timings["hint_s"] = time.perf_counter() - t1
         record.data["hint_fallbacks_total"] = int(getattr(self.stage, "hint_fallbacks", 0))
 
         t2 = time.perf_counter()
-        self._phase(f"playing {len(playable)} environments x {2 * cfg.plays_per_condition} episodes")
-        measurement = self.estimator.measure(playable, seed=seed)
+        per_env = (2 if hinted else 1) * cfg.plays_per_condition
+        self._phase(f"playing {len(playable)} environments x {per_env} episodes")
+        measurement = self.estimator.measure(playable, seed=seed, hinted=hinted)
         record.timings["rollout_s"] = time.perf_counter() - t2
         by_id = {e.env_id: e for e in measurement.estimates}
         for est in measurement.estimates:
             if est.measured:
                 self.store.record_stats(est.env_id, est.stats(snapshot))
-                self.stage.remember(est.env_id, win_rate=est.win_rate, regret=est.regret)
+                if self.stage is not None:
+                    self.stage.remember(est.env_id, win_rate=est.win_rate, regret=est.regret)
+            elif not hinted and est.played:
+                self.store.record_stats(est.env_id, est.unhinted_stats(snapshot))
         # a hung environment is blacklisted (the reference's rule): never chosen again
         hung = [e.env_id for e in measurement.estimates if e.hung]
         for env_id in hung:
@@ -419,6 +508,8 @@ class SelfPlayRun:
         rcfg = self.config.reward
         spec = rcfg.spec()
         shape = rcfg.invalid_designs == "shape"
+        # train_designer = false: rewarded and logged as usual, but nothing enters the update
+        rcfg_train = self.config.train_designer
         out: list[PolicySample] = []
         rewards, terms_total = [], Counter[str]()
         skipped = 0
@@ -445,12 +536,13 @@ class SelfPlayRun:
                 shaping = sum(terms.values())
                 reward = ctx.base_reward + shaping
                 rewards.append(reward)
-                if t.trainable:
+                if t.trainable and rcfg_train:
                     out.append(PolicySample(Role.designer, list(t.prompt_ids or []), list(t.completion_ids or []),
                                             list(t.logprobs or []), reward, c.skill, shaping=shaping, valid=valid))
         record.data["designer_reward_mean"] = sum(rewards) / len(rewards) if rewards else None
         record.data["designer_shaping"] = dict(terms_total)
         record.data["designer_turns_rejected"] = skipped
+        record.data["designer_samples_trained"] = len(out)
         return out
 
     def _agent_samples(self, measurement: RegretMeasurement, record: IterationRecord) -> list[PolicySample]:
@@ -491,6 +583,8 @@ class SelfPlayRun:
         for c in candidates:
             stage_pass.update(set(c.stages_passed))
         ests = [e for e in measurement.estimates if e.measured]
+        # without hinted plays (a fixed pool) nothing is `measured`: rates come from unhinted plays
+        played = ests if self.config.designs else [e for e in measurement.estimates if e.played]
         eps = measurement.episodes
         pool = self.store.find(domain=self.config.domain, status=EnvStatus.admitted)
         by_skill: dict[str, int] = defaultdict(int)
@@ -507,14 +601,15 @@ class SelfPlayRun:
             envs_played=len(measurement.estimates),
             envs_measured=len(ests),
             episodes=len(eps),
+            env_steps=sum(e.turns for e in eps),
             regret_mean=sum(e.regret for e in ests) / len(ests) if ests else None,
             regret_max=max((e.regret for e in ests), default=None),
-            win_rate=sum(e.win_rate for e in ests) / len(ests) if ests else None,
+            win_rate=sum(e.win_rate for e in played) / len(played) if played else None,
             hinted_win_rate=sum(e.hinted_win_rate for e in ests) / len(ests) if ests else None,
-            solve_rate=sum(e.solve_rate for e in ests) / len(ests) if ests else None,
+            solve_rate=sum(e.solve_rate for e in played) / len(played) if played else None,
             return_hinted=sum(e.mean_hinted for e in ests) / len(ests) if ests else None,
-            return_unhinted=sum(e.mean_unhinted for e in ests) / len(ests) if ests else None,
-            measured_difficulty=1.0 - sum(e.win_rate for e in ests) / len(ests) if ests else None,
+            return_unhinted=sum(e.mean_unhinted for e in played) / len(played) if played else None,
+            measured_difficulty=1.0 - sum(e.win_rate for e in played) / len(played) if played else None,
             declared_difficulty=sum(difficulties) / len(difficulties) if difficulties else None,
             hung_episodes=sum(e.hung for e in eps),
             failed_episodes=sum(e.error is not None and not e.hung for e in eps),
@@ -522,8 +617,10 @@ class SelfPlayRun:
             pool_size=len(pool),
             pool_by_skill=dict(sorted(by_skill.items())),
             skills=self.skills_for(record.iteration),
-            per_env={e.env_id: {"regret": e.regret, "win_rate": e.win_rate} for e in ests},
+            per_env={e.env_id: {"regret": e.regret if e.measured else None, "win_rate": e.win_rate} for e in played},
         )
+        self.episodes_played += len(eps)
+        self.env_steps += sum(e.turns for e in eps)
         record.timings["engine_s"] = self.engine.last_stats.engine_s
         record.timings["generate_s"] = self.engine.last_stats.generate_s
         record.timings["env_s"] = self.engine.last_stats.env_s
@@ -562,6 +659,7 @@ class SelfPlayRun:
         }
         self.metrics.write(record.to_json())
         self.records.append(record)
+        self.evaluate_now()
         d = record.data
         self.console.log(
             f"iteration {record.iteration}: designed {d.get('designed')} admitted {d.get('admitted')} "
@@ -596,6 +694,8 @@ class SelfPlayRun:
             with Progress(*columns, console=self.console, transient=False) as progress:
                 self._progress = progress
                 self._task = progress.add_task("starting", total=self.config.iterations, completed=self.iteration)
+                if self.iteration == 0:
+                    self.evaluate_now()  # the initial policy, the point every run starts from
                 self.trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
         finally:
             self._progress = None

@@ -1,0 +1,100 @@
+"""The ablation knobs in a real run (tiny model, real sandbox, store and TRL steps): a fixed
+pool taken from another store, a designer that designs but is not trained, and designers
+assembled without a corpus or a memory. The design stage of the no-training run is the
+scripted double of test_selfplay.py (a tiny random model writes nothing that passes)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from spade_core.metadata import EnvMetadata, EnvStatus
+from spade_core.plugins import get_plugins
+from spade_core.store import EnvStore
+from spade_designer.assembly import create_corpus, create_memory
+from spade_trainer.config import load_selfplay_config
+from spade_trainer.designer_stage import designer_config_of
+from spade_trainer.errors import ConfigError
+from spade_trainer.selfplay import SelfPlayRun
+
+from .envs import GUESS_ENV
+from .scripted import ScriptedDesignStage
+
+os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+
+
+def _metrics(run_dir: Path) -> list[dict]:
+    return [json.loads(x) for x in (run_dir / "metrics.jsonl").read_text().splitlines()]
+
+
+def _other_store(path: Path) -> str:
+    """A store with one admitted environment (with a hint) and one retired."""
+    with EnvStore(f"sqlite:///{path}") as store:
+        kept = store.add(GUESS_ENV, EnvMetadata(name="guess_pool", domain="games", skill="logical_deduction",
+                                                max_turns=3, hint="Try small numbers first."))
+        store.set_status(kept.id, EnvStatus.admitted)
+        gone = store.add(GUESS_ENV + "\n# retired\n", EnvMetadata(name="guess_gone", domain="games",
+                                                                   skill="logical_deduction", max_turns=3))
+        store.set_status(gone.id, EnvStatus.admitted)
+        store.set_status(gone.id, EnvStatus.retired)
+        return kept.id
+
+
+@pytest.mark.slow
+def test_a_fixed_pool_from_another_store_trains_the_agent_alone(tmp_path: Path) -> None:
+    kept = _other_store(tmp_path / "other.db")
+    cfg = load_selfplay_config(preset="tiny+baseline", overrides=[
+        f'run_dir="{tmp_path / "run"}"', "iterations=1", "import_seed_pool=false",
+        f'pool_from="{tmp_path / "other.db"}"'])
+    run = SelfPlayRun(cfg)
+    run.run()
+    assert run.stage is None  # no designer was built
+    (m,) = _metrics(tmp_path / "run")
+    assert m["designed"] == 0 and m["envs_played"] == 1 and m["episodes"] == 2  # K = 2 unhinted plays
+    assert list(m["per_env"]) == [kept] and m["per_env"][kept]["regret"] is None
+    assert m["samples"]["designer_samples"] == 0 and m["train"]["loss"] is not None
+    with EnvStore(f"sqlite:///{tmp_path / 'run' / 'store.db'}", create=False) as store:
+        (only,) = store.find(status=EnvStatus.admitted)
+        assert only.id == kept and only.hint == "Try small numbers first."
+        stats = only.latest_stats
+        assert stats is not None and stats.regret is None and stats.samples == 2
+
+
+def test_a_pool_store_that_is_missing_or_empty_is_named(tmp_path: Path) -> None:
+    sets = [f'run_dir="{tmp_path / "run"}"', "import_seed_pool=false"]
+    missing = load_selfplay_config(preset="tiny+baseline", overrides=[*sets, f'pool_from="{tmp_path / "no.db"}"'])
+    run = SelfPlayRun(missing)
+    run.run_dir.mkdir(parents=True)
+    run._open_store()
+    with pytest.raises(ConfigError, match="no such store file"):
+        run.import_pool(missing.pool_from)
+    with EnvStore(f"sqlite:///{tmp_path / 'empty.db'}"):
+        pass
+    with pytest.raises(ConfigError, match="holds no admitted environment of domain 'games'"):
+        run.import_pool(tmp_path / "empty.db")
+    run.close()
+
+
+@pytest.mark.slow
+def test_without_designer_training_designs_are_rewarded_but_not_trained(tmp_path: Path) -> None:
+    cfg = load_selfplay_config(preset="tiny+no_designer_training", overrides=[
+        f'run_dir="{tmp_path / "run"}"', "iterations=1", "envs_per_iteration=2"])
+    SelfPlayRun(cfg, design_stage_factory=ScriptedDesignStage).run()
+    (m,) = _metrics(tmp_path / "run")
+    assert m["designed"] == 2 and m["admitted"] == 1 and m["regret_mean"] is not None
+    assert m["designer_reward_mean"] is not None  # rewarded and logged as usual
+    assert m["designer_samples_trained"] == 0 and m["samples"]["designer_samples"] == 0
+    assert m["samples"]["agent_samples"] == 4 and m["train"]["loss"] is not None
+
+
+@pytest.mark.parametrize(("ablation", "corpus", "memory"), [
+    (None, True, True), ("no_corpus", False, True), ("no_memory", True, False)])
+def test_the_designer_is_assembled_without_its_corpus_or_memory(
+    ablation: str | None, corpus: bool, memory: bool, tmp_path: Path,
+) -> None:
+    config = designer_config_of(load_selfplay_config(preset=["tiny", *([ablation] if ablation else [])]))
+    with EnvStore(f"sqlite:///{tmp_path / 'store.db'}") as store:
+        assert (create_corpus(config, get_plugins()) is not None) is corpus
+        assert (create_memory(config, get_plugins(), store) is not None) is memory
