@@ -266,7 +266,7 @@ def read_published(folder: Path) -> list[RawItem]:
     if not files:
         raise ImportSourceError(
             f"{folder}: not a SPADE export (no README.md with a spade layout), no {MANIFEST}, "
-            "and no .parquet, .jsonl or .json data files"
+            "and no .parquet, .jsonl or .json data files (a folder of .py files imports without hf:)"
         )
     return read_tables(folder, files)
 

@@ -288,7 +288,7 @@ class SpaceServer:
         if not report.ok:
             bad = next(o for o in report.outcomes if o.outcome in ("failed", "rejected"))
             raise SpaceError(f"{ENVIRONMENTS}/{bad.origin}: {bad.reason}")
-        self.settings = ServeSettings(host="0.0.0.0", port=int(spec.get("port", PORT)))
+        self.settings = ServeSettings.model_validate({"host": "0.0.0.0", "port": int(spec.get("port", PORT))})
         catalog = build_catalog(get_plugins(), self.store, ids=spec["env_ids"])
         self.app = create_app(SessionManager(catalog, self.settings))
 
