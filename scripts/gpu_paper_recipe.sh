@@ -1,0 +1,232 @@
+#!/usr/bin/env bash
+# The paper's comparison on one GPU: the fixed-environment baseline and SPADE trained from the
+# same 4B-class model, both evaluated on the same suites, then `spade compare`.
+# docs/evaluation.md ("The paper's experiments on one GPU") has the time and memory it is
+# expected to take and how that was estimated. NOT YET RUN on a GPU; what is checked on the
+# CPU development machine is the --dry-run mode (tests/eval/test_gpu_paper_recipe.py).
+#
+#   bash scripts/gpu_paper_recipe.sh MODEL [options] [-- extra `spade selfplay` flags]
+#
+#   MODEL                a local model folder (config.json inside) or a hub id (Qwen/Qwen3-4B);
+#                        a hub id is downloaded once (network) and the runs use the local copy
+#   --dry-run            validate everything without a GPU: arguments, both runs' configuration
+#                        (`spade selfplay --check`; only what this machine lacks is tolerated),
+#                        the evaluation suites and their options; print what would run; exit 0
+#   --out DIR            output folder (default runs/paper-<date>): baseline/, spade/, compare/
+#   --base NAME          base preset of both runs (default gpu)
+#   --baseline NAME      the ablation preset laid on the base for the baseline run (default baseline)
+#   --domain NAME        the domain both runs train on (default: the base preset's)
+#   --iterations N       iterations of each run (default: the base preset's)
+#   --eval-every N       evaluate during each run every N iterations, suite reasoning_gym (default 2; 0: off)
+#   --rg-size N          final eval: questions per Reasoning-Gym task (default 10; 24 tasks)
+#   --bfcl-size N        final eval: BFCL-v4 multi-turn entries per category (default 25; 4 categories)
+#   --run-timeout S      seconds allowed per training run (default 7200)
+#   --skip-install       use the active environment instead of installing into .venv-gpu
+#
+# Exit codes: 0 done (or dry run passed); 2 bad argument, invalid configuration or suite
+# option; 3 this machine lacks something (no GPU, vLLM, the model); 4 a stage failed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+usage() { sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; }
+die() { echo "gpu_paper_recipe: $2" >&2; exit "$1"; }
+positive() {  # NAME VALUE [allow-zero]
+  [[ $2 =~ ^[0-9]+$ ]] || die 2 "$1 takes a whole number, got '$2'"
+  if [ "${3:-}" != zero ] && [ "$2" -lt 1 ]; then die 2 "$1 must be at least 1, got $2"; fi
+}
+
+MODEL="" DRY_RUN=0 OUT="" BASE=gpu BASELINE=baseline DOMAIN="" ITERATIONS="" EVAL_EVERY=2
+RG_SIZE=10 BFCL_SIZE=25 RUN_TIMEOUT=7200 SKIP_INSTALL=0 EXTRA=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    -h|--help) usage; exit 0 ;;
+    --dry-run|--check) DRY_RUN=1 ;;
+    --out|--base|--baseline|--domain|--iterations|--eval-every|--rg-size|--bfcl-size|--run-timeout)
+      [ $# -ge 2 ] || die 2 "$1 needs a value"
+      case "$1" in
+        --out) OUT=$2 ;; --base) BASE=$2 ;; --baseline) BASELINE=$2 ;; --domain) DOMAIN=$2 ;;
+        --iterations) positive "$1" "$2"; ITERATIONS=$2 ;;
+        --eval-every) positive "$1" "$2" zero; EVAL_EVERY=$2 ;;
+        --rg-size) positive "$1" "$2"; RG_SIZE=$2 ;;
+        --bfcl-size) positive "$1" "$2"; BFCL_SIZE=$2 ;;
+        --run-timeout) positive "$1" "$2"; RUN_TIMEOUT=$2 ;;
+      esac
+      shift ;;
+    --skip-install) SKIP_INSTALL=1 ;;
+    --) shift; EXTRA=("$@"); break ;;
+    -*) die 2 "unknown option $1 (see --help)" ;;
+    *) [ -z "$MODEL" ] || die 2 "one MODEL only (got '$MODEL' and '$1')"; MODEL=$1 ;;
+  esac
+  shift
+done
+[ -n "$MODEL" ] || die 2 "name the model: a local folder or a hub id, e.g. Qwen/Qwen3-4B (see --help)"
+if [ -e "$MODEL" ]; then
+  [ -f "$MODEL/config.json" ] || die 2 "$MODEL is not a model folder (no config.json inside)"
+  MODEL=$(cd "$MODEL" && pwd)
+  MODEL_KIND=local
+else
+  [[ $MODEL =~ ^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$ ]] \
+    || die 2 "$MODEL is neither an existing folder nor a hub id of the form owner/name"
+  MODEL_KIND=hub
+fi
+OUT=${OUT:-runs/paper-$(date +%Y%m%d-%H%M%S)}
+RG_SUITE=reasoning_gym BFCL_SUITE=bfcl
+
+START=$(date +%s)
+STAGE_START=$START
+stage_done() {
+  local now
+  now=$(date +%s)
+  printf 'gpu_paper_recipe: %-34s %6d s\n' "$1" "$((now - STAGE_START))"
+  STAGE_START=$now
+}
+
+# --- this machine and its software ------------------------------------------------------
+if [ "$DRY_RUN" = 1 ]; then
+  command -v spade >/dev/null 2>&1 || die 3 "--dry-run uses the active environment, which has no 'spade' command"
+  echo "gpu_paper_recipe: dry run: nothing is installed, downloaded, trained or served"
+else
+  command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1 \
+    || die 3 "no usable NVIDIA GPU (nvidia-smi finds none); --dry-run validates without one"
+  nvidia-smi --query-gpu=name,memory.total --format=csv,noheader
+  if [ "$SKIP_INSTALL" = 0 ]; then
+    PY=${PYTHON:-python3}
+    "$PY" -c 'import sys; raise SystemExit(sys.version_info < (3, 11))' 2>/dev/null \
+      || die 3 "$PY is not Python 3.11 or newer (set PYTHON=/path/to/python3.11)"
+    [ -x .venv-gpu/bin/python ] || "$PY" -m venv .venv-gpu
+    . .venv-gpu/bin/activate
+    python -m pip install -q --upgrade pip || die 3 "pip cannot reach PyPI (network needed for the first run)"
+    # vLLM first, so pip keeps the CUDA torch it was built against (the range TRL 1.16 supports).
+    python -m pip install -q "vllm>=0.22,<=0.31" || die 3 "installing vLLM failed"
+    python -m pip install -q "trl==1.16.0" "transformers==5.24.0" \
+      -e ./spade_core -e ./spade_sandbox -e "./spade_designer[transformers]" -e ./spade_trainer \
+      -e ./spade_eval -e ./plugins/games -e "./plugins/tooluse[bfcl]" -e ./plugins/reasoning_gym \
+      || die 3 "installing the SPADE packages next to vLLM failed (see pip's message above)"
+    python -m pip install -q --no-deps bfcl-eval==2026.3.23 || die 3 "installing bfcl-eval failed"
+  fi
+  python -c 'import vllm' 2>/dev/null || die 3 "vllm is not importable in this environment"
+  stage_done "machine and install"
+fi
+export TRL_EXPERIMENTAL_SILENCE=1 TOKENIZERS_PARALLELISM=false
+
+# --- the model --------------------------------------------------------------------------
+if [ "$MODEL_KIND" = hub ]; then
+  if [ "$DRY_RUN" = 1 ]; then
+    echo "gpu_paper_recipe: would download $MODEL from the hub once (huggingface_hub.snapshot_download)"
+  else
+    MODEL=$(HF_HUB_OFFLINE=0 python -c 'import sys; from huggingface_hub import snapshot_download; print(snapshot_download(sys.argv[1]))' "$MODEL") \
+      || die 3 "downloading $MODEL failed (network and a valid hub id needed; or pass a local folder)"
+    stage_done "model download"
+  fi
+fi
+export HF_HUB_OFFLINE=1
+
+# --- both runs' configuration ------------------------------------------------------------
+overrides=("model.source=\"$MODEL\"" "eval.every=$EVAL_EVERY" "eval.suite=\"$RG_SUITE\"" "eval.size=2")
+[ -z "$DOMAIN" ] || overrides+=("domain=\"$DOMAIN\"")
+[ -z "$ITERATIONS" ] || overrides+=("iterations=$ITERATIONS")
+common=()
+for o in "${overrides[@]}"; do common+=(--set "$o"); done
+baseline_cmd=(spade selfplay --preset "$BASE" --preset "$BASELINE" --run-dir "$OUT/baseline" "${common[@]}" "${EXTRA[@]}")
+spade_cmd=(spade selfplay --preset "$BASE" --run-dir "$OUT/spade" "${common[@]}" "${EXTRA[@]}")
+
+check_run() {  # NAME COMMAND...
+  local name=$1 rc=0
+  shift
+  "$@" --check || rc=$?
+  if [ "$rc" = 3 ] && [ "$DRY_RUN" = 1 ]; then
+    echo "gpu_paper_recipe: $name: configuration valid; the 'missing' lines above are what a GPU machine provides"
+  elif [ "$rc" != 0 ]; then
+    [ "$rc" = 3 ] && die 3 "$name: this machine lacks what the run needs (the 'missing' lines above)"
+    die 2 "$name: the configuration does not validate (see above)"
+  fi
+}
+# The final evaluation measures the newest checkpoint: it must be the last iteration's.
+python - "$BASE" "$BASELINE" "${overrides[@]}" <<'PYEOF' || die 2 "the runs' configuration does not validate (see above)"
+import sys
+
+from spade_trainer.config import load_selfplay_config
+
+base, ablation, *overrides = sys.argv[1:]
+for presets in ([base, ablation], [base]):
+    try:
+        c = load_selfplay_config(preset=presets, overrides=overrides)
+    except Exception as exc:  # the configuration's own message says what is wrong
+        sys.exit(f"gpu_paper_recipe: {'+'.join(presets)}: {exc}")
+    if c.iterations % c.checkpoint_every:
+        sys.exit(f"gpu_paper_recipe: {'+'.join(presets)}: {c.iterations} iterations with a checkpoint every "
+                 f"{c.checkpoint_every}: the last iteration's weights would never be saved (choose --iterations "
+                 f"as a multiple of {c.checkpoint_every}, or add -- --set checkpoint_every=N)")
+PYEOF
+check_run baseline "${baseline_cmd[@]}"
+check_run spade "${spade_cmd[@]}"
+
+# --- the evaluation suites: installed, their data present, the options accepted -----------
+python - "$RG_SIZE" "$BFCL_SIZE" <<'PYEOF' || die 2 "the evaluation suites are not ready (see above)"
+import sys
+
+from spade_core.evaluation import SuiteContext
+from spade_core.plugins import get_plugins
+
+sizes = {"reasoning_gym": int(sys.argv[1]), "bfcl": int(sys.argv[2])}
+suites = get_plugins().eval_suites()
+for name, size in sizes.items():
+    if name not in suites:
+        sys.exit(f"gpu_paper_recipe: suite {name!r} is not installed (installed: {', '.join(sorted(suites))})")
+    items = suites[name].items(SuiteContext(None, None), size=size, seed=0)
+    groups = sorted({i.group.split("/")[0] for i in items})
+    print(f"gpu_paper_recipe: suite {name}: {len(items)} episodes in {len(groups)} groups ({', '.join(groups)})")
+PYEOF
+stage_done "checks"
+
+final_eval=("$RG_SUITE --size $RG_SIZE" "$BFCL_SUITE --size $BFCL_SIZE")
+if [ "$DRY_RUN" = 1 ]; then
+  echo "gpu_paper_recipe: would run, in order:"
+  printf ' %q' "${baseline_cmd[@]}"; echo
+  printf ' %q' "${spade_cmd[@]}"; echo
+  for run in baseline spade; do
+    echo "  vllm serve <newest checkpoint of $OUT/$run> --served-model-name $run  (loopback, until its evals end)"
+    for e in "${final_eval[@]}"; do
+      echo "  spade eval --suite $e --policy openai:http://127.0.0.1:<port>/v1#$run --run $OUT/$run"
+    done
+  done
+  echo "  spade compare $OUT/baseline $OUT/spade --baseline baseline --out $OUT/compare"
+  echo "gpu_paper_recipe: dry run passed: arguments, both configurations and the suites validate"
+  exit 0
+fi
+
+# --- train --------------------------------------------------------------------------------
+timeout "$RUN_TIMEOUT" "${baseline_cmd[@]}" || die 4 "the baseline run failed or ran past $RUN_TIMEOUT s ($OUT/baseline)"
+stage_done "train baseline"
+timeout "$RUN_TIMEOUT" "${spade_cmd[@]}" || die 4 "the SPADE run failed or ran past $RUN_TIMEOUT s ($OUT/spade)"
+stage_done "train spade"
+
+# --- evaluate each run's final weights behind vLLM's OpenAI-compatible server ---------------
+PORT=${PORT:-8011}
+SERVER=""
+stop_server() { if [ -n "$SERVER" ]; then kill "$SERVER" 2>/dev/null || true; wait "$SERVER" 2>/dev/null || true; SERVER=""; fi; }
+trap stop_server EXIT
+for run in baseline spade; do
+  weights=$(python -c 'import sys; from spade_eval.policy import parse_policy; print(parse_policy("run:" + sys.argv[1]).options["model"])' "$OUT/$run") \
+    || die 4 "$OUT/$run has no checkpoint with weights to evaluate"
+  vllm serve "$weights" --served-model-name "$run" --host 127.0.0.1 --port "$PORT" \
+    --max-model-len 32768 --gpu-memory-utilization 0.85 > "$OUT/$run/vllm_serve.log" 2>&1 &
+  SERVER=$!
+  for _ in $(seq 1 180); do
+    curl -sf "http://127.0.0.1:$PORT/v1/models" >/dev/null 2>&1 && break
+    kill -0 "$SERVER" 2>/dev/null || die 4 "vllm serve of $weights exited (see $OUT/$run/vllm_serve.log)"
+    sleep 5
+  done
+  curl -sf "http://127.0.0.1:$PORT/v1/models" >/dev/null || die 4 "vllm serve did not come up in 15 minutes ($OUT/$run/vllm_serve.log)"
+  for e in "${final_eval[@]}"; do
+    # shellcheck disable=SC2086  # "$e" is the suite and its size, two words each
+    spade eval --suite $e --policy "openai:http://127.0.0.1:$PORT/v1#$run" --concurrency 64 \
+      --max-new-tokens 512 --run "$OUT/$run" || die 4 "spade eval --suite $e of $run failed"
+  done
+  stop_server
+  stage_done "evaluate $run"
+done
+
+spade compare "$OUT/baseline" "$OUT/spade" --baseline baseline --out "$OUT/compare" || die 4 "spade compare failed"
+stage_done "compare"
+echo "gpu_paper_recipe: finished in $(( $(date +%s) - START )) s; report in $OUT/compare/compare.html"
