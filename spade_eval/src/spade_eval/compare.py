@@ -6,7 +6,8 @@ N iterations) and ``metrics.jsonl``, and writes ``compare.html`` with:
 * the final table in the paper's shape: one row per run, one column per suite (the success
   rate of the run's last evaluation on it), and each run's difference to the baseline run;
 * eval success rate against iterations and against environment steps (episodes played by
-  the run up to that iteration), per suite;
+  the run up to that iteration), per suite, and the same scores as a table (one row per
+  evaluated iteration, one column per run);
 * admission rate and mean regret per iteration, per run.
 """
 
@@ -39,6 +40,12 @@ class RunView:
         if iteration is None:
             return 0
         return sum(int(r.get("episodes") or 0) for r in self.metrics if r.get("iteration", 0) <= iteration)
+
+    def episodes_of(self, evaluation: dict[str, Any]) -> int:
+        """Episodes the run had played when ``evaluation`` was made: recorded with it by the
+        run's own periodic evaluation, else counted from the metrics."""
+        recorded = evaluation.get("run_episodes")
+        return int(recorded) if recorded is not None else self.steps_at(evaluation.get("iteration"))
 
     def final(self) -> dict[str, float]:
         out: dict[str, float] = {}
@@ -95,6 +102,27 @@ def final_table(views: Sequence[RunView], baseline: str | None = None) -> tuple[
     return header, rows
 
 
+def per_iteration_table(views: Sequence[RunView]) -> tuple[list[str], list[list[str]]]:
+    """Header and rows of every evaluation: one row per suite and evaluated iteration, one
+    column per run (success rate, episodes the run had played then); ``-`` where a run was
+    not evaluated at that iteration."""
+    header = ["suite", "iteration", *[v.name for v in views]]
+    cells: dict[tuple[str, int], dict[str, str]] = {}
+    for v in views:
+        for e in v.evals:  # a later evaluation of the same iteration wins, as in the final table
+            key = (e["suite"], int(e.get("iteration") or 0))
+            cells.setdefault(key, {})[v.name] = f"{float(e['overall']['success_rate']):.1%} @ {v.episodes_of(e)} ep"
+    rows = [[suite, str(it), *[cells[(suite, it)].get(v.name, "-") for v in views]]
+            for suite, it in sorted(cells)]
+    return header, rows
+
+
+def _html_table(table_id: str, header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    return (f"<table id={table_id}><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in header) + "</tr>"
+            + "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in rows)
+            + "</table>")
+
+
 def _plot(path: Path, title: str, xlabel: str, ylabel: str, lines: dict[str, tuple[list[float], list[float]]],
           ylim: tuple[float, float] | None = None) -> None:
     import matplotlib
@@ -105,10 +133,15 @@ def _plot(path: Path, title: str, xlabel: str, ylabel: str, lines: dict[str, tup
 
     fig, ax = plt.subplots(figsize=(6.4, 3.6))
     markers = "osD^vP*X"
+    styles = ["-", "--", ":", "-."]
     drawn = 0
     for i, (label, (xs, ys)) in enumerate(lines.items()):
         if xs:
-            ax.plot(xs, ys, marker=markers[i % len(markers)] if len(xs) <= 40 else None, ms=5, lw=1.5, label=label)
+            # runs often tie (every score 0 early on): later runs are drawn smaller and
+            # dashed, so a line lying on another's still shows; a run keeps its colour and
+            # marker in every plot, even one where another run has no data
+            ax.plot(xs, ys, marker=markers[i % len(markers)] if len(xs) <= 40 else None, ms=max(3.0, 8.0 - 2.0 * i),
+                    lw=max(1.0, 2.5 - 0.5 * i), ls=styles[i % len(styles)], color=f"C{i % 10}", label=label)
             drawn += 1
     if not drawn:
         ax.text(0.5, 0.5, "no data", ha="center", va="center", transform=ax.transAxes)
@@ -137,7 +170,7 @@ def write_compare(paths: Sequence[Path], out: Path, *, baseline: str | None = No
             its = [e.get("iteration") or 0 for e in evals]
             ys = [float(e["overall"]["success_rate"]) for e in evals]
             by_iter[v.name] = ([float(i) for i in its], ys)
-            by_steps[v.name] = ([float(v.steps_at(i)) for i in its], ys)
+            by_steps[v.name] = ([float(v.episodes_of(e)) for e in evals], ys)
         safe = "".join(c if c.isalnum() or c in "._-" else "_" for c in suite)
         _plot(out / f"{safe}_iterations.png", f"{suite}: success rate", "iteration", "success rate", by_iter, (-0.03, 1.03))
         _plot(out / f"{safe}_steps.png", f"{suite}: success rate against environment steps", "episodes played",
@@ -151,11 +184,11 @@ def write_compare(paths: Sequence[Path], out: Path, *, baseline: str | None = No
             pts = [(float(r["iteration"]), float(r[key])) for r in v.metrics if isinstance(r.get(key), (int, float))]
             lines[v.name] = ([x for x, _ in pts], [y for _, y in pts])
         top = max((max(ys) for _, ys in lines.values() if ys), default=0.0)
-        _plot(out / f"{key}.png", title, "iteration", ylabel, lines,
-              (0, 1.03) if key == "admission_rate" else (0, max(0.1, top * 1.2)))
+        top = 1.0 if key == "admission_rate" else max(0.1, top * 1.2)
+        _plot(out / f"{key}.png", title, "iteration", ylabel, lines, (-0.03 * top, 1.03 * top))
         figures.append((f"{key}.png", title))
-    table = "<table id=final><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in header) + "</tr>" + "".join(
-        "<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in rows) + "</table>"
+    table = _html_table("final", header, rows)
+    per_iteration = _html_table("per_iteration", *per_iteration_table(views))
     imgs = "\n".join(f'<figure><img src="{html.escape(n)}" alt="{html.escape(t)}"><figcaption>{html.escape(t)}</figcaption></figure>'
                      for n, t in figures)
     names = ", ".join(html.escape(v.name) for v in views)
@@ -166,6 +199,9 @@ td:first-child{{text-align:left}}</style></head><body>
 <h1>Runs compared: {names}</h1>
 <p>Success rate of each run's last evaluation per suite; in brackets the difference to the baseline run in points.</p>
 {table}
+<h2>Every evaluation</h2>
+<p>Success rate at each evaluated iteration, with the episodes the run had played by then.</p>
+{per_iteration}
 {imgs}
 </body></html>"""
     path = out / "compare.html"

@@ -118,15 +118,19 @@ def spade_register_commands(cli: typer.Typer) -> None:
         from rich.console import Console
         from rich.table import Table
 
-        from .compare import final_table, load_runs, write_compare
+        from .compare import final_table, load_runs, per_iteration_table, write_compare
 
         page = write_compare(runs, out, baseline=baseline)
-        header, rows = final_table(load_runs(runs), baseline)
-        table = Table(title="final evaluation (success rate; difference to the baseline in points)", title_justify="left")
-        for h in header:
-            table.add_column(h, no_wrap=True)
-        for row in rows:
-            table.add_row(*row)
+        views = load_runs(runs)
         console = Console(highlight=False)
-        console.print(table)
+        for title, (header, rows) in (
+            ("every evaluation (success rate @ episodes the run had played)", per_iteration_table(views)),
+            ("final evaluation (success rate; difference to the baseline in points)", final_table(views, baseline)),
+        ):
+            table = Table(title=title, title_justify="left")
+            for h in header:
+                table.add_column(h, no_wrap=True)
+            for row in rows:
+                table.add_row(*row)
+            console.print(table)
         console.print(f"report: {page}")
