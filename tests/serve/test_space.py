@@ -4,6 +4,7 @@ server it holds runs: a store environment carried in the folder plays over HTTP.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -129,3 +130,13 @@ def test_the_space_server_serves_its_store_environment_sandboxed(home: Path, tmp
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+def test_all_carries_every_admitted_store_env_and_vendors_each_served_domains_plugin(home: Path, tmp_path: Path) -> None:
+    code, out = spade("serve", "--space", "./space", "--all", "--no-lock")
+    assert code == 0, out
+    spec = json.loads((tmp_path / "space" / "space.json").read_text())
+    assert STORE_ENV in spec["env_ids"] and SEED_ENV in spec["env_ids"]
+    assert {"games", "tooluse"} <= {p.name for p in (tmp_path / "space" / "vendor").iterdir()}
+    pyproject = (tmp_path / "space" / "pyproject.toml").read_text()
+    assert 'spade-tooluse = { path = "vendor/tooluse" }' in pyproject and '"openenv-core>=0.3,<0.4",' in pyproject
