@@ -17,7 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from spade_sandbox.errors import EnvContractViolation
-from spade_sandbox.pool import _check_info_size
+from spade_sandbox.replies import check_info_size
 
 from spade_sandbox import protocol, worker
 
@@ -57,7 +57,7 @@ def _worker_accepts(info: dict[str, Any], limit: int) -> bool:
 
 def _pool_accepts(info: dict[str, Any], limit: int) -> bool:
     try:
-        _check_info_size(_roundtrip(info), "step", limit)
+        check_info_size(_roundtrip(info), "step", limit)
     except EnvContractViolation:
         return False
     return True

@@ -60,15 +60,29 @@ def test_every_problem_is_listed_and_unknown_fields_are_refused():
     assert SandboxLimits(call_timeout_s=3).call_timeout_s == 3.0  # ints are fine for floats
 
 
+# What the edge (SandboxedEnv without a pool, the gymnasium.make entry) does for the
+# process-wide pool: the active configuration's [spade.sandbox], read there and passed down.
 _PROBE = (
-    "import sys\nfrom spade_sandbox.pool import default_pool\npool = default_pool()\n"
+    "import sys\nfrom spade_sandbox.default import active_sandbox_settings, default_pool\n"
+    "pool = default_pool(active_sandbox_settings())\n"
     "print(pool.limits.call_timeout_s, pool.limits.memory_mb, 'pydantic' in sys.modules)\npool.close()"
+)
+_EDGE = (
+    "from spade_sandbox import SandboxedEnv\n"
+    "env = SandboxedEnv('class TinyEnv:\\n    def reset(self, seed=None):\\n        return \"o\", {}\\n"
+    "    def step(self, action):\\n        return \"o\", 1.0, True, False, {}\\n')\n"
+    "print(env.pool.limits.call_timeout_s, env.pool.limits.memory_mb, env.reset(seed=1)[0])\nenv.pool.close()"
+)
+# The library alone: default_pool() with no settings reads no file.
+_LIBRARY = (
+    "from spade_sandbox import default_pool\npool = default_pool()\n"
+    "print(pool.limits.call_timeout_s, pool.limits.memory_mb)\npool.close()"
 )
 
 
-def _probe(home: Path) -> list[str]:
+def _probe(home: Path, code: str = _PROBE) -> list[str]:
     env = {**os.environ, "SPADE_HOME": str(home)}
-    out = subprocess.run([sys.executable, "-c", _PROBE], env=env, cwd=home, capture_output=True, text=True, check=True)
+    out = subprocess.run([sys.executable, "-c", code], env=env, cwd=home, capture_output=True, text=True, check=True)
     return out.stdout.split()
 
 
@@ -85,3 +99,9 @@ def test_the_process_wide_pool_honours_a_sandbox_table(tmp_path: Path):
     env = {**os.environ, "SPADE_HOME": str(tmp_path)}
     bad = subprocess.run([sys.executable, "-c", _PROBE], env=env, cwd=tmp_path, capture_output=True, text=True)
     assert bad.returncode != 0 and "memory_mb" in bad.stderr
+
+
+def test_the_settings_reach_the_process_wide_pool_from_the_edge_only(tmp_path: Path):
+    (tmp_path / "spade.toml").write_text("[spade.sandbox]\ncall_timeout_s = 3\nmemory_mb = 256\n")
+    assert _probe(tmp_path, _EDGE) == ["3.0", "256", "o"]
+    assert _probe(tmp_path, _LIBRARY) == ["10.0", "512"]

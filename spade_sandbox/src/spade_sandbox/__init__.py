@@ -13,9 +13,10 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from .default import default_pool
     from .env import SandboxedEnv
     from .limits import SandboxLimits
-    from .pool import EnvHandle, SandboxPool, WorkerInfo, default_pool
+    from .pool import EnvHandle, SandboxPool, WorkerInfo
     from .static import StaticFinding, StaticReport, check_source
     from .status import SandboxStatus, sandbox_status
 
@@ -23,7 +24,7 @@ _EXPORTS = {
     "SandboxPool": "pool",
     "EnvHandle": "pool",
     "WorkerInfo": "pool",
-    "default_pool": "pool",
+    "default_pool": "default",
     "SandboxLimits": "limits",
     "SandboxedEnv": "env",
     "check_source": "static",

@@ -8,7 +8,9 @@ from typing import Any
 
 from spade_core.env import ReferenceEnvAdapter
 
-from .pool import EnvHandle, ResetResult, SandboxPool, StepResult, default_pool
+from .default import active_sandbox_settings, current_default_pool, default_pool
+from .pool import EnvHandle, SandboxPool
+from .replies import ResetResult, StepResult
 
 
 class RemoteEnv:
@@ -40,7 +42,10 @@ class RemoteEnv:
 class SandboxedEnv(ReferenceEnvAdapter):
     """A ``gymnasium.Env`` (``spade_core.env.TextEnv``) running ``source`` in a sandbox.
 
-    The instance lives in a worker of ``pool`` (default: :func:`default_pool`); values are
+    The instance lives in a worker of ``pool`` (default: the process-wide pool,
+    :func:`~spade_sandbox.default.default_pool`, created on first need from the active
+    configuration's ``[spade.sandbox]``: this is the ``gymnasium.make`` entry, the edge
+    where that fallback belongs); values are
     validated by :class:`~spade_core.env.ReferenceEnvAdapter` exactly as for a local
     environment. Errors are :class:`~spade_sandbox.errors.SandboxError` subclasses (or the
     adapter's ``EnvContractError``). ``close()`` frees the instance; an environment that is
@@ -58,7 +63,9 @@ class SandboxedEnv(ReferenceEnvAdapter):
         class_name: str | None = None,
         render_mode: str | None = None,
     ) -> None:
-        self.pool = pool if pool is not None else default_pool()
+        if pool is None:
+            pool = current_default_pool() or default_pool(active_sandbox_settings())
+        self.pool = pool
         handle = self.pool.spawn(source, allowed_modules=allowed_modules, class_name=class_name)
         self.handle = handle
         super().__init__(RemoteEnv(self.pool, handle), max_turns=max_turns, reward_range=reward_range, render_mode=render_mode)
