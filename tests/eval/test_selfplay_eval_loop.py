@@ -8,6 +8,7 @@ pool for rollouts, TRL GRPO updates, the suite from the plugin registry."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from pathlib import Path
@@ -110,6 +111,23 @@ def test_compare_shows_both_runs_per_iteration_with_differences_to_the_baseline(
     assert shown == {"registry_iterations.png", "registry_steps.png", "admission_rate.png", "regret_mean.png"}
     for name in shown:
         assert (out / name).stat().st_size > 5_000  # drawn, not an empty canvas
+
+
+@pytest.mark.slow
+def test_a_resumed_run_evaluates_again_what_it_redoes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SPADE_HOME", str(tmp_path / "home"))
+    run_dir = tmp_path / "run"
+    sets = [f'run_dir="{run_dir}"', "checkpoint_every=1", *EVAL_SETTINGS, "eval.size=1"]
+    SelfPlayRun(load_selfplay_config(preset="tiny+baseline", overrides=[*sets, "iterations=1"]),
+                spade_config=load_config()).run()
+    # an evaluation the crashed run made after its last checkpoint
+    with (run_dir / "evals.jsonl").open("a") as f:
+        f.write(json.dumps({"suite": "registry", "iteration": 2, "overall": {"success_rate": 1.0}}) + "\n")
+    SelfPlayRun(load_selfplay_config(preset="tiny+baseline", overrides=[*sets, "iterations=2"]),
+                spade_config=load_config()).run(resume=True)
+    evals = _evals(run_dir)
+    assert [e["iteration"] for e in evals] == [0, 1, 2]  # the initial policy is not measured again
+    assert evals[2]["overall"]["n"] == 1 and evals[2]["run_episodes"] == 8
 
 
 def test_an_evaluation_suite_that_is_not_installed_fails_the_plan() -> None:

@@ -98,3 +98,19 @@ def test_the_designer_is_assembled_without_its_corpus_or_memory(
     with EnvStore(f"sqlite:///{tmp_path / 'store.db'}") as store:
         assert (create_corpus(config, get_plugins()) is not None) is corpus
         assert (create_memory(config, get_plugins(), store) is not None) is memory
+
+
+def test_the_logged_design_reward_reads_the_win_rate_the_rewards_read() -> None:
+    from spade_trainer.design_protocol import DesignedCandidate
+    from spade_trainer.edit_stage import record_designs
+    from spade_trainer.regret import RegretEstimate
+
+    # mean unhinted return 0.5, solve rate 0.25: the solve-rate ablation's plateau reads 0.25
+    est = RegretEstimate("g-v1", (1.0, 1.0, 1.0, 1.0), (1.0, 0.5, 0.5, 0.0))
+    cfg = load_selfplay_config(preset="tiny+solve_rate_reward")
+    spec = cfg.reward.spec()
+    candidate = DesignedCandidate("logical_deduction", True, True, "g-v1", None, ("static",), None, [1], [2], [-1.0])
+    for win_rate, expected in ((None, 1.0), (lambda e: e.solve_rate, pytest.approx(0.4))):
+        data: dict = {}
+        record_designs(None, [candidate], {"g-v1": est}, spec, data, win_rate=win_rate)
+        assert data["designs"][0]["reward"] == expected

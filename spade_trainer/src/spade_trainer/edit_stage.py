@@ -13,7 +13,7 @@ GRPO samples of an edit are the edit prompt and reply.
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any
 
@@ -69,13 +69,14 @@ def operator_counts(designs: Sequence[dict[str, Any]]) -> dict[str, dict[str, An
 
 
 def record_designs(stage: DesignStage, candidates: Sequence[DesignedCandidate], measured: dict[str, Any], spec: Any,
-                   data: dict[str, Any]) -> None:
+                   data: dict[str, Any], *, win_rate: Callable[[Any], float] | None = None) -> None:
     """Record one iteration's designs by operator into ``data`` (a metrics line) and tell
     the stage's operator mix what each earned.
 
     ``data["designs"]``: per design its operator, edit kind, parent, admission, rejecting
     stage and base designer reward (:func:`~.rewards.designer_reward` of its measured regret
-    and win rate; the invalid reward when it was not admitted or not measured);
+    and win rate, read by ``win_rate(estimate)`` as the run's rewards read it (default: the
+    estimate's ``win_rate``); the invalid reward when it was not admitted or not measured);
     ``data["operators"]``: :func:`operator_counts`; ``data["operator_mix"]``: the mix's
     cumulative summary, when the stage mixes operators.
     """
@@ -85,7 +86,8 @@ def record_designs(stage: DesignStage, candidates: Sequence[DesignedCandidate], 
     for c in candidates:
         est = measured.get(c.env_id) if c.admitted and c.env_id else None
         usable = est is not None and bool(getattr(est, "measured", True))
-        reward = designer_reward(est.regret, est.win_rate, spec) if usable else designer_reward(None, None, spec)
+        rate = (win_rate(est) if win_rate is not None else est.win_rate) if usable else None
+        reward = designer_reward(est.regret, rate, spec) if usable else designer_reward(None, None, spec)
         designs.append({"operator": operator_of(c), "edit_kind": getattr(c, "edit_kind", None),
                         "parent_id": getattr(c, "parent_id", None), "admitted": bool(c.admitted),
                         "failed_stage": c.failed_stage, "reward": reward})

@@ -288,8 +288,14 @@ class SelfPlayRun:
             _copy_sqlite(mine / STORE_FILE, self.store_path)
         elif (self.run_dir / "metrics.jsonl").exists() or self.store_path.exists():
             raise CheckpointError(f"{self.run_dir} already holds a run; pass --resume or choose another run_dir")
-        if checkpoint is None and (self.run_dir / EVALS_FILE).exists():
-            (self.run_dir / EVALS_FILE).unlink()  # a fresh run's evaluations start with it
+        evals = self.run_dir / EVALS_FILE
+        if checkpoint is None and evals.exists():
+            evals.unlink()  # a fresh run's evaluations start with it
+        elif evals.exists():  # a resumed run evaluates again what it redoes
+            from spade_core.jsonl import read_jsonl
+
+            keep = [r for r in read_jsonl(evals) if int(r.get("iteration") or 0) <= self.iteration]
+            evals.write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in keep), encoding="utf-8")
         (self.run_dir / "config.json").write_text(cfg.model_dump_json(indent=2), encoding="utf-8")
         self._open_store()
         if cfg.import_seed_pool:
@@ -473,7 +479,7 @@ class SelfPlayRun:
         record.data["retired_hung"] = hung
 
         samples = self._designer_samples(candidates, by_id, record) + self._agent_samples(measurement, record)
-        record_designs(self.stage, candidates, by_id, self.config.reward.spec(), record.data)
+        record_designs(self.stage, candidates, by_id, self.config.reward.spec(), record.data, win_rate=self._win_rate)
         self._summarise(record, candidates, chosen, measurement)
         self.archive.record_designs(record.iteration, candidates)
         self.archive.record_episodes(record.iteration, measurement.episodes)
