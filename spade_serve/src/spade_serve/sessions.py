@@ -7,11 +7,13 @@ one asyncio event loop (the web app's); blocking work (spawning a worker, a sand
 :class:`~spade_serve.errors.ServerBusy` at once when every thread and queue place is
 taken.
 
-Which worker a session's instance lives in: sessions of one environment are grouped
-``sessions_per_worker`` to a worker. The pool keys workers by code version, so group
-``k > 0`` runs the source with a trailing comment naming the group (same behaviour, a
-distinct code hash); group 0 is the code as stored. A worker killed for a hang, a crash
-or its memory limit therefore ends the sessions of its group only.
+Which worker a session's instance lives in: sessions of one environment *and one
+client* are grouped ``sessions_per_worker`` to a worker; sessions of different clients
+never share a worker process (nor the environment's module and class state), whatever
+``sessions_per_worker`` is. The pool keys workers by code version, so group ``k > 0``
+runs the source with a trailing comment naming the group (same behaviour, a distinct code
+hash); group 0 is the code as stored. A worker killed for a hang, a crash or its memory
+limit therefore ends the sessions of its group only.
 """
 
 from __future__ import annotations
@@ -130,8 +132,8 @@ class SessionManager:
         self.gate = CallGate(settings.max_concurrent_calls, settings.max_queued_calls)
         self.sessions: dict[str, Session] = {}
         self._per_client: dict[str, int] = {}
-        #: env id -> group -> sessions in it
-        self._groups: dict[str, dict[int, int]] = {}
+        #: env id -> group -> [the client whose sessions it holds, how many]
+        self._groups: dict[str, dict[int, list[Any]]] = {}
         self._reserved = 0
         self._closed = False
 
@@ -167,23 +169,29 @@ class SessionManager:
             class_name=meta.class_name,
         )
 
-    def _take_group(self, env_id: str) -> int:
+    def _take_group(self, env_id: str, client: str) -> int:
+        """A group of ``client``'s with room, else the lowest free group number."""
         groups = self._groups.setdefault(env_id, {})
+        for k, held in groups.items():
+            if held[0] == client and held[1] < self.settings.sessions_per_worker:
+                held[1] += 1
+                return k
         k = 0
-        while groups.get(k, 0) >= self.settings.sessions_per_worker:
+        while k in groups:
             k += 1
-        groups[k] = groups.get(k, 0) + 1
+        groups[k] = [client, 1]
         return k
 
     def _give_group(self, env_id: str, group: int | None) -> None:
         if group is None:
             return
         groups = self._groups.get(env_id, {})
-        left = groups.get(group, 0) - 1
-        if left > 0:
-            groups[group] = left
-        else:
-            groups.pop(group, None)
+        held = groups.get(group)
+        if held is None:
+            return
+        held[1] -= 1
+        if held[1] <= 0:
+            del groups[group]
 
     # --- lifecycle ------------------------------------------------------------------
     async def open(self, env_id: str, client: str, transport: str) -> Session:
@@ -209,7 +217,7 @@ class SessionManager:
                 max_sessions=s.max_sessions_per_client,
             )
         env = await self.gate.run(self.catalog.get, env_id)
-        group = self._take_group(env.id) if self._sandboxed(env) else None
+        group = self._take_group(env.id, client) if self._sandboxed(env) else None
         self._reserved += 1
         self._per_client[client] = mine + 1
         try:
@@ -268,12 +276,14 @@ class SessionManager:
         if session.closed:
             return
         session.closed = True
-        self.sessions.pop(session.id, None)
-        self._release_client(session.client)
-        self._give_group(session.env.id, session.group)
         try:
             await asyncio.get_running_loop().run_in_executor(None, _close_quietly, session.instance)
         finally:
+            # Counted until its instance is freed, so that an empty session table means
+            # every worker is free again (and the limits count what is really held).
+            self.sessions.pop(session.id, None)
+            self._release_client(session.client)
+            self._give_group(session.env.id, session.group)
             if reason is not None and session.on_server_close is not None:
                 await session.on_server_close(reason)
 

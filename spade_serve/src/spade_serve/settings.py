@@ -13,7 +13,8 @@ class ServeSettings(BaseModel):
 
     ``host`` defaults to loopback: serving on another interface is an explicit choice
     (and then a ``token`` is strongly advised). ``sessions_per_worker`` is how many
-    sessions of one environment share a sandbox worker process: 1 (the default) gives
+    sessions of one environment and one client share a sandbox worker process (sessions
+    of different clients never share one): 1 (the default) gives
     every session its own worker, so a killed worker ends exactly one session; a larger
     value saves memory (one worker holds many instances) at the price of a killed worker
     ending every session it held.
