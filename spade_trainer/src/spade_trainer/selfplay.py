@@ -286,12 +286,10 @@ class SelfPlayRun:
                 )
             self.iteration = int(state["iteration"])
             _copy_sqlite(mine / STORE_FILE, self.store_path)
-        elif (self.run_dir / "metrics.jsonl").exists() or self.store_path.exists():
+        elif any(p.exists() for p in (self.run_dir / "metrics.jsonl", self.store_path, self.run_dir / EVALS_FILE)):
             raise CheckpointError(f"{self.run_dir} already holds a run; pass --resume or choose another run_dir")
         evals = self.run_dir / EVALS_FILE
-        if checkpoint is None and evals.exists():
-            evals.unlink()  # a fresh run's evaluations start with it
-        elif evals.exists():  # a resumed run evaluates again what it redoes
+        if checkpoint is not None and evals.exists():  # a resumed run evaluates again what it redoes
             from spade_core.jsonl import read_jsonl
 
             keep = [r for r in read_jsonl(evals) if int(r.get("iteration") or 0) <= self.iteration]
