@@ -2,7 +2,8 @@
 same environment in-process, in one run.
 
 Run: ``python -m bench.bench_serve`` (or ``python -m bench serve``); ``--quick`` for a
-short run.
+short run; ``--memory`` for the memory table alone, with where it goes (the server
+process, the zygote, the workers; each worker's USS and PSS from ``smaps_rollup``).
 
 Both servers run as their own processes on loopback, in one run, and are
 measured one after the other in rounds (medians; the machine is shared and noisy), each through
@@ -195,6 +196,93 @@ def sessions_per_gib(url: str, pid: int, sessions: int) -> float:
     return asyncio.run(go())
 
 
+def _rollup(pid: int) -> dict[str, int]:
+    """``/proc/<pid>/smaps_rollup`` in bytes (Pss, Private_Dirty, ...); empty when it is gone."""
+    found: dict[str, int] = {}
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as f:
+            for line in f:
+                parts = line.split()
+                if len(parts) == 3 and parts[2] == "kB":
+                    found[parts[0].rstrip(":")] = int(parts[1]) * 1024
+    except OSError:
+        pass
+    return found
+
+
+def _processes(pid: int) -> dict[str, list[dict[str, int]]]:
+    """The server's processes by role, each with its smaps_rollup: ``server``, ``zygote``
+    (the sandbox's zygote and the process holding its PID namespace: those with children)
+    and ``workers`` (the leaves under the zygote)."""
+    me = psutil.Process(pid)
+    roles: dict[str, list[dict[str, int]]] = {"server": [_rollup(pid)], "zygote": [], "workers": []}
+    for p in me.children(recursive=True):
+        try:
+            role = "zygote" if p.children() or p.ppid() == pid else "workers"
+        except psutil.Error:
+            continue
+        roles[role].append(_rollup(p.pid))
+    return roles
+
+
+def memory_breakdown(url: str, pid: int, sessions: int) -> dict[str, float]:
+    """Open ``sessions`` sessions (connect + reset), and say where the memory they added
+    went: PSS added per role (bytes), the workers' count and median USS / PSS, and
+    sessions per GiB of the PSS added."""
+    from openenv.core.generic_client import GenericEnvClient
+
+    def total(roles: dict[str, list[dict[str, int]]], role: str, key: str = "Pss") -> int:
+        return sum(r.get(key, 0) for r in roles[role])
+
+    async def go() -> dict[str, float]:
+        clients = [GenericEnvClient(base_url=url, connect_timeout_s=60, message_timeout_s=120) for _ in range(sessions)]
+        before = _processes(pid)
+        for c in clients:
+            await c.connect()
+            await c.reset(seed=1)
+        await asyncio.sleep(0.5)
+        after = _processes(pid)
+        for c in clients:
+            await c.close()
+        workers = after["workers"]
+        uss = sorted(w.get("Private_Clean", 0) + w.get("Private_Dirty", 0) for w in workers)
+        pss_w = sorted(w.get("Pss", 0) for w in workers)
+        added = {role: total(after, role) - total(before, role) for role in after}
+        whole = sum(added.values())
+        return {
+            **{f"{role} added": float(v) for role, v in added.items()},
+            "workers": float(len(workers)),
+            "worker USS": float(uss[len(uss) // 2]) if uss else 0.0,
+            "worker PSS": float(pss_w[len(pss_w) // 2]) if pss_w else 0.0,
+            "per GiB": sessions / (max(whole, 1) / 2**30),
+        }
+
+    return asyncio.run(go())
+
+
+def memory_main(sessions: int, per_worker: list[int]) -> None:
+    """``--memory``: where the memory of open sessions goes, server by server."""
+    console = Console(width=170)
+    table = Table(title=f"{sessions} open sessions (connect + reset) of {ENV_ID}: memory added; "
+                  f"load {os.getloadavg()[0]:.1f}")
+    for col in ("server", "sessions per GiB", "KiB per session", "server process", "zygote", "workers",
+                "worker count", "worker USS KiB", "worker PSS KiB"):
+        table.add_column(col, justify="left" if col == "server" else "right")
+    kinds = [("openenv", ())] + [("spade", ("--sessions-per-worker", str(n))) for n in per_worker]
+    for kind, extra in kinds:
+        with server(kind, *extra) as (label, url, pid):
+            latency_round(url, 20)  # the first worker and the connection path warm, as in the main run
+            r = memory_breakdown(url, pid, sessions)
+        whole = r["server added"] + r["zygote added"] + r["workers added"]
+        kib = 1024
+        table.add_row(label, f"{r['per GiB']:.0f}", f"{whole / sessions / kib:.0f}", f"{r['server added'] / kib:.0f}",
+                      f"{r['zygote added'] / kib:.0f}", f"{r['workers added'] / kib:.0f}", f"{r['workers']:.0f}",
+                      f"{r['worker USS'] / kib:.0f}", f"{r['worker PSS'] / kib:.0f}")
+    console.print(table)
+    console.print("[dim]PSS added (KiB) by role: the server process, the zygote (and its PID-namespace holder), the "
+                  "workers (their count includes the spare); USS = the worker's private pages (smaps_rollup)[/]")
+
+
 def pct(values: list[float], q: float) -> float:
     values = sorted(values)
     return values[min(len(values) - 1, int(len(values) * q))] * 1000
@@ -203,6 +291,9 @@ def pct(values: list[float], q: float) -> float:
 def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
     quick = "--quick" in argv
+    if "--memory" in argv:
+        memory_main(32 if quick else 64, [1, 16, 64])
+        return
     rounds, steps, conc, conc_steps, mem_sessions = (2, 200, 16, 20, 32) if quick else (4, 400, 16, 40, 64)
     console = Console()
     kinds = [("openenv", ()), ("spade", ()), ("spade", ("--sessions-per-worker", "16"))]
