@@ -20,7 +20,7 @@ def register(cli: typer.Typer) -> None:
     @cli.command("selfplay")
     def selfplay(
         ctx: typer.Context,
-        preset: Annotated[Optional[list[str]], typer.Option(help=_PRESET_HELP)] = None,  # noqa: UP045
+        preset: Annotated[Optional[list[str]], typer.Option(metavar="PRESET", help=_PRESET_HELP)] = None,  # noqa: UP045
         config: Annotated[Optional[Path], typer.Option("--config", "-c", help="TOML file with a [selfplay] table.")] = None,  # noqa: UP045
         set_: Annotated[Optional[list[str]], typer.Option("--set", help="Override, e.g. --set iterations=5.")] = None,  # noqa: UP045
         run_dir: Annotated[Optional[Path], typer.Option(help="Run folder (overrides run_dir).")] = None,  # noqa: UP045
