@@ -90,14 +90,15 @@ def test_with_uv_the_lock_is_written_and_openenv_validate_passes(home: Path, tmp
     assert 'source = { directory = "vendor/spade_core" }' in lock and 'name = "openenv-core"' in lock
 
 
-def test_the_space_server_serves_its_store_environment_sandboxed(home: Path, tmp_path: Path) -> None:
-    code, out = spade("serve", "--space", "./space", SEED_ENV, STORE_ENV, "--no-lock")
-    assert code == 0, out
+def play_the_space(folder: Path, command: list[str], spade_home: Path) -> None:
+    """Start the Space's server (``command`` in ``folder``) on a free loopback port with an
+    empty SPADE_HOME, check what it serves and play one step of the carried store env."""
     port = free_port()
-    env = {**os.environ, "SPADE_HOME": str(tmp_path / "space-home")}  # the Space's own, empty store
+    env = {k: v for k, v in os.environ.items() if k != "VIRTUAL_ENV"}
+    env["SPADE_HOME"] = str(spade_home)
     proc = subprocess.Popen(
-        [sys.executable, "server/app.py", "--host", "127.0.0.1", "--port", str(port)],
-        cwd=tmp_path / "space", env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        [*command, "--host", "127.0.0.1", "--port", str(port)],
+        cwd=folder, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
     )
     url = f"http://127.0.0.1:{port}"
     try:
@@ -130,6 +131,29 @@ def test_the_space_server_serves_its_store_environment_sandboxed(home: Path, tmp
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+def test_the_space_server_serves_its_store_environment_sandboxed(home: Path, tmp_path: Path) -> None:
+    code, out = spade("serve", "--space", "./space", SEED_ENV, STORE_ENV, "--no-lock")
+    assert code == 0, out
+    play_the_space(tmp_path / "space", [sys.executable, "server/app.py"], tmp_path / "space-home")
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("uv") is None, reason="uv is not installed (pip install uv)")
+def test_the_space_installs_from_its_own_lock_and_runs_from_its_own_environment(home: Path, tmp_path: Path) -> None:
+    """What the Dockerfile does, without Docker: `uv sync --frozen` (the package index for
+    the locked dependencies, vendor/ for SPADE), then the `server` script of that venv."""
+    code, out = spade("serve", "--space", "./space", SEED_ENV, STORE_ENV)
+    assert code == 0 and "no uv.lock" not in out, out
+    space = tmp_path / "space"
+    env = {k: v for k, v in os.environ.items() if k != "VIRTUAL_ENV"}
+    sync = subprocess.run(
+        [str(shutil.which("uv")), "sync", "--frozen", "--no-dev"], cwd=space, env=env,
+        capture_output=True, text=True, timeout=600,
+    )
+    assert sync.returncode == 0, sync.stderr[-2000:]
+    play_the_space(space, [str(space / ".venv" / "bin" / "server")], tmp_path / "space-home")
 
 
 def test_all_carries_every_admitted_store_env_and_vendors_each_served_domains_plugin(home: Path, tmp_path: Path) -> None:

@@ -38,6 +38,9 @@ LAYOUT_VERSION = 1
 #: Splits of an export, in order: store environments, then seeds (on request).
 SPLITS = ("train", "seeds")
 INSTALL_HINT = "pip install 'spade-core[hub]'"
+#: What reading a folder in this layout needs (writing needs ``datasets`` too): a
+#: program that only imports exports, such as a Space (spade_serve.space), installs these.
+READ_REQUIREMENTS = ("pyarrow>=14", "huggingface_hub>=0.30")
 
 
 class HubError(SpadeError):
@@ -340,6 +343,7 @@ __all__ = [
     "COLUMNS",
     "LAYOUT",
     "LAYOUT_VERSION",
+    "READ_REQUIREMENTS",
     "REQUIRED_COLUMNS",
     "SPLITS",
     "Column",

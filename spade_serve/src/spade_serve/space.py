@@ -96,7 +96,11 @@ def _project_name(text: str) -> str:
 
 
 def _pyproject(name: str, distributions: dict[str, str]) -> str:
-    deps = ['  "openenv-core>=0.3,<0.4",'] + [f'  "{d}",' for d in distributions]
+    from spade_core.hub_layout import READ_REQUIREMENTS
+
+    # The server reads environments/ (an export), which needs the layout's readers.
+    deps = ['  "openenv-core>=0.3,<0.4",'] + [f'  "{r}",' for r in READ_REQUIREMENTS]
+    deps += [f'  "{d}",' for d in distributions]
     sources = [f'{d} = {{ path = "{p}" }}' for d, p in distributions.items()]
     return "\n".join(
         [
