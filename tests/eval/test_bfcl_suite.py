@@ -29,14 +29,20 @@ CTX = SuiteContext(None, None)
 
 def recorded_replies(items: list[EvalItem], replies_for) -> dict[str, str]:
     """Replies keyed by the exact conversation the harness will send: each item played with
-    ``replies_for(env)`` (one reply per agent message), as the harness builds its messages."""
+    ``replies_for(env)`` (one reply per agent message), as the harness builds its messages.
+
+    Entries of different categories can open with the same conversation (a ``long_context``
+    entry asks what its ``base`` twin asks): items whose recorded replies would collide are
+    refused, as no deterministic policy could give both."""
     recorded: dict[str, str] = {}
     for item in items:
         env = item.make_env()
         obs, _ = env.reset(seed=item.seed)
         messages = [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": obs}]
         for reply in replies_for(env):
-            recorded[conversation_key(messages)] = reply
+            key = conversation_key(messages)
+            if recorded.setdefault(key, reply) != reply:
+                raise ValueError(f"{item.label}: a conversation another item has, with another reply")
             obs, _, terminated, _, _ = env.step(reply)
             if terminated:
                 break
@@ -118,6 +124,14 @@ def test_the_ground_truth_scores_one_in_every_category_and_the_official_checker_
     assert all(g.n == 2 and g.success_ci[0] > 0.3 for g in result.groups.values())
     turns = {i.label: len(bfcl.get_entry(i.label).ground_truth) for i in items}
     assert all(e.turns == turns[e.label] for e in result.episodes)  # one message per turn
+
+
+def test_calls_are_recorded_as_made_even_when_an_api_later_changes_their_arguments() -> None:
+    """post_tweet keeps its mentions list and mention() extends it: the trajectory handed to
+    the checker must hold the list as it was sent (these two entries failed before)."""
+    items = list(bfcl.bfcl_items(CTX, ids="multi_turn_base_90,multi_turn_base_147"))
+    result = evaluate(ReplayBackend(recorded=recorded_replies(items, lambda env: env.solution())), items)
+    assert result.overall.success_rate == 1.0
 
 
 def test_a_near_miss_gets_partial_return_and_no_success() -> None:

@@ -22,6 +22,7 @@ official checker reads (:mod:`.official`).
 
 from __future__ import annotations
 
+import copy
 import json
 from dataclasses import dataclass, field
 from typing import Any
@@ -100,7 +101,9 @@ class BfclEnv:
         parts = []
         if parsed.calls:
             ep.calling_steps += 1
-            ep.trajectory[ep.turn].append(list(parsed.calls))
+            # Copies: an API method may keep an argument (a list) and change it later, as
+            # TwitterAPI.mention extends the mentions list post_tweet stored.
+            ep.trajectory[ep.turn].append([ToolCall(c.name, copy.deepcopy(c.arguments)) for c in parsed.calls])
             for c in parsed.calls:
                 result = ep.agent.execute(c)
                 ep.results.append(result)
