@@ -36,12 +36,7 @@ DOC = ROOT / "docs" / "architecture.md"
 KNOWN_CYCLES: dict[str, frozenset[str]] = {}
 
 #: ``importer -> (module, private name)`` still present, each to be given an exported name.
-KNOWN_PRIVATE_IMPORTS: frozenset[tuple[str, str, str]] = frozenset(
-    {
-        ("spade_tooluse.plain_grading", "spade_tooluse.base", "_as_call"),
-        ("spade_tooluse.plain_grading", "spade_tooluse.base", "_Outcome"),
-    }
-)
+KNOWN_PRIVATE_IMPORTS: frozenset[tuple[str, str, str]] = frozenset()
 
 
 # --- the checker ----------------------------------------------------------------------------

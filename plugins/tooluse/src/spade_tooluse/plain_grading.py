@@ -14,7 +14,8 @@ import copy
 import json
 from typing import Any
 
-from .base import ToolEnv, ToolEnvError, ToolError, _as_call, _Outcome, check_arguments, render_result
+from .base import ToolEnv, ToolEnvError, ToolError, check_arguments, render_result
+from .calls import Outcome, as_call
 
 __all__ = ["PlainSemantics", "plain"]
 
@@ -32,7 +33,7 @@ class PlainSemantics(ToolEnv):
         targets = []
         for k, turn in enumerate(twin.turns):
             for raw in turn.calls:
-                c = _as_call(raw)
+                c = as_call(raw)
                 outcome = twin._te_dispatch(c)
                 if outcome.kind in ("bad_call", "internal"):
                     raise ToolEnvError(
@@ -50,25 +51,25 @@ class PlainSemantics(ToolEnv):
         except Exception:
             return False
 
-    def _te_dispatch(self, c: Any, **_: Any) -> _Outcome:
+    def _te_dispatch(self, c: Any, **_: Any) -> Outcome:
         schemas = {s["function"]["name"]: s for s in type(self)._te_schemas}
         schema = schemas.get(c.name)
         if schema is None:
-            return _Outcome(c.name, f"unknown tool {c.name!r}; available tools: {', '.join(schemas)}", "bad_call")
+            return Outcome(c.name, f"unknown tool {c.name!r}; available tools: {', '.join(schemas)}", "bad_call")
         problem = check_arguments(schema, c.arguments)
         if problem is not None:
-            return _Outcome(c.name, problem, "bad_call")
+            return Outcome(c.name, problem, "bad_call")
         method = getattr(self, "tool_" + c.name)
         before = copy.deepcopy(self.state)
         try:
             result = method(**c.arguments)
         except ToolError as exc:
             self.state = before
-            return _Outcome(c.name, str(exc) or "the tool failed", "tool_error")
+            return Outcome(c.name, str(exc) or "the tool failed", "tool_error")
         except Exception as exc:
             self.state = before
-            return _Outcome(c.name, f"internal error in tool {c.name!r}: {type(exc).__name__}: {exc}", "internal")
-        return _Outcome(c.name, render_result(result))
+            return Outcome(c.name, f"internal error in tool {c.name!r}: {type(exc).__name__}: {exc}", "internal")
+        return Outcome(c.name, render_result(result))
 
     def _te_intro(self) -> str:
         listing = json.dumps(self.get_tool_schemas(), ensure_ascii=False)
