@@ -126,6 +126,15 @@ def test_the_ground_truth_scores_one_in_every_category_and_the_official_checker_
     assert all(e.turns == turns[e.label] for e in result.episodes)  # one message per turn
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("category", bfcl.CATEGORIES)
+def test_every_entry_s_ground_truth_is_accepted_by_the_official_checker_through_the_harness(category: str) -> None:
+    items = list(bfcl.bfcl_items(CTX, size=200, categories=category))
+    result = evaluate(ReplayBackend(recorded=recorded_replies(items, lambda env: env.solution())), items,
+                      suite="bfcl", concurrency=16)
+    assert result.overall.n == 200 and result.overall.successes == 200 and result.overall.errors == 0
+
+
 def test_calls_are_recorded_as_made_even_when_an_api_later_changes_their_arguments() -> None:
     """post_tweet keeps its mentions list and mention() extends it: the trajectory handed to
     the checker must hold the list as it was sent (these two entries failed before)."""
