@@ -93,6 +93,8 @@ ANSWER_INSTRUCTIONS = (
 _RESERVED = frozenset({"reset", "get_reward", "answer"})
 #: Sandbox / server error kinds after which the instance's worker or session is gone.
 _FATAL_KINDS = frozenset({"timeout", "memory", "crash", "policy", "unavailable"})
+#: Error kinds of a step that are the environment's failure: the episode ends there.
+_ENV_FAILURE_KINDS = _FATAL_KINDS | {"env_code", "missing_method", "contract"}
 
 
 class TrlEnvError(SpadeError):
@@ -194,10 +196,16 @@ class SpadeEnvironment:
         elif isinstance(seed, bool) or not isinstance(seed, int):
             raise TrlEnvError(f"the row's seed must be an integer, got {seed!r} ({type(seed).__name__})")
         if self._broken or self._env is None:  # the last episode's worker or session is gone
-            self._close_env()
-            self._env = self._target.open()
-            self._broken = False
-        obs, _info = self._env.reset(seed=int(seed))
+            self._reopen()
+        assert self._env is not None
+        try:
+            obs, _info = self._env.reset(seed=int(seed))
+        except SpadeError as exc:
+            if getattr(exc, "kind", None) not in _FATAL_KINDS:
+                raise
+            self._reopen()  # the worker or session died between episodes: once more on a new one
+            assert self._env is not None
+            obs, _info = self._env.reset(seed=int(seed))
         self._clear()
         self._started = True
         self.last_seed = int(seed)
@@ -224,12 +232,12 @@ class SpadeEnvironment:
             obs, reward, terminated, truncated, _info = self._env.step(action)
         except SpadeError as exc:
             kind = getattr(exc, "kind", None)
+            if not isinstance(exc, EnvContractError) and kind not in _ENV_FAILURE_KINDS:
+                raise  # not the environment's failure (an action over the size limit, a closed pool)
             self.steps += 1
             self.actions.append(action)
             self._broken = True
             self.hung = kind == "timeout"
-            if not isinstance(exc, EnvContractError) and kind not in _FATAL_KINDS:
-                raise  # not the environment's failure (a closed pool, a bad request): the caller's to see
             raise EnvironmentFailed(
                 f"the environment failed on this action ({kind or 'contract'}): {exc}. The episode is over."
             ) from None
@@ -243,6 +251,11 @@ class SpadeEnvironment:
         if self.truncated:
             return f"{obs}\n\n[The episode is over: turn limit reached.]"
         return obs
+
+    def _reopen(self) -> None:
+        self._close_env()
+        self._env = self._target.open()
+        self._broken = False
 
     def _close_env(self) -> None:
         env, self._env = self._env, None
