@@ -20,6 +20,9 @@
 #   --eval-every N       evaluate during each run every N iterations, suite reasoning_gym (default 2; 0: off)
 #   --rg-size N          final eval: questions per Reasoning-Gym task (default 10; 24 tasks)
 #   --bfcl-size N        final eval: BFCL-v4 multi-turn entries per category (default 25; 4 categories)
+#   --bfcl-categories L  final eval: comma-separated BFCL categories (default all four)
+#   --max-model-len N    context of the evaluation server (default 40960, Qwen3's; a conversation
+#                        past it fails that suite's evaluation: long_context ones reach 25 k tokens)
 #   --run-timeout S      seconds allowed per training run (default 7200)
 #   --skip-install       use the active environment instead of installing into .venv-gpu
 #
@@ -28,7 +31,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-usage() { sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'; }
 die() { echo "gpu_paper_recipe: $2" >&2; exit "$1"; }
 positive() {  # NAME VALUE [allow-zero]
   [[ $2 =~ ^[0-9]+$ ]] || die 2 "$1 takes a whole number, got '$2'"
@@ -36,12 +39,13 @@ positive() {  # NAME VALUE [allow-zero]
 }
 
 MODEL="" DRY_RUN=0 OUT="" BASE=gpu BASELINE=baseline DOMAIN="" ITERATIONS="" EVAL_EVERY=2
-RG_SIZE=10 BFCL_SIZE=25 RUN_TIMEOUT=7200 SKIP_INSTALL=0 EXTRA=()
+RG_SIZE=10 BFCL_SIZE=25 BFCL_CATEGORIES=base,miss_func,miss_param,long_context MAX_MODEL_LEN=40960
+RUN_TIMEOUT=7200 SKIP_INSTALL=0 EXTRA=()
 while [ $# -gt 0 ]; do
   case "$1" in
     -h|--help) usage; exit 0 ;;
     --dry-run|--check) DRY_RUN=1 ;;
-    --out|--base|--baseline|--domain|--iterations|--eval-every|--rg-size|--bfcl-size|--run-timeout)
+    --out|--base|--baseline|--domain|--iterations|--eval-every|--rg-size|--bfcl-size|--bfcl-categories|--max-model-len|--run-timeout)
       [ $# -ge 2 ] || die 2 "$1 needs a value"
       case "$1" in
         --out) OUT=$2 ;; --base) BASE=$2 ;; --baseline) BASELINE=$2 ;; --domain) DOMAIN=$2 ;;
@@ -49,6 +53,9 @@ while [ $# -gt 0 ]; do
         --eval-every) positive "$1" "$2" zero; EVAL_EVERY=$2 ;;
         --rg-size) positive "$1" "$2"; RG_SIZE=$2 ;;
         --bfcl-size) positive "$1" "$2"; BFCL_SIZE=$2 ;;
+        --bfcl-categories) [[ $2 =~ ^[a-z_]+(,[a-z_]+)*$ ]] || die 2 "--bfcl-categories takes names like base,miss_func, got '$2'"
+          BFCL_CATEGORIES=$2 ;;
+        --max-model-len) positive "$1" "$2"; MAX_MODEL_LEN=$2 ;;
         --run-timeout) positive "$1" "$2"; RUN_TIMEOUT=$2 ;;
       esac
       shift ;;
@@ -158,34 +165,37 @@ for presets in ([base, ablation], [base]):
                  f"{c.checkpoint_every}: the last iteration's weights would never be saved (choose --iterations "
                  f"as a multiple of {c.checkpoint_every}, or add -- --set checkpoint_every=N)")
 PYEOF
-check_run baseline "${baseline_cmd[@]}"
-check_run spade "${spade_cmd[@]}"
-
 # --- the evaluation suites: installed, their data present, the options accepted -----------
-python - "$RG_SIZE" "$BFCL_SIZE" <<'PYEOF' || die 2 "the evaluation suites are not ready (see above)"
+python - "$RG_SIZE" "$BFCL_SIZE" "$BFCL_CATEGORIES" <<'PYEOF' || die 2 "the evaluation suites are not ready (see above)"
 import sys
 
 from spade_core.evaluation import SuiteContext
 from spade_core.plugins import get_plugins
 
-sizes = {"reasoning_gym": int(sys.argv[1]), "bfcl": int(sys.argv[2])}
+runs = {"reasoning_gym": (int(sys.argv[1]), {}), "bfcl": (int(sys.argv[2]), {"categories": sys.argv[3]})}
 suites = get_plugins().eval_suites()
-for name, size in sizes.items():
+for name, (size, options) in runs.items():
     if name not in suites:
         sys.exit(f"gpu_paper_recipe: suite {name!r} is not installed (installed: {', '.join(sorted(suites))})")
-    items = suites[name].items(SuiteContext(None, None), size=size, seed=0)
+    try:
+        items = suites[name].items(SuiteContext(None, None), size=size, seed=0, **options)
+    except Exception as exc:  # the suite's own message names the bad option or the missing data
+        sys.exit(f"gpu_paper_recipe: suite {name}: {exc}")
     groups = sorted({i.group.split("/")[0] for i in items})
     print(f"gpu_paper_recipe: suite {name}: {len(items)} episodes in {len(groups)} groups ({', '.join(groups)})")
 PYEOF
+check_run baseline "${baseline_cmd[@]}"
+check_run spade "${spade_cmd[@]}"
+
 stage_done "checks"
 
-final_eval=("$RG_SUITE --size $RG_SIZE" "$BFCL_SUITE --size $BFCL_SIZE")
+final_eval=("$RG_SUITE --size $RG_SIZE" "$BFCL_SUITE --size $BFCL_SIZE -o categories=$BFCL_CATEGORIES")
 if [ "$DRY_RUN" = 1 ]; then
   echo "gpu_paper_recipe: would run, in order:"
   printf ' %q' "${baseline_cmd[@]}"; echo
   printf ' %q' "${spade_cmd[@]}"; echo
   for run in baseline spade; do
-    echo "  vllm serve <newest checkpoint of $OUT/$run> --served-model-name $run  (loopback, until its evals end)"
+    echo "  vllm serve <newest checkpoint of $OUT/$run> --served-model-name $run --max-model-len $MAX_MODEL_LEN  (loopback, until its evals end)"
     for e in "${final_eval[@]}"; do
       echo "  spade eval --suite $e --policy openai:http://127.0.0.1:<port>/v1#$run --run $OUT/$run"
     done
@@ -210,7 +220,7 @@ for run in baseline spade; do
   weights=$(python -c 'import sys; from spade_eval.policy import parse_policy; print(parse_policy("run:" + sys.argv[1]).options["model"])' "$OUT/$run") \
     || die 4 "$OUT/$run has no checkpoint with weights to evaluate"
   vllm serve "$weights" --served-model-name "$run" --host 127.0.0.1 --port "$PORT" \
-    --max-model-len 32768 --gpu-memory-utilization 0.85 > "$OUT/$run/vllm_serve.log" 2>&1 &
+    --max-model-len "$MAX_MODEL_LEN" --gpu-memory-utilization 0.85 > "$OUT/$run/vllm_serve.log" 2>&1 &
   SERVER=$!
   for _ in $(seq 1 180); do
     curl -sf "http://127.0.0.1:$PORT/v1/models" >/dev/null 2>&1 && break
@@ -219,7 +229,7 @@ for run in baseline spade; do
   done
   curl -sf "http://127.0.0.1:$PORT/v1/models" >/dev/null || die 4 "vllm serve did not come up in 15 minutes ($OUT/$run/vllm_serve.log)"
   for e in "${final_eval[@]}"; do
-    # shellcheck disable=SC2086  # "$e" is the suite and its size, two words each
+    # shellcheck disable=SC2086  # "$e" is the suite and its options, split into words
     spade eval --suite $e --policy "openai:http://127.0.0.1:$PORT/v1#$run" --concurrency 64 \
       --max-new-tokens 512 --run "$OUT/$run" || die 4 "spade eval --suite $e of $run failed"
   done

@@ -29,7 +29,7 @@ def recipe(tmp_path: Path, *args: str, timeout: int = 300) -> subprocess.Complet
 def test_the_dry_run_validates_both_runs_and_the_suites_and_prints_the_plan(tmp_path: Path) -> None:
     out = tmp_path / "paper"
     r = recipe(tmp_path, "Qwen/Qwen3-4B", "--dry-run", "--out", str(out), "--domain", "tooluse",
-               "--iterations", "3", "--rg-size", "1", "--bfcl-size", "2")
+               "--iterations", "3", "--rg-size", "1", "--bfcl-size", "2", "--bfcl-categories", "base,long_context")
     assert r.returncode == 0, r.stdout + r.stderr
     text = r.stdout
     assert "spade selfplay --check (preset gpu+baseline)" in text and "spade selfplay --check (preset gpu)" in text
@@ -37,9 +37,9 @@ def test_the_dry_run_validates_both_runs_and_the_suites_and_prints_the_plan(tmp_
     assert "none: fixed pool" in text  # the baseline designs nothing
     assert "baseline: configuration valid" in text and "spade: configuration valid" in text
     assert "suite reasoning_gym: 24 episodes in 4 groups" in text
-    assert "suite bfcl: 8 episodes in 4 groups" in text
+    assert "suite bfcl: 4 episodes in 2 groups (multi_turn_base, multi_turn_long_context)" in text
     assert f"spade compare {out}/baseline {out}/spade --baseline baseline" in text
-    assert "--suite bfcl --size 2" in text and "--suite reasoning_gym --size 1" in text
+    assert "--suite bfcl --size 2 -o categories=base,long_context" in text and "--max-model-len 40960" in text and "--suite reasoning_gym --size 1" in text
     assert "dry run passed" in text and not out.exists()  # nothing was written
 
 
@@ -53,6 +53,8 @@ def test_the_dry_run_validates_both_runs_and_the_suites_and_prints_the_plan(tmp_
         (("not/a/hub/id",), "neither an existing folder nor a hub id"),
         (("Qwen/Qwen3-4B", "--dry-run", "--iterations", "5"), "the last iteration's weights would never be saved"),
         (("Qwen/Qwen3-4B", "--dry-run", "--baseline", "no_such_ablation"), "unknown preset 'no_such_ablation'"),
+        (("Qwen/Qwen3-4B", "--dry-run", "--bfcl-categories", "base,poetry"), "unknown BFCL multi-turn category poetry"),
+        (("Qwen/Qwen3-4B", "--max-model-len", "lots"), "--max-model-len takes a whole number"),
     ],
 )
 def test_bad_arguments_stop_it_with_exit_2_and_the_reason(tmp_path: Path, args: tuple[str, ...], message: str) -> None:
