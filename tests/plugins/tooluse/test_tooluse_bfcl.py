@@ -157,7 +157,7 @@ def test_call_strings_round_trip_through_the_parser():
 
 def test_suite_report_figures_are_consistent():
     report = bfcl.run_suite(["miss_param"], mutations=12, seed=3)
-    assert report.entries == 200 and report.replay_passed == 200
+    assert report.entries == 200 and report.replay_passed == 200 and report.replay_official_passed == 200
     assert report.mutated == 12 and report.agreement == 1.0
 
 

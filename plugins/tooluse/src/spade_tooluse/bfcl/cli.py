@@ -32,6 +32,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     table.add_column("figure")
     table.add_column("value", justify="right")
     table.add_row("ground-truth replay", f"{report.replay_passed}/{report.entries} pass")
+    table.add_row("  recorded calls the official checker accepts", f"{report.replay_official_passed}/{report.entries}")
     for cat, (ok, total) in sorted(report.per_category.items()):
         table.add_row(f"  {cat}", f"{ok}/{total}")
     table.add_row(

@@ -1,5 +1,6 @@
-"""The suite's self-check: every entry's ground truth replayed, and agreement with the
-official checker on mutated trajectories (``python -m spade_tooluse.bfcl``)."""
+"""The suite's self-check: every entry's ground truth replayed (graded by us, and the calls
+the environment recorded accepted by the official checker), and agreement with the official
+checker on mutated trajectories (``python -m spade_tooluse.bfcl``)."""
 
 from __future__ import annotations
 
@@ -22,6 +23,8 @@ class SuiteReport:
     entries: int = 0
     replay_passed: int = 0
     replay_failures: list[str] = field(default_factory=list)
+    #: Replays whose recorded calls the official checker accepts as well.
+    replay_official_passed: int = 0
     per_category: dict[str, list[int]] = field(default_factory=dict)  # category -> [passed, total]
     mutated: int = 0
     agreed: int = 0
@@ -38,6 +41,7 @@ class SuiteReport:
             "entries": self.entries,
             "replay_passed": self.replay_passed,
             "replay_failures": self.replay_failures,
+            "replay_official_passed": self.replay_official_passed,
             "per_category": self.per_category,
             "mutated": self.mutated,
             "agreed": self.agreed,
@@ -69,7 +73,9 @@ def run_suite(
         task = bar.add_task("ground-truth replay", total=len(entries)) if progress else None
         for entry in entries:
             r = score_trajectory(entry, ground_truth_trajectory(entry))
-            ok = r["bfcl_valid"] and r["reward"] == 1.0
+            official = official_verdict(entry, r["played"], tag=f"r_{entry.id}")
+            report.replay_official_passed += int(official)
+            ok = r["bfcl_valid"] and r["reward"] == 1.0 and official
             cat = report.per_category.setdefault(entry.category, [0, 0])
             cat[1] += 1
             if ok:

@@ -30,7 +30,9 @@ def trajectory_actions(trajectory: Trajectory) -> list[str]:
 
 
 def score_trajectory(entry: BfclEntry, trajectory: Trajectory) -> dict[str, Any]:
-    """Play ``trajectory`` in a :class:`BfclEnv` to the end; the final ``info`` plus reward."""
+    """Play ``trajectory`` in a :class:`BfclEnv` to the end; the final ``info`` plus reward,
+    and under ``"played"`` the calls as the environment recorded them (what an evaluation
+    hands the official checker)."""
     env = BfclEnv(entry, stop_on_failure=False)
     env.reset()
     reward: float = 0.0
@@ -39,5 +41,6 @@ def score_trajectory(entry: BfclEntry, trajectory: Trajectory) -> dict[str, Any]
         _, reward, terminated, _, info = env.step(action)
         if terminated:
             break
+    played = env.trajectory
     env.close()
-    return {"reward": reward, **info}
+    return {"reward": reward, **info, "played": played}
