@@ -249,12 +249,16 @@ def memory_breakdown(url: str, pid: int, sessions: int) -> dict[str, float]:
         pss_w = sorted(w.get("Pss", 0) for w in workers)
         added = {role: total(after, role) - total(before, role) for role in after}
         whole = sum(added.values())
+        # The warm-up round left a worker (kept warm when idle) and the spare, which the
+        # delta does not charge; charging every worker in full is the upper bound.
+        every_worker = sum(total(after, role) for role in after) - total(before, "server") - total(before, "zygote")
         return {
             **{f"{role} added": float(v) for role, v in added.items()},
             "workers": float(len(workers)),
             "worker USS": float(uss[len(uss) // 2]) if uss else 0.0,
             "worker PSS": float(pss_w[len(pss_w) // 2]) if pss_w else 0.0,
             "per GiB": sessions / (max(whole, 1) / 2**30),
+            "per GiB, every worker": sessions / (max(every_worker, 1) / 2**30),
         }
 
     return asyncio.run(go())
@@ -265,8 +269,8 @@ def memory_main(sessions: int, per_worker: list[int]) -> None:
     console = Console(width=170)
     table = Table(title=f"{sessions} open sessions (connect + reset) of {ENV_ID}: memory added; "
                   f"load {os.getloadavg()[0]:.1f}")
-    for col in ("server", "sessions per GiB", "KiB per session", "server process", "zygote", "workers",
-                "worker count", "worker USS KiB", "worker PSS KiB"):
+    for col in ("server", "sessions per GiB", "every worker charged", "KiB per session", "server process", "zygote",
+                "workers", "worker count", "worker USS KiB", "worker PSS KiB"):
         table.add_column(col, justify="left" if col == "server" else "right")
     kinds = [("openenv", ())] + [("spade", ("--sessions-per-worker", str(n))) for n in per_worker]
     for kind, extra in kinds:
@@ -275,12 +279,15 @@ def memory_main(sessions: int, per_worker: list[int]) -> None:
             r = memory_breakdown(url, pid, sessions)
         whole = r["server added"] + r["zygote added"] + r["workers added"]
         kib = 1024
-        table.add_row(label, f"{r['per GiB']:.0f}", f"{whole / sessions / kib:.0f}", f"{r['server added'] / kib:.0f}",
+        table.add_row(label, f"{r['per GiB']:.0f}", f"{r['per GiB, every worker']:.0f}", f"{whole / sessions / kib:.0f}",
+                      f"{r['server added'] / kib:.0f}",
                       f"{r['zygote added'] / kib:.0f}", f"{r['workers added'] / kib:.0f}", f"{r['workers']:.0f}",
                       f"{r['worker USS'] / kib:.0f}", f"{r['worker PSS'] / kib:.0f}")
     console.print(table)
     console.print("[dim]PSS added (KiB) by role: the server process, the zygote (and its PID-namespace holder), the "
-                  "workers (their count includes the spare); USS = the worker's private pages (smaps_rollup)[/]")
+                  "workers (their count includes the spare); USS = the worker's private pages (smaps_rollup). "
+                  "'every worker charged': the PSS of every worker in full (the one the warm-up round left and the "
+                  "spare included) instead of the workers' growth[/]")
 
 
 def pct(values: list[float], q: float) -> float:
