@@ -47,13 +47,13 @@ def _no_pool() -> bool:
 
 
 #: Whether the process-wide pool exists (its backend then has or starts its own zygote):
-#: told by :mod:`spade_sandbox.pool` through :func:`watch_default_pool` when it is
+#: told by :mod:`spade_sandbox.default` through :func:`watch_default_pool` when it is
 #: imported, so that this module neither imports the pool nor reads its privates.
 _default_pool_exists: Callable[[], bool] = _no_pool
 
 
 def watch_default_pool(exists: Callable[[], bool]) -> None:
-    """Called once by :mod:`spade_sandbox.pool`: ``exists()`` answers whether the default
+    """Called once by :mod:`spade_sandbox.default`: ``exists()`` answers whether the default
     pool has been created; :func:`start_default_zygote` starts nothing once it has."""
     global _default_pool_exists
     _default_pool_exists = exists
