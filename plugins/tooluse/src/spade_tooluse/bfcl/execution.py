@@ -13,6 +13,7 @@ import copy
 import importlib
 import inspect
 import json
+from functools import cache
 from typing import Any
 
 from spade_core.actions import ToolCall
@@ -59,6 +60,20 @@ def _format_result(value: Any) -> str:
     return str(value)
 
 
+def _api_class(class_name: str) -> type:
+    module_name = API_MODULES.get(class_name)
+    if module_name is None:
+        raise BfclDataError(f"unknown API class {class_name!r} (known: {', '.join(API_MODULES)})")
+    return getattr(importlib.import_module(f"{_API_PACKAGE}.{module_name}"), class_name)
+
+
+@cache
+def method_names(class_name: str) -> frozenset[str]:
+    """The public methods of one API class: the names the benchmark's executor dispatches."""
+    instance = _api_class(class_name)()
+    return frozenset(n for n, _ in inspect.getmembers(instance, predicate=inspect.ismethod) if not n.startswith("_"))
+
+
 class ApiSet:
     """One set of API instances for an entry (agent-driven or answer-driven)."""
 
@@ -66,11 +81,9 @@ class ApiSet:
         self.instances: dict[str, Any] = {}
         self.owner: dict[str, str] = {}  # method name -> class name; later classes win, as in the benchmark
         for class_name in entry.involved_classes:
-            module_name = API_MODULES.get(class_name)
-            if module_name is None:
+            if class_name not in API_MODULES:
                 raise BfclDataError(f"entry {entry.id}: unknown API class {class_name!r}")
-            cls = getattr(importlib.import_module(f"{_API_PACKAGE}.{module_name}"), class_name)
-            instance = cls()
+            instance = _api_class(class_name)()
             if class_name not in STATELESS:
                 instance._load_scenario(
                     copy.deepcopy(entry.initial_config.get(class_name, {})), long_context=entry.long_context

@@ -18,7 +18,7 @@ import threading
 from spade_core.actions import ToolCall
 
 from .env import Trajectory
-from .execution import REFUSED_NAMES, ApiSet, call_string, parse_call
+from .execution import REFUSED_NAMES, call_string, method_names, parse_call
 from .loader import BfclDataError, BfclEntry
 
 _CHECKER_LOCK = threading.Lock()
@@ -39,7 +39,7 @@ def _safe(c: ToolCall, known: set[str]) -> bool:
 def checkable(entry: BfclEntry, trajectory: Trajectory) -> Trajectory:
     """``trajectory`` without the calls the checker cannot be given safely (see the module
     docstring); messages left without a call are dropped, turns are kept."""
-    known = set(ApiSet(entry).owner)
+    known = {name for class_name in entry.involved_classes for name in method_names(class_name)}
     out: Trajectory = []
     for turn in trajectory:
         steps = [[c for c in step if _safe(c, known)] for step in turn]
