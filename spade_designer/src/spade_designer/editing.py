@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from spade_core.store import EnvStore
 
+from spade_core.locations import syntax_error
 from spade_core.metadata import EnvMetadata, EnvStatus
 
 from .errors import DesignerError
@@ -270,7 +271,7 @@ def replace_methods(source: str, code: str, class_name: str) -> str:
     try:
         tree = ast.parse(code)
     except SyntaxError as exc:
-        raise EditApplyError(f"the rewritten code does not parse (line {exc.lineno}): {exc.msg}") from None
+        raise EditApplyError(f"the rewritten code does not parse: {syntax_error(exc)}") from None
     funcs: list[ast.FunctionDef] = []
     for node in tree.body:
         if isinstance(node, ast.FunctionDef):
@@ -322,7 +323,7 @@ def code_child(parent: Parent, reply: str) -> str:
     try:
         ast.parse(child)
     except SyntaxError as exc:
-        raise EditApplyError(f"the edited code does not parse (line {exc.lineno}): {exc.msg}") from None
+        raise EditApplyError(f"the edited code does not parse: {syntax_error(exc)}") from None
     return child
 
 

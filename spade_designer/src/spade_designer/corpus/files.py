@@ -12,6 +12,8 @@ import random
 from pathlib import Path
 from typing import Any
 
+from spade_core.locations import json_error
+
 from ..errors import CorpusError
 from .base import Document
 
@@ -61,8 +63,10 @@ class JsonlCorpus:
             fh.seek(offset)
             raw = fh.readline()
         try:
-            row = json.loads(raw)
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            row = json.loads(raw.rstrip(b"\r\n"))  # a place past the end stays on this line
+        except json.JSONDecodeError as exc:
+            raise CorpusError(f"not valid JSON: {json_error(exc, one_line=True)}", location=where) from None
+        except UnicodeDecodeError as exc:
             raise CorpusError(f"not valid JSON: {exc}", location=where) from None
         return _document(self.name, row, text_field=self.text_field, id_field=self.id_field,
                          title_field=self.title_field, default_id=f"{self.path.name}:{lineno}", where=where)
