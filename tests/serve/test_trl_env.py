@@ -18,7 +18,7 @@ from typing import Any
 
 import gymnasium as gym
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from spade_core.config import load_config
 from spade_core.metadata import EnvMetadata, EnvStatus
@@ -129,6 +129,39 @@ def test_every_tool_use_seed_can_be_shown_to_the_model() -> None:
             instance = every.factory(env_id)()
             for tool in trl_tools(instance).values():
                 get_json_schema(tool)  # raises if transformers cannot read a schema back
+
+
+_SCALARS = st.sampled_from(["string", "integer", "number", "boolean"])
+_PARAM = st.one_of(
+    _SCALARS.map(lambda t: {"type": t}),
+    _SCALARS.map(lambda t: {"type": "array", "items": {"type": t}}),
+    st.just({"type": "object"}),
+    st.lists(st.text("abcxyz", min_size=1, max_size=4), min_size=1, max_size=4, unique=True).map(
+        lambda values: {"type": "string", "enum": values}
+    ),
+)
+_NAMES = st.text("abcdefgh_", min_size=1, max_size=8).filter(lambda n: n.isidentifier() and not n.startswith("_"))
+
+
+@settings(deadline=None)  # the first example pays transformers' lazy imports
+@given(
+    st.dictionaries(_NAMES, _PARAM, max_size=5),
+    st.data(),
+    st.text(min_size=1, max_size=40).filter(lambda d: d.strip() and "Args:" not in d and "Returns:" not in d),
+)
+def test_any_schema_of_json_types_reads_back_the_same(properties: dict[str, Any], data: Any, description: str) -> None:
+    required = data.draw(st.lists(st.sampled_from(sorted(properties)), unique=True) if properties else st.just([]))
+    schema = {"type": "function", "function": {"name": "probe", "description": description,
+                                               "parameters": {"type": "object", "properties": properties,
+                                                              "required": required}}}
+    cls = tool_use_class("probe-v1", [schema])
+    shown = get_json_schema(cls.probe)["function"]
+    assert shown["description"] == " ".join(description.split())
+    assert sorted(shown["parameters"].get("required", [])) == sorted(required)
+    for name, spec in properties.items():
+        got = dict(shown["parameters"]["properties"][name])
+        got.pop("description")
+        assert got == spec, name
 
 
 def test_a_skill_keeps_that_skills_environments_only() -> None:
@@ -247,6 +280,7 @@ def test_a_tool_use_episode_played_to_the_end_returns_its_reward(envs: TrlEnviro
     assert instance.terminated and instance.get_reward() == 1.0
 
 
+@settings(deadline=None)
 @given(
     st.one_of(st.none(), st.floats(allow_nan=False, allow_infinity=False, width=32)),
     st.booleans(),
@@ -342,3 +376,21 @@ def test_remote_environments_play_through_a_spade_serve_server(serve: Serve) -> 
         assert not manager.sessions  # close() ended the session on the server
         with pytest.raises(TrlEnvError, match="does not list 'other'"):
             TrlEnvironments(["other"], url=url)
+
+
+def test_a_remote_tool_use_environment_gets_its_tools_from_the_first_reset(serve: Serve) -> None:
+    from spade_core.catalog import open_store, resolve
+    from spade_core.plugins import get_plugins
+    from spade_serve.catalog import served_env
+
+    plugins = get_plugins()
+    with open_store(load_config(), read_only=True) as store:
+        tool_env = served_env(resolve(TOOLS, plugins, store), plugins, store)
+    with serve(envs=[tool_env]) as (url, _manager), TrlEnvironments(domain="tooluse", url=url) as chosen:
+        assert chosen.env_ids == [TOOLS]
+        instance = chosen.factory()()
+        assert set(trl_tools(instance)) >= {"mean", "store", "recall", "answer"}
+        instance.reset(seed=2)
+        assert '"content": 3.0' in instance.mean(numbers=[1, 2, 6])
+        with pytest.raises(ToolArgumentError, match="missing required argument"):
+            instance.store(name="avg")

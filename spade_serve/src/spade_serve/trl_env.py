@@ -56,6 +56,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from types import GenericAlias
 from typing import Any, Literal, Union
 
 from spade_core.actions import ToolCall, format_boxed, format_tool_calls
@@ -344,7 +345,7 @@ def _py_type(schema: Mapping[str, Any]) -> Any:
     properties and other keywords are not expressible and are dropped."""
     enum = schema.get("enum")
     if isinstance(enum, list) and enum and all(isinstance(v, str | int | float | bool) or v is None for v in enum):
-        return Literal[tuple(enum)]  # type: ignore[misc]
+        return Literal[tuple(enum)]
     kind = schema.get("type")
     if isinstance(kind, list):
         members = [_py_type({**schema, "type": k}) for k in kind if isinstance(k, str)]
@@ -353,7 +354,7 @@ def _py_type(schema: Mapping[str, Any]) -> Any:
         return members[0] if len(members) == 1 else Union[tuple(members)]  # noqa: UP007 (built from a list)
     if kind == "array":
         items = schema.get("items")
-        return list[_py_type(items)] if isinstance(items, Mapping) and items.get("type") else list
+        return GenericAlias(list, (_py_type(items),)) if isinstance(items, Mapping) and items.get("type") else list
     return _JSON_TO_PY.get(kind, Any) if isinstance(kind, str) else Any
 
 
