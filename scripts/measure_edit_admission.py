@@ -10,6 +10,11 @@ are recorded (edit parents are drawn from the unmeasured frontier).
 
     python scripts/measure_edit_admission.py                       # 3 seeds x 2 iterations
     python scripts/measure_edit_admission.py --set designer.edit.share=0.0   # writing only
+    python scripts/measure_edit_admission.py --seeds-at 41db6ce   # the seed pool of a commit
+
+``--seeds-at REV`` stores each seed's source as it was at git revision ``REV`` of the
+checkout the seed files live in (to compare seed pools, e.g. before and after knobs were
+declared; everything else is the current code).
 
 Prints one line per (seed, iteration) and the mean of admitted designed environments
 per iteration; ``--json PATH`` writes every line.
@@ -19,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import subprocess
 import sys
 import tempfile
 import time
@@ -34,6 +40,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--set", dest="overrides", action="append", default=[],
                     help="a preset override, as for spade selfplay --set (e.g. designer.edit.share=0.5)")
     ap.add_argument("--json", type=Path, default=None)
+    ap.add_argument("--seeds-at", metavar="REV", default=None,
+                    help="store the seed sources as of this git revision instead of the installed files")
     args = ap.parse_args(argv)
 
     from spade_core.config import load_config
@@ -71,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
                 meta = EnvMetadata(name=s.name, version=s.version, domain=domain.name, skill=s.skill,
                                    description=s.description, difficulty=s.difficulty, max_turns=s.max_turns,
                                    action_format=domain.action_format, class_name=s.class_name, tags=["seed"])
-                store.add(s.source(), meta)
+                store.add(_seed_source(s.path, args.seeds_at), meta)
                 store.set_status(s.id, EnvStatus.admitted)
             designer = assemble_designer(load_config(), dcfg, store=store, plugins=plugins, backend=backend)
             stage: Any = DesignerStage(designer, cfg.domain)
@@ -110,6 +118,18 @@ def main(argv: list[str] | None = None) -> int:
         args.json.write_text(json.dumps({"lines": lines, "mean_admitted_per_iteration": mean,
                                          "admitted_share": share}, indent=2), encoding="utf-8")
     return 0
+
+
+def _seed_source(path: Path, rev: str | None) -> str:
+    """A seed file's text: the installed file, or its version at git revision ``rev``."""
+    if rev is None:
+        return path.read_text(encoding="utf-8")
+    root = Path(subprocess.check_output(["git", "rev-parse", "--show-toplevel"], cwd=path.parent, text=True).strip())
+    rel = path.resolve().relative_to(root.resolve()).as_posix()
+    try:
+        return subprocess.check_output(["git", "show", f"{rev}:{rel}"], cwd=root, text=True, stderr=subprocess.PIPE)
+    except subprocess.CalledProcessError as exc:
+        raise SystemExit(f"--seeds-at {rev}: cannot read {rel} at that revision: {exc.stderr.strip()}") from None
 
 
 if __name__ == "__main__":
