@@ -19,10 +19,13 @@ import os
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from .errors import SpadeError
 from .metadata import EnvMetadata, EnvStatus
+
+if TYPE_CHECKING:
+    from .store import EnvStore
 
 ExportFormat = Literal["jsonl", "parquet", "dir"]
 FORMATS: tuple[str, ...] = ("jsonl", "parquet", "dir")
@@ -45,7 +48,7 @@ def infer_format(path: Path) -> ExportFormat:
 
 
 def iter_envs(
-    store: Any,
+    store: EnvStore,
     *,
     domain: str | None = None,
     skill: str | None = None,

@@ -27,6 +27,7 @@ import pluggy
 if TYPE_CHECKING:
     import typer
 
+    from .admission import AdmissionValidator
     from .config import SpadeConfig
     from .domains import Domain
     from .runners import EnvRunner
@@ -140,9 +141,9 @@ def spade_embed_texts(texts: list[str]) -> list[list[float]] | None:
 
 
 @hookspec(firstresult=True)
-def spade_admission_validator(config: SpadeConfig) -> Any:
+def spade_admission_validator(config: SpadeConfig) -> AdmissionValidator | None:
     """Return the pipeline that decides which imported environments are admitted (an
-    ``spade_core.importer.AdmissionValidator`` built for ``config``, a ``SpadeConfig``),
+    ``spade_core.admission.AdmissionValidator`` built for ``config``, a ``SpadeConfig``),
     or ``None`` to leave it to another plugin. Called once by each ``spade import
     --status admitted`` without ``--trust``, which closes it when done. *firstresult*:
     the first answer wins; spade-designer answers with its validation pipeline. With no

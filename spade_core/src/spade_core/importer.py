@@ -23,13 +23,14 @@ from __future__ import annotations
 import ast
 import json
 import re
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import ValidationError
 
+from .admission import AdmissionValidator
 from .errors import EnvLoadError, EnvNotFound, InvalidTransition, SpadeError, StoreError
 from .locations import json_error
 from .metadata import EnvMetadata, EnvStatus, ValidationReport, code_hash
@@ -37,6 +38,7 @@ from .source import env_class_node, parse_source
 
 if TYPE_CHECKING:
     from .domains import Domain
+    from .store import EnvStore
 
 #: Column names that may hold the environment's code, in order of preference.
 CODE_KEYS = ("code", "env_code", "source", "env_source", "program")
@@ -494,21 +496,6 @@ class ImportOutcome:
         }
 
 
-class AdmissionValidator(Protocol):
-    """What ``spade import --status admitted`` asks to decide admission (spade-designer's
-    validation pipeline answers ``spade_admission_validator``).
-
-    ``validate(items, store)`` returns one report per ``(source, metadata)`` pair, in
-    order, judged as if each passing item were admitted before the next (a later
-    near-duplicate of an earlier passing item is rejected as its duplicate), against the
-    store's *admitted* environments only: stored candidates never block anything.
-    """
-
-    def validate(self, items: Sequence[tuple[str, EnvMetadata]], store: Any) -> list[ValidationReport]: ...
-
-    def close(self) -> None: ...
-
-
 @dataclass
 class ImportReport:
     """Per-item outcomes of one ``spade import``, in input order."""
@@ -549,7 +536,7 @@ class _BatchImport:
 
     def __init__(
         self,
-        store: Any,
+        store: EnvStore,
         options: ImportOptions,
         new_version: bool,
         on_item: Callable[[ImportOutcome], None] | None,
@@ -712,7 +699,7 @@ VALIDATE_BATCH = 64
 
 
 def import_items(
-    store: Any,
+    store: EnvStore,
     items: Iterable[RawItem],
     options: ImportOptions = ImportOptions(),
     *,

@@ -3,10 +3,13 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from spade_core.errors import ConfigError
+
+if TYPE_CHECKING:
+    from spade_core.config import SpadeConfig
 
 
 class _Model(BaseModel):
@@ -157,5 +160,5 @@ class DesignerConfig(_Model):
             raise ConfigError("\n".join(lines)) from None
 
     @classmethod
-    def from_spade_config(cls, config: Any, **overrides: Any) -> DesignerConfig:
+    def from_spade_config(cls, config: SpadeConfig, **overrides: Any) -> DesignerConfig:
         return cls.load(config.section("designer"), **overrides)

@@ -14,9 +14,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from spade_core.errors import SpadeError
+
+if TYPE_CHECKING:
+    from spade_core.plugins import SpadePlugins
+    from spade_designer.llm.base import LLMBackend
 
 
 class PolicyError(SpadeError, ValueError):
@@ -61,5 +65,6 @@ def parse_policy(text: str) -> PolicySpec:
     raise PolicyError(f"unknown policy {text!r}: use embedded, a model folder, run:RUN_DIR or openai:BASE_URL[#MODEL]")
 
 
-def make_backend(spec: PolicySpec, plugins: Any) -> Any:
+def make_backend(spec: PolicySpec, plugins: SpadePlugins) -> LLMBackend:
+    """The ``llm_backends`` plugin ``spec`` names, built with its options."""
     return plugins.create("llm_backends", spec.backend, **spec.options)

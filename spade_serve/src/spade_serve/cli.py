@@ -3,9 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import typer
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from spade_core.plugins import SpadePlugins
+    from spade_core.store import EnvStore
+
+    from .catalog import EnvCatalog
 
 
 def register(cli: typer.Typer) -> None:
@@ -97,7 +104,7 @@ def register(cli: typer.Typer) -> None:
             run(catalog, settings, log_level=log_level)
 
 
-def _write_space(console: Any, target: Path, catalog: Any, plugins: Any, store: Any, *, force: bool, lock: bool) -> None:
+def _write_space(console: Console, target: Path, catalog: EnvCatalog, plugins: SpadePlugins, store: EnvStore, *, force: bool, lock: bool) -> None:
     from spade_core.metadata import EnvStatus
 
     from .space import BASE_DISTRIBUTIONS, write_space

@@ -24,7 +24,7 @@ import uuid
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from spade_core.env import ReferenceEnvAdapter, TextEnv
 from spade_core.errors import SpadeError
@@ -42,6 +42,9 @@ from .errors import (
 )
 from .models import SpadeObservation, SpadeState
 from .settings import ServeSettings
+
+if TYPE_CHECKING:
+    from spade_sandbox.pool import SandboxPool
 
 T = TypeVar("T")
 
@@ -124,7 +127,7 @@ def _group_source(source: str, group: int) -> str:
 class SessionManager:
     """Every open session of one server; see the module docstring."""
 
-    def __init__(self, catalog: EnvCatalog, settings: ServeSettings, *, pool: Any = None) -> None:
+    def __init__(self, catalog: EnvCatalog, settings: ServeSettings, *, pool: SandboxPool | None = None) -> None:
         self.catalog = catalog
         self.settings = settings
         self._pool = pool
@@ -139,7 +142,7 @@ class SessionManager:
 
     # --- the sandbox ----------------------------------------------------------------
     @property
-    def pool(self) -> Any:
+    def pool(self) -> SandboxPool:
         """The sandbox pool (made on first use, with the server's call deadline)."""
         if self._pool is None:
             from spade_sandbox.limits import SandboxLimits

@@ -57,11 +57,18 @@ import urllib.request
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import GenericAlias
-from typing import Any, Literal, Union
+from typing import TYPE_CHECKING, Any, Literal, Union
 
 from spade_core.actions import ToolCall, format_boxed, format_tool_calls
 from spade_core.env import TextEnv
 from spade_core.errors import EnvContractError, SpadeError
+
+if TYPE_CHECKING:
+    from spade_core.config import SpadeConfig
+    from spade_core.plugins import SpadePlugins
+    from spade_sandbox.pool import SandboxPool
+
+    from .catalog import ServedEnv
 
 __all__ = [
     "ACT_INSTRUCTIONS",
@@ -462,9 +469,9 @@ class TrlEnvironments:
         skill: str | None = None,
         url: str | None = None,
         token: str | None = None,
-        config: Any = None,
-        plugins: Any = None,
-        pool: Any = None,
+        config: SpadeConfig | None = None,
+        plugins: SpadePlugins | None = None,
+        pool: SandboxPool | None = None,
         seeds_in_process: bool = False,
         call_timeout_s: float = 10.0,
         seed: int = 0,
@@ -501,7 +508,7 @@ class TrlEnvironments:
             raise
 
     # --- choosing environments ---------------------------------------------------------
-    def _local_targets(self, ids: list[str], domain: str | None, skill: str | None, config: Any, plugins: Any) -> list[_Target]:
+    def _local_targets(self, ids: list[str], domain: str | None, skill: str | None, config: SpadeConfig | None, plugins: SpadePlugins | None) -> list[_Target]:
         from spade_core.catalog import open_store
 
         from .catalog import build_catalog
@@ -532,7 +539,7 @@ class TrlEnvironments:
         unique = list({e.id: e for e in served}.values())
         return [_Target(e.id, e.uses_tools, self._local_opener(e)) for e in unique]
 
-    def _local_opener(self, served: Any) -> Callable[[], TextEnv]:
+    def _local_opener(self, served: ServedEnv) -> Callable[[], TextEnv]:
         meta = served.metadata
         if served.kind == "seed" and self._seeds_in_process:
             from spade_core.env import ReferenceEnvAdapter
@@ -555,7 +562,7 @@ class TrlEnvironments:
 
         return open_sandboxed
 
-    def _sandbox_pool(self) -> Any:
+    def _sandbox_pool(self) -> SandboxPool:
         with self._lock:
             if self._pool is None:
                 from spade_sandbox.limits import SandboxLimits

@@ -22,6 +22,8 @@ if TYPE_CHECKING:
     from spade_core.config import SpadeConfig
     from spade_core.plugins import SpadePlugins
     from spade_core.store import EnvStore
+    from spade_designer.config import DesignerConfig
+    from spade_designer.designer import Designer
 
     from .config import SelfPlayConfig
     from .policy import TokenPolicy
@@ -30,7 +32,7 @@ if TYPE_CHECKING:
 FALLBACK_HINT = "Read the rules in the first message carefully and plan each move before acting."
 
 
-def designer_config_of(config: SelfPlayConfig) -> Any:
+def designer_config_of(config: SelfPlayConfig) -> DesignerConfig:
     """The ``DesignerConfig``: the ``[selfplay.designer]`` table, with sampling budgets
     taken from ``[selfplay.generation]`` unless set there explicitly. Raises pydantic's
     ``ValidationError`` for a table the designer does not accept."""
@@ -48,7 +50,7 @@ def designer_config_of(config: SelfPlayConfig) -> Any:
 class DesignerStage:
     """:class:`~.design_protocol.DesignStage` over a ``spade_designer.Designer``."""
 
-    def __init__(self, designer: Any, domain: str) -> None:
+    def __init__(self, designer: Designer, domain: str) -> None:
         self.designer = designer
         self.domain = domain
         self.hint_fallbacks = 0

@@ -31,7 +31,7 @@ _NUM_GENERATIONS = 2
 class SampleSource(Protocol):
     """Produces one iteration's samples (called once per optimizer step)."""
 
-    def __call__(self, trainer: Any) -> Sequence[PolicySample]: ...
+    def __call__(self, trainer: GRPOTrainer) -> Sequence[PolicySample]: ...
 
 
 @dataclass(frozen=True)
@@ -209,7 +209,7 @@ class SelfPlayRollout:
         self.designer_scale = designer_scale
         self.last_fill: dict[str, int] = {}
 
-    def __call__(self, prompts: list[Any], trainer: Any) -> dict[str, Any]:
+    def __call__(self, prompts: list[Any], trainer: GRPOTrainer) -> dict[str, Any]:
         local = list(self.source(trainer))
         acc = getattr(trainer, "accelerator", None)
         if acc is not None and acc.num_processes > 1:
@@ -236,7 +236,8 @@ class SelfPlayRollout:
             # what makes the step a real update: a sample with advantage 0 adds no gradient
             "nonzero_advantages": sum(s.advantage != 0.0 for s in fitted),
         }
-        trainer.set_pending_advantages([s.advantage for s in fitted])
+        # build_trainer hands this rollout to a SelfPlayGRPOTrainer only
+        cast(SelfPlayGRPOTrainer, trainer).set_pending_advantages([s.advantage for s in fitted])
         return {
             "prompt_ids": [list(s.prompt_ids) for s in fitted],
             "completion_ids": [list(s.completion_ids) for s in fitted],

@@ -17,7 +17,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from spade_core.eval_harness import EvalResult, append_to_run, evaluate
 from spade_core.evaluation import EpisodeSuite, SuiteContext
@@ -25,7 +25,10 @@ from spade_core.evaluation import EpisodeSuite, SuiteContext
 from .errors import ConfigError
 
 if TYPE_CHECKING:
+    from spade_core.config import SpadeConfig
     from spade_core.plugins import SpadePlugins
+    from spade_designer.llm.base import LLMBackend
+    from trl import GRPOTrainer
 
     from .config import EvalSettings
 
@@ -44,7 +47,7 @@ def eval_suite(settings: EvalSettings, plugins: SpadePlugins) -> EpisodeSuite:
     return suite
 
 
-def sync_generation_weights(trainer: Any) -> None:
+def sync_generation_weights(trainer: GRPOTrainer) -> None:
     """Load the updated weights into vLLM before generating outside a training step.
 
     TRL loads them lazily, when it next generates for training (GRPOTrainer's own check of
@@ -59,7 +62,7 @@ def sync_generation_weights(trainer: Any) -> None:
 class PeriodicEvaluation:
     """Plays ``settings.suite`` every ``settings.every`` iterations and keeps each result."""
 
-    def __init__(self, settings: EvalSettings, *, plugins: SpadePlugins, spade_config: Any,
+    def __init__(self, settings: EvalSettings, *, plugins: SpadePlugins, spade_config: SpadeConfig,
                  max_new_tokens: int) -> None:
         self.settings = settings
         self.suite = eval_suite(settings, plugins)
@@ -74,7 +77,7 @@ class PeriodicEvaluation:
             return False
         return s.at_start if iteration == 0 else iteration % s.every == 0
 
-    def run(self, backend: Any, *, run_dir: Path, iteration: int, episodes: int, env_steps: int,
+    def run(self, backend: LLMBackend, *, run_dir: Path, iteration: int, episodes: int, env_steps: int,
             policy: str, snapshot: str) -> EvalResult:
         """Evaluate ``backend`` now and append the result to ``run_dir/evals.jsonl``."""
         s = self.settings

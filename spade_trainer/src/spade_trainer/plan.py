@@ -15,13 +15,16 @@ import importlib.util
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
 from .config import SelfPlayConfig
 from .errors import ConfigError
 from .grpo import CHECKPOINTING, UpdateShape, grpo_config_kwargs, unknown_grpo_arguments
+
+if TYPE_CHECKING:
+    from spade_core.plugins import SpadePlugins
 
 #: Sub-folder of the run folder that holds the trainer's checkpoints.
 CHECKPOINTS = "checkpoints"
@@ -85,7 +88,7 @@ def _eval_row(c: SelfPlayConfig) -> str:
             f"{' and before the first' if e.at_start else ''}, size {e.size}, seed {e.seed}")
 
 
-def plan_run(config: SelfPlayConfig, run_dir: Path | None = None, *, plugins: Any = None) -> RunPlan:
+def plan_run(config: SelfPlayConfig, run_dir: Path | None = None, *, plugins: SpadePlugins | None = None) -> RunPlan:
     """The plan of ``config``; ``run_dir`` is this process's own folder (default the run
     folder), where TensorBoard logs go. With an evaluation configured, its suite must be
     one of ``plugins``' (default: the installed plugins)."""

@@ -24,7 +24,7 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
@@ -45,11 +45,16 @@ from .policy import Sampling, TokenPolicy
 from .ranks import collection_seed, process_rank, rank_folder, rng_digest
 from .regret import RegretEstimate, RegretEstimator, RegretMeasurement
 from .rewards import designer_reward
-from .rollout import PlayableEnv, RolloutEngine, TokenBudget
+from .rollout import EnvBackend, PlayableEnv, RolloutEngine, TokenBudget
 from .run_archive import ArchiveLimits, RunArchive
 from .samples import PolicySample, Role
 from .shaping import agent_terms, designer_terms
 from .threads import apply_threads
+
+if TYPE_CHECKING:
+    from spade_core.config import SpadeConfig
+    from spade_core.plugins import SpadePlugins
+    from trl import GRPOTrainer
 
 STATE_FILE = "selfplay_state.json"
 STORE_FILE = "store.db"
@@ -113,9 +118,9 @@ class SelfPlayRun:
         *,
         console: Console | None = None,
         design_stage_factory: Callable[[SelfPlayRun], DesignStage] | None = None,
-        env_backend: Any = None,
-        plugins: Any = None,
-        spade_config: Any = None,
+        env_backend: EnvBackend | None = None,
+        plugins: SpadePlugins | None = None,
+        spade_config: SpadeConfig | None = None,
     ) -> None:
         self.config = config
         if spade_config is None:  # an embedding caller that did not load one: the active configuration
@@ -145,6 +150,8 @@ class SelfPlayRun:
         self._pending: IterationRecord | None = None
         self._progress: Progress | None = None
         self._task: Any = None
+        # an EnvStore and a SelfPlayGRPOTrainer once setup() has run, None before it and after
+        # close(); typed Optional, each of their uses would need a None check of its own
         self.store: Any = None
         self.trainer: Any = None
         self.policy: TokenPolicy | None = None
@@ -221,7 +228,7 @@ class SelfPlayRun:
                               f"{self.config.domain!r}")
         return added
 
-    def _build_policy(self, trainer: Any, tokenizer: Any) -> TokenPolicy:
+    def _build_policy(self, trainer: GRPOTrainer, tokenizer: Any) -> TokenPolicy:
         gen = self.config.generation
         if gen.backend == "vllm":
             from .policy import VLLMPolicy
@@ -232,7 +239,7 @@ class SelfPlayRun:
 
         return TransformersPolicy(trainer.model, tokenizer)
 
-    def _default_backend(self) -> Any:
+    def _default_backend(self) -> EnvBackend:
         # config.rollout picks the local SandboxPool or sandbox actors on Ray (ray is
         # imported only for the latter); config.sandbox gives the limits either way.
         from .distributed import env_backend_for
@@ -427,7 +434,7 @@ class SelfPlayRun:
             hint=hint,
         )
 
-    def collect(self, trainer: Any = None) -> list[PolicySample]:
+    def collect(self, trainer: GRPOTrainer | None = None) -> list[PolicySample]:
         """Run one iteration up to the update; returns both roles' samples (the GRPO rollout)."""
         cfg = self.config
         it = self.iteration + 1

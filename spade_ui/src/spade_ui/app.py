@@ -27,7 +27,7 @@ import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.responses import FileResponse, HTMLResponse
@@ -39,6 +39,9 @@ from spade_core.errors import EnvNotFound, SpadeError
 from spade_core.jsonl import read_jsonl
 
 from .lineage import lineage_svg
+
+if TYPE_CHECKING:
+    from spade_core.plugins import SpadePlugins
 
 HERE = Path(__file__).parent
 #: A run whose metrics changed this recently is taken as still running (its page refreshes).
@@ -151,7 +154,7 @@ class _Reports:
         shutil.rmtree(self._root, ignore_errors=True)
 
 
-def create_ui_app(config: SpadeConfig, plugins: Any, settings: UiSettings | None = None) -> FastAPI:
+def create_ui_app(config: SpadeConfig, plugins: SpadePlugins, settings: UiSettings | None = None) -> FastAPI:
     """The ui app over ``config``'s store (opened read-only) and ``settings.runs_dir``."""
     settings = settings or UiSettings()
     stack = contextlib.ExitStack()

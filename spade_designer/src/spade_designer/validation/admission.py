@@ -47,7 +47,7 @@ class AdmittedView:
 
 
 class PipelineAdmission:
-    """An ``spade_core.importer.AdmissionValidator`` over :class:`Validator`."""
+    """An ``spade_core.admission.AdmissionValidator`` over :class:`Validator`."""
 
     def __init__(self, config: ValidationConfig | None = None, validator: Validator | None = None) -> None:
         self.validator = validator or Validator(config=config)

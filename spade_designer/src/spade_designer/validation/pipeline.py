@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from spade_core.domains import Domain
 from spade_core.errors import PluginError
@@ -31,6 +31,9 @@ from .processes import CALLER_STAGES, PoolRecipe, SandboxJob, ValidatorProcesses
 from .runner import EnvRunner, Rejection
 from .stages import contract, degenerate, determinism, feasibility, load, novelty, static
 from .stages import fuzz as fuzz_stage
+
+if TYPE_CHECKING:
+    from spade_core.store import EnvStore
 
 _CHECKS: dict[Stage, Callable[[Run], str]] = {
     Stage.load: load.check,
@@ -120,7 +123,7 @@ class Validator:
         metadata: EnvMetadata | None = None,
         domain: Domain | str | None = None,
         hint: str | None = None,
-        store: Any = None,
+        store: EnvStore | None = None,
         config: ValidationConfig | None = None,
     ) -> ValidationReport:
         """Validate one environment source; never raises on a bad environment (the report
@@ -133,7 +136,7 @@ class Validator:
         self,
         requests: Sequence[ValidationRequest | str],
         *,
-        store: Any = None,
+        store: EnvStore | None = None,
         max_workers: int | None = None,
     ) -> list[ValidationReport]:
         """Validate a batch; reports come back in order.

@@ -21,7 +21,7 @@ import multiprocessing
 from collections.abc import Callable
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from spade_core.metadata import EnvMetadata, ValidationReport
 
@@ -47,22 +47,24 @@ class PoolRecipe:
         return SandboxPool(limits=self.limits, allow_insecure=self.allow_insecure)
 
 
-def pool_recipe(pool: Any) -> PoolRecipe | None:
+def pool_recipe(pool: EnvRunner | None) -> PoolRecipe | None:
     """The recipe of an injected pool, or ``None`` when a child could not rebuild it
     exactly (another runner, another backend or backend options, the unsafe test mode)."""
     from spade_sandbox.backends import ZygoteBackend
+    from spade_sandbox.pool import SandboxPool
 
-    from spade_sandbox import SandboxPool
-
-    if type(pool) is not SandboxPool or pool.skip_static:
+    if type(pool) is not SandboxPool:
         return None
-    backend = pool.backend
+    sandbox = cast(SandboxPool, pool)  # exactly a SandboxPool, as tested above
+    if sandbox.skip_static:
+        return None
+    backend = sandbox.backend
     default = ZygoteBackend()
     if type(backend) is not ZygoteBackend or (backend.name, backend.command_prefix, backend.spare, backend.cgroups) != (
         default.name, default.command_prefix, default.spare, default.cgroups
     ):
         return None
-    return PoolRecipe(pool.limits, pool.allow_insecure)
+    return PoolRecipe(sandbox.limits, sandbox.allow_insecure)
 
 
 @dataclass(frozen=True)
