@@ -193,7 +193,7 @@ def write_compare(paths: Sequence[Path], out: Path, *, baseline: str | None = No
                      for n, t in figures)
     names = ", ".join(html.escape(v.name) for v in views)
     page = f"""<!doctype html><html><head><meta charset="utf-8"><title>SPADE comparison</title>
-<style>body{{font-family:system-ui,sans-serif;margin:2em auto;max-width:1320px}} figure{{display:inline-block;margin:.5em}}
+<style>body{{font-family:system-ui,sans-serif;margin:2em auto;padding:0 1.5em;max-width:1320px}} figure{{display:inline-block;margin:.5em}}
 img{{width:620px}} table{{border-collapse:collapse}} td,th{{border:1px solid #ccc;padding:.25em .7em;text-align:right}}
 td:first-child{{text-align:left}}</style></head><body>
 <h1>Runs compared: {names}</h1>

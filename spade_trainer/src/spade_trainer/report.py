@@ -360,7 +360,7 @@ def _transcripts_section(transcripts: Sequence[dict[str, Any]]) -> str:
 
 
 STYLE = """
-body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1320px;color:#222;line-height:1.4}
+body{font-family:system-ui,sans-serif;margin:2em auto;padding:0 1.5em;max-width:1320px;color:#222;line-height:1.4}
 figure{display:inline-block;margin:.5em;vertical-align:top} figure img{width:620px}
 figcaption{font-size:.85em;color:#555;max-width:620px}
 table{border-collapse:collapse;font-size:.9em} td,th{border:1px solid #ccc;padding:.2em .6em;text-align:right}
