@@ -10,6 +10,7 @@ from spade_designer.hints import (
     HintRequest,
     HintWriter,
     SolutionProbe,
+    babble,
     clean_hint,
     find_leak,
     key_values,
@@ -85,6 +86,44 @@ def test_leaking_hint_is_regenerated_and_every_attempt_kept(pool):
     assert result.accepted and result.hint == "Halve the remaining range with every guess."
     assert [a.leak is None for a in result.attempts] == [False, True]
     assert code in result.attempts[0].leak
+
+
+@pytest.mark.parametrize(
+    "hint",
+    [
+        "The code is a simple and efficient way to calculate the weight of boxes in a box-box-box-box-box-box.",
+        "guess guess guess guess the number",
+        "the the number is the the the number is the the the number is the the the",
+    ],
+)
+def test_babble_is_named(hint):
+    assert babble(hint) is not None
+
+
+@pytest.mark.parametrize(
+    "hint",
+    [
+        "Halve the remaining range with every guess.",
+        "Weigh two boxes at a time, then subtract known weights; very very careful bookkeeping helps.",
+        "",
+    ],
+)
+def test_advice_is_not_babble(hint):
+    assert babble(hint) is None
+
+
+@given(st.lists(st.sampled_from(["keep", "a", "running", "range", "of", "candidates", "and", "halve", "it"]),
+                min_size=1, max_size=8, unique=True))
+def test_distinct_words_are_never_babble(words):
+    assert babble(" ".join(words)) is None
+
+
+def test_babbling_hint_is_regenerated(pool):
+    probe = sandbox_probe(pool)
+    backend = ReplayBackend(["box-box-box-box-box-box-box", "Halve the remaining range with every guess."])
+    (result,) = HintWriter(backend, HintSettings(check_seeds=[42], attempts=2), probe).write_many([HintRequest(LANTERN)])
+    assert result.accepted and result.hint == "Halve the remaining range with every guess."
+    assert "repeats 'box'" in result.attempts[0].leak
 
 
 def test_hint_rejected_when_every_attempt_leaks(pool):

@@ -20,6 +20,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -91,6 +92,25 @@ def clean_hint(text: str, *, max_sentences: int = 3, max_chars: int = 600) -> st
     return body.strip()
 
 
+_WORD = re.compile(r"[^\W_]+")
+
+
+def babble(hint: str, *, max_run: int = 4, min_distinct: float = 0.3) -> str | None:
+    """Why ``hint`` is babble rather than advice, or ``None``: a word said ``max_run`` times
+    in a row ("box-box-box-box"), or, over a dozen words or more, fewer than
+    ``min_distinct`` of them distinct. A small model's degenerate reply is no hint; the
+    agent is better served by none (the run's fallback) than by noise it must read."""
+    words = [w.lower() for w in _WORD.findall(hint)]
+    run = 1
+    for prev, word in pairwise(words):
+        run = run + 1 if word == prev else 1
+        if run >= max_run:
+            return f"the hint repeats {word!r} {max_run} or more times in a row"
+    if len(words) >= 12 and len(set(words)) < min_distinct * len(words):
+        return f"the hint repeats itself: {len(set(words))} distinct words of {len(words)}"
+    return None
+
+
 def key_values(probes: Sequence[SolutionProbe], *, min_chars: int = 2) -> dict[int, set[str]]:
     """Per seed: solution tokens hidden from the first observation and not shared by the
     solutions of every probed seed."""
@@ -151,7 +171,8 @@ class HintWriter:
             still: list[int] = []
             for i, comp in zip(pending, completions, strict=True):
                 hint = clean_hint(comp.text, max_sentences=s.max_sentences, max_chars=s.max_chars)
-                leak = "the reply holds no hint text" if not hint else find_leak(hint, probes[i], min_chars=s.min_key_chars)
+                leak = ("the reply holds no hint text" if not hint
+                        else babble(hint) or find_leak(hint, probes[i], min_chars=s.min_key_chars))
                 attempts[i].append(HintAttempt(comp.text, hint, leak, comp))
                 if leak is None:
                     results[i] = HintResult(hint, True, None, attempts[i], conversations[i], comp)
