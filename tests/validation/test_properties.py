@@ -8,13 +8,17 @@ import keyword
 import math
 import string
 
+import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from spade_core.actions import format_boxed
+from spade_core.contract import MAX_TEXT_LENGTH
+from spade_core.env import check_reset_result, check_step_result
+from spade_core.errors import EnvContractError
 from spade_designer.validation.codes import Reason
 from spade_designer.validation.leakage import leaked_payloads, tokens
 from spade_designer.validation.minhash import MinHasher, NoveltyIndex, code_tokens, similarity
-from spade_designer.validation.runner import Bounds, Instance, Rejection
+from spade_designer.validation.runner import Bounds, Instance, Rejection, classify_error
 from spade_designer.validation.strategies import ActionProgram, generic_pool
 
 HASHER = MinHasher(permutations=64)
@@ -194,3 +198,54 @@ def test_the_fast_check_of_a_step_agrees_with_the_full_one(out):
         return (step.observation, step.reward, step.terminated, step.truncated, step.info)
 
     assert outcome(full=False) == outcome(full=True)
+
+
+class _Resets(_Returns):
+    """A one-value runner whose reset returns whatever the test hands it."""
+
+    def reset(self, handle, seed=None):
+        return self.value
+
+
+_results = st.one_of(
+    _values,
+    st.tuples(_values, _values),
+    st.tuples(_values, _values, _values, _values),
+    st.tuples(_values, _values, _values, _values, _values),
+    st.tuples(st.text(max_size=120), st.floats(allow_nan=True), st.booleans(), st.booleans(), st.none()),
+)
+
+
+@given(_results)
+def test_the_runner_judges_a_step_result_as_the_environment_contract_does(out):
+    """One home for the contract's checks: what validation rejects of a step result, with
+    which message, is what ``spade_core.env`` (and so the sandbox) says of the same value;
+    the reason code is the one a violation raised by the sandbox gets."""
+    env = Instance(_Returns(out), "src", Bounds((0.0, 1.0), MAX_TEXT_LENGTH, 10.0))
+    env.reset(0)
+    try:
+        expected = check_step_result(out, (0.0, 1.0))
+    except EnvContractError as exc:
+        with pytest.raises(Rejection) as rej:
+            env.step("a")
+        assert rej.value.message == str(exc)
+        assert rej.value.code is classify_error(exc, "step")[0]
+        assert rej.value.actions == ["a"] and rej.value.seed == 0
+    else:
+        step = env.step("a")
+        assert (step.observation, step.reward, step.terminated, step.truncated, step.info) == expected
+
+
+@given(_results)
+def test_the_runner_judges_a_reset_result_as_the_environment_contract_does(out):
+    env = Instance(_Resets(out), "src", Bounds((0.0, 1.0), MAX_TEXT_LENGTH, 10.0))
+    try:
+        expected = check_reset_result(out)
+    except EnvContractError as exc:
+        with pytest.raises(Rejection) as rej:
+            env.reset(3)
+        assert rej.value.message == str(exc)
+        assert rej.value.code is classify_error(exc, "reset")[0] is Reason.reset_wrong_types
+        assert rej.value.actions is None and rej.value.seed == 3
+    else:
+        assert env.reset(3) == expected

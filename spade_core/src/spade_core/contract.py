@@ -1,20 +1,22 @@
 """The environment contract's checks on the values an environment returns: their one home.
 
-Three places check what environment code returned, each for a reason of its own, and all
-three apply the rules written here so that an environment meets the same contract wherever
+Four places check what environment code returned, each for a reason of its own, and all
+four apply the rules written here so that an environment meets the same contract wherever
 it runs:
 
 * :mod:`spade_core.env` (``check_reset_result`` / ``check_step_result``): values returned
   in this process (``ReferenceEnvAdapter``, the trainer's in-process runner);
 * the sandbox's worker (``spade_sandbox.worker``), before it converts a value for the wire;
 * the sandbox's pool (``spade_sandbox.replies``), on the decoded reply of a worker, which is
-  untrusted.
+  untrusted;
+* spade-designer's validation (``spade_designer.validation.runner``), on what any runner
+  returned, each violation a finding whose reason code its message tells.
 
 Each check takes ``error``, the exception class its caller raises, called as
 ``error(message, method=...)`` (:class:`spade_core.errors.EnvContractError` here, the
-sandbox's ``EnvContractViolation`` in the pool, the worker's own in the worker), and
-returns the value as the contract has it (a ``None`` info as ``{}``, a reward as ``float``,
-a flag as ``bool``).
+sandbox's ``EnvContractViolation`` in the pool, the worker's own in the worker, a
+validation ``Rejection`` in the designer), and returns the value as the contract has it (a
+``None`` info as ``{}``, a reward as ``float``, a flag as ``bool``).
 
 The messages never call a method of the value beyond its type's name and the ``repr`` of
 a builtin scalar: in the worker the value comes from untrusted code, whose ``__repr__``

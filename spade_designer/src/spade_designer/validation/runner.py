@@ -4,18 +4,20 @@
 production path always passes a real pool. :class:`Instance` drives one spawned
 environment through a runner and checks every value that comes back against the
 pipeline's invariants, turning each violation into a :class:`Rejection` with a reason code.
+Those invariants are the environment contract's (:mod:`spade_core.contract`, the checks and
+messages ``spade_core.env`` and the sandbox apply), with the pipeline's own observation bound;
+a violation's reason code is read from the contract's message, as for one the sandbox raised.
 """
 
 from __future__ import annotations
 
-import math
 import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from spade_core.env import describe_shape
+import spade_core.contract as contract
 from spade_core.errors import EnvContractError
 
 from .codes import Reason
@@ -249,40 +251,38 @@ class Instance:
                 details={"method": method, "seconds": round(seconds, 4)},
             )
 
+    def _contract_error(self, method: str, details: dict[str, Any] | None = None) -> contract.ErrorClass:
+        """The ``error`` of a contract check called on a value of ``method``: a
+        :class:`Rejection` whose reason code the contract's message tells (as
+        :func:`classify_error` reads a violation the sandbox raised), with the replayable
+        actions of a step and the seed of a reset or step."""
+
+        def error(message: str, *, method: str = method) -> Rejection:
+            return Rejection(
+                _contract_reason(message, method),
+                message,
+                actions=list(self.trail) if method == "step" else None,
+                seed=self.seed if method in ("reset", "step") else None,
+                details=details,
+            )
+
+        return error
+
     def _observation(self, obs: Any, method: str) -> str:
-        if not isinstance(obs, str):
-            code = Reason.reset_wrong_types if method == "reset" else Reason.step_wrong_types
-            raise Rejection(
-                code,
-                f"{method}() returned an observation of type {type(obs).__name__}, expected str",
-                actions=list(self.trail) if method == "step" else None,
-                seed=self.seed,
-            )
-        if len(obs) > self.bounds.max_observation_chars:
-            raise Rejection(
-                Reason.observation_too_large,
-                f"{method}() returned an observation of {len(obs)} characters (bound {self.bounds.max_observation_chars})",
-                actions=list(self.trail) if method == "step" else None,
-                seed=self.seed,
-                details={"chars": len(obs)},
-            )
-        return obs
+        details = {"chars": str.__len__(obs)} if isinstance(obs, str) else None
+        return contract.observation(obs, method, self._contract_error(method, details), self.bounds.max_observation_chars)
 
     def reset(self, seed: int | None) -> tuple[str, dict[str, Any]]:
         """Reset to ``seed``; returns ``(observation, info)`` or raises :class:`Rejection`."""
         self.trail = []
         self.seed = seed
         out, seconds = self._timed("reset", self.runner.reset, seed)
-        # A bare observation (the old Gym reset) is a violation, not something to repair.
-        if not isinstance(out, tuple) or len(out) != 2 or not isinstance(out[1], dict | type(None)):
-            raise Rejection(
-                Reason.reset_wrong_types,
-                f"reset() returned {describe_shape(out)}; expected the pair (observation: str, info: dict)",
-                seed=seed,
-            )
-        obs = self._observation(out[0], "reset")
+        error = self._contract_error("reset")
+        obs, info = contract.reset_pair(out, error)
+        obs = self._observation(obs, "reset")
+        info = contract.info(info, "reset", error)
         self._slow("reset", seconds)
-        return obs, dict(out[1] or {})
+        return obs, dict(info)
 
     def step(self, action: str) -> Step:
         """One checked step: types, finite reward in range, size and time bounds."""
@@ -388,55 +388,17 @@ class Instance:
         return self._check_step_values(out, seconds, timed=timed)
 
     def _check_step_values(self, out: Any, seconds: float, *, timed: bool) -> Step:
-        if not isinstance(out, tuple) or len(out) != 5:
-            old = " (the old Gym API's (observation, reward, done, info))" if isinstance(out, tuple) and len(out) == 4 else ""
-            raise Rejection(
-                Reason.step_wrong_types,
-                f"step() returned {describe_shape(out)}{old}; expected (observation, reward, terminated, truncated, info)",
-                actions=list(self.trail),
-                seed=self.seed,
-            )
-        obs, reward, terminated, truncated, info = out
+        error = self._contract_error("step")
+        obs, reward, terminated, truncated, info = contract.step_tuple(out, error)
         obs = self._observation(obs, "step")
-        if isinstance(reward, bool) or not isinstance(reward, int | float):
-            raise Rejection(
-                Reason.step_wrong_types,
-                f"step() returned a reward of type {type(reward).__name__}, expected a number",
-                actions=list(self.trail),
-                seed=self.seed,
-            )
-        r = float(reward)
-        if not math.isfinite(r):
-            raise Rejection(
-                Reason.non_finite_reward, f"step() returned a non-finite reward {r!r}", actions=list(self.trail), seed=self.seed
-            )
-        lo, hi = self.bounds.reward_range
-        if not lo - 1e-9 <= r <= hi + 1e-9:
-            raise Rejection(
-                Reason.reward_out_of_range,
-                f"step() returned reward {r} outside the declared range [{lo}, {hi}]",
-                actions=list(self.trail),
-                seed=self.seed,
-                details={"reward": r},
-            )
-        for name, flag in (("terminated", terminated), ("truncated", truncated)):
-            if not isinstance(flag, bool | int) or isinstance(flag, float):
-                raise Rejection(
-                    Reason.step_wrong_types,
-                    f"step() returned {name} of type {type(flag).__name__}, expected bool",
-                    actions=list(self.trail),
-                    seed=self.seed,
-                )
-        if info is not None and not isinstance(info, dict):
-            raise Rejection(
-                Reason.step_wrong_types,
-                f"step() returned info of type {type(info).__name__}, expected dict",
-                actions=list(self.trail),
-                seed=self.seed,
-            )
+        r = contract.reward(reward, error)
+        r = contract.reward_in_range(r, self.bounds.reward_range, self._contract_error("step", {"reward": r}))
+        terminated = contract.flag(terminated, "terminated", error)
+        truncated = contract.flag(truncated, "truncated", error)
+        info = contract.info(info, "step", error)
         if timed:
             self._slow("step", seconds)
-        return Step(obs, r, bool(terminated), bool(truncated), dict(info or {}), seconds)
+        return Step(obs, r, terminated, truncated, dict(info), seconds)
 
     def solution(self) -> list[str] | str | None:
         """``solution()`` as a list of actions or a string; ``None`` when not provided."""
@@ -449,17 +411,7 @@ class Instance:
             if "NotImplementedError" in rej.message:  # the TextEnv default: "does not provide solution()"
                 return None
             raise
-        if isinstance(out, tuple):
-            out = list(out)
         if out is None:
             return None
-        if isinstance(out, list):
-            if not all(isinstance(a, str) for a in out):
-                raise Rejection(Reason.solution_invalid, "solution() list must contain only str actions")
-            return out
-        if isinstance(out, str):
-            return out
-        raise Rejection(
-            Reason.solution_invalid, f"solution() returned {type(out).__name__}; expected list[str] or str"
-        )
+        return contract.solution(out, self._contract_error("solution"))
 
