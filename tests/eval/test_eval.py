@@ -171,3 +171,16 @@ def test_spade_eval_of_the_embedded_model_on_a_reasoning_gym_slice(store_home: P
     assert out["snapshot"] == "embedded:SmolLM2-135M-Instruct"
     stored = [json.loads(line) for line in (run / "evals.jsonl").read_text().splitlines()]
     assert stored[0]["suite"] == "reasoning_gym" and "episodes" not in stored[0]
+
+
+@pytest.mark.model
+@pytest.mark.slow
+def test_spade_eval_of_the_embedded_model_on_a_registry_slice(store_home: Path) -> None:
+    """A seed and a sandboxed store environment, played by the embedded model turn by turn."""
+    r = CliRunner().invoke(build_app(), ["eval", "--suite", "registry", "--size", "1", "-o", "ids=code_breaker-v1,hanoi-v1",
+                                         "--max-new-tokens", "16", "--json"])
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.stdout[r.stdout.index("{"):])
+    assert out["overall"]["n"] == 2 and out["snapshot"] == "embedded:SmolLM2-135M-Instruct"
+    assert sum(g["n"] for g in out["groups"].values()) == 2
+    assert out["overall"]["errors"] == 0
