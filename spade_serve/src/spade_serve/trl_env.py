@@ -52,8 +52,6 @@ import keyword
 import math
 import random
 import threading
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import GenericAlias
@@ -592,15 +590,19 @@ class TrlEnvironments:
         return [_Target(str(r["id"]), r.get("action_format") == "tool_call", self._remote_opener(str(r["id"]))) for r in unique]
 
     def _list_remote(self) -> list[dict[str, Any]]:
-        request = urllib.request.Request(f"{self._url}/envs")
-        if self._token:
-            request.add_header("Authorization", f"Bearer {self._token}")
+        import httpx
+
+        headers = {"Authorization": f"Bearer {self._token}"} if self._token else {}
         try:
-            with urllib.request.urlopen(request, timeout=30) as response:
-                listing = json.load(response)
-        except urllib.error.HTTPError as exc:
-            raise TrlEnvError(f"{self._url}/envs answered {exc.code} {exc.reason}: cannot list its environments") from None
-        except (urllib.error.URLError, OSError, ValueError) as exc:
+            response = httpx.get(f"{self._url}/envs", headers=headers, timeout=30)
+            response.raise_for_status()
+            listing = response.json()
+        except httpx.HTTPStatusError as exc:
+            raise TrlEnvError(
+                f"{self._url}/envs answered {exc.response.status_code} {exc.response.reason_phrase}: "
+                "cannot list its environments"
+            ) from None
+        except (httpx.HTTPError, OSError, ValueError) as exc:
             raise TrlEnvError(f"cannot list the environments of {self._url}: {exc}") from None
         envs = listing.get("envs") if isinstance(listing, dict) else None
         if not isinstance(envs, list):
