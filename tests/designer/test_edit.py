@@ -67,6 +67,15 @@ def test_a_parameter_edit_is_validated_admitted_and_stored_with_its_parent(store
     assert stages[0] == APPLY and "novelty" in stages and stages[-1] == "admission"
 
 
+def test_a_babbling_parent_hint_is_not_inherited_the_child_gets_a_new_one(store, validator) -> None:
+    add_seed(store, "remainder_oracle", win_rate=0.5, regret=0.3, hint="Use the box-box-box-box method.")
+    backend = ReplayBackend(rules=[("settings", "1000, max_mods = 4 and that is all"),
+                                   ("source code", "Pick coprime moduli and combine the remainders.")])
+    (cand,) = make_designer(store, validator, backend).edit_round("games", SKILL, 1, kind="parameter", seed=3).candidates
+    assert cand.admitted, cand.reasons
+    assert store.get(cand.metadata.id).hint == "Pick coprime moduli and combine the remainders."
+
+
 def test_a_parameter_edit_outside_the_declared_range_is_rejected_at_apply_naming_knob_and_range(
         store, validator) -> None:
     add_seed(store, "remainder_oracle")

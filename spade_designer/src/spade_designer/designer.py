@@ -45,7 +45,7 @@ from .editing import (
 )
 from .errors import DesignerError, ExtractionError, UnknownSkillError
 from .extract import ExtractedEnv, extract_env
-from .hints import HintRequest, HintWriter, ProbeFn, find_leak, sandbox_probe
+from .hints import HintRequest, HintWriter, ProbeFn, babble, find_leak, sandbox_probe
 from .llm.base import Completion, Conversation, LLMBackend
 from .memory import Memory, MemorySelection
 from .prompts import compact_design_conversation, design_conversation, repair_conversation
@@ -537,7 +537,9 @@ class Designer:
             if self.config.edit.reuse_parent_hint and hint:
                 req = HintRequest(ext.source, skill, ext.class_name, allowed)
                 try:
-                    leak = find_leak(hint, self._probe_fn()(req, settings.check_seeds), min_chars=settings.min_key_chars)
+                    leak = babble(hint) or find_leak(
+                        hint, self._probe_fn()(req, settings.check_seeds), min_chars=settings.min_key_chars
+                    )
                 except SpadeError as exc:
                     leak = f"could not compute the solution for the leakage check: {exc}"
                 if leak is None:
