@@ -9,7 +9,7 @@ In order, each on the configured seed with fixed probes (:mod:`..probes`):
 * ``rewards_garbage`` — an episode of garbage earns at least ``garbage_reward_fraction``;
 * ``reward_hacking`` — claiming success ("solve", "win", ...) or repeating one command
   that is not part of the solution reaches full reward, on every seed;
-* ``unseeded_randomness`` — a fresh instance (another worker) replays the same seed and
+* ``unseeded_randomness`` — a fresh instance (another worker) replays each configured seed and
   actions differently: randomness not drawn from the seed;
 * ``hint_leakage`` — the hint contains the solution (:mod:`..leakage`).
 """
