@@ -39,7 +39,8 @@ def _pool(folder: Path) -> Path:
     return path
 
 
-def _median(fn: Callable[[int], object]) -> float:
+def median_seconds(fn: Callable[[int], object]) -> float:
+    """Median wall seconds of ``REPEAT`` calls ``fn(0)``, ``fn(1)``, ... (also bench_hub's)."""
     samples = []
     for rep in range(REPEAT):
         t0 = time.perf_counter()
@@ -81,16 +82,16 @@ def main() -> None:
         results: list[tuple[str, float]] = []
         progress = console.status("measuring")
         with progress:
-            results.append(("store.add_many (floor)", _median(bare_write)))
-            results.append(("prepare only (parse + validate)", _median(prepare_only)))
-            results.append(("import JSONL, fresh store", _median(import_jsonl)))
-            results.append(("re-import JSONL (all unchanged)", _median(reimport)))
+            results.append(("store.add_many (floor)", median_seconds(bare_write)))
+            results.append(("prepare only (parse + validate)", median_seconds(prepare_only)))
+            results.append(("import JSONL, fresh store", median_seconds(import_jsonl)))
+            results.append(("re-import JSONL (all unchanged)", median_seconds(reimport)))
             with store("jsonl0") as s:
                 results.append(
-                    ("export JSONL", _median(lambda rep: export_envs(iter_envs(s), root / f"out{rep}.jsonl")))
+                    ("export JSONL", median_seconds(lambda rep: export_envs(iter_envs(s), root / f"out{rep}.jsonl")))
                 )
                 results.append(
-                    ("export Parquet", _median(lambda rep: export_envs(iter_envs(s), root / f"out{rep}.parquet")))
+                    ("export Parquet", median_seconds(lambda rep: export_envs(iter_envs(s), root / f"out{rep}.parquet")))
                 )
 
             def import_parquet(rep: int) -> None:
@@ -98,7 +99,7 @@ def main() -> None:
                     report = import_items(s, read_items(root / "out0.parquet"))
                     assert report.count("imported") == N_ITEMS
 
-            results.append(("import Parquet export, fresh store", _median(import_parquet)))
+            results.append(("import Parquet export, fresh store", median_seconds(import_parquet)))
 
     floor = results[0][1]
     table = Table(title=f"import / export of {N_ITEMS} environments (median of {REPEAT})")

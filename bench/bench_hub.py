@@ -13,11 +13,8 @@ table shows medians. Machines are shared and noisy: compare ratios, not absolute
 
 from __future__ import annotations
 
-import statistics
 import sys
 import tempfile
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 from rich.console import Console
@@ -28,8 +25,9 @@ from spade_core.importer import import_items
 from spade_core.metadata import EnvMetadata
 from spade_core.store import EnvStore
 
+from bench.bench_cli import REPEAT, median_seconds
+
 N_ITEMS = 2000
-REPEAT = 3
 FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "core" / "fixtures" / "reference_envs"
 
 
@@ -39,15 +37,6 @@ def _items(n: int) -> list[tuple[str, EnvMetadata]]:
         (codes[i % len(codes)] + f"\n# copy {i}\n", EnvMetadata(name=f"game_{i}", domain="games", skill="bench"))
         for i in range(n)
     ]
-
-
-def _median(fn: Callable[[int], object]) -> float:
-    samples = []
-    for rep in range(REPEAT):
-        t0 = time.perf_counter()
-        fn(rep)
-        samples.append(time.perf_counter() - t0)
-    return statistics.median(samples)
 
 
 def main(n: int = N_ITEMS) -> None:
@@ -60,10 +49,10 @@ def main(n: int = N_ITEMS) -> None:
             def export(rep: int) -> None:
                 write_hub_folder(iter_envs(store), root / f"export{rep}")
 
-            t_export = _median(export)
+            t_export = median_seconds(export)
         folder = root / "export0"
         size = sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
-        t_read = _median(lambda rep: read_hub_items(HubRef("bench", path=folder)))
+        t_read = median_seconds(lambda rep: read_hub_items(HubRef("bench", path=folder)))
         rows = read_hub_items(HubRef("bench", path=folder))
 
         def import_fresh(rep: int) -> None:
@@ -75,8 +64,8 @@ def main(n: int = N_ITEMS) -> None:
             with EnvStore(f"sqlite:///{root / f'bare{rep}.db'}") as fresh:
                 fresh.add_many(items)
 
-        t_import = _median(import_fresh)
-        t_bare = _median(bare)
+        t_import = median_seconds(import_fresh)
+        t_bare = median_seconds(bare)
     table = Table(title=f"hub layout, {n} environments ({size / 1e6:.2f} MB on disk), median of {REPEAT}")
     for col in ("step", "seconds", "per env (ms)", "x bare store write"):
         table.add_column(col, justify="right" if col != "step" else "left")
