@@ -107,16 +107,20 @@ class _MaxEpisodeSteps:
         return values["max_episode_steps"]
 
 
+def _max_steps(max_turns: Any) -> int | None:
+    """A document's ``max_turns`` as a spec's ``max_episode_steps`` (a positive int, else ``None``)."""
+    return max_turns if type(max_turns) is int and max_turns > 0 else None
+
+
 def _stored_max_turns(url: str | None, env_id: str) -> int | None:
     import json
 
     if url is None:
         return None
     try:
-        value = json.loads(_read_stored(url, env_id)[0]).get("max_turns")
+        return _max_steps(json.loads(_read_stored(url, env_id)[0]).get("max_turns"))
     except Exception:  # an attribute read must not raise: the make reports what went wrong
         return None
-    return value if type(value) is int and value > 0 else None
 
 
 def _note_max_turns(url: str, env_id: str, max_turns: Any) -> None:
@@ -124,7 +128,7 @@ def _note_max_turns(url: str, env_id: str, max_turns: Any) -> None:
     :class:`_MaxEpisodeSteps`), unless it was read already."""
     spec = gym_registry.get(_PREFIX + env_id)
     if isinstance(spec, StoredEnvSpec) and type(spec)._store_url == url:
-        spec.__dict__.setdefault("max_episode_steps", max_turns if type(max_turns) is int and max_turns > 0 else None)
+        spec.__dict__.setdefault("max_episode_steps", _max_steps(max_turns))
 
 
 class StoredEnvSpec(EnvSpec):
