@@ -10,11 +10,13 @@ import pytest
 from conftest import open_fds, sandbox_processes
 from envsrc import COUNTER, OS_GADGET_MODULES, step_body
 from spade_sandbox.errors import (
+    InstanceLost,
     SandboxCrash,
     SandboxMemoryError,
     SandboxPolicyViolation,
     SandboxTimeout,
     StaticCheckError,
+    WorkerKilled,
 )
 
 from spade_sandbox import SandboxLimits, SandboxPool
@@ -52,7 +54,7 @@ def test_infinite_loop_times_out_within_the_deadline_and_kills_only_its_worker(f
     assert elapsed < TIMEOUT_S + 10.0  # generous: the host is shared; the deadline is what matters
     assert "2 instance(s) are lost" in str(info.value)
     assert pid not in {p.pid for p in sandbox_processes()}
-    with pytest.raises(SandboxCrash, match="instance lost because worker"):
+    with pytest.raises(InstanceLost, match="instance lost because worker"):
         fault_pool.step(sibling, "x")
     fresh = fault_pool.spawn(src)  # the pool starts a new worker for the same code
     assert fault_pool.worker_of(fresh).pid != pid
@@ -170,6 +172,22 @@ def test_exec_is_killed_by_the_syscall_filter(os_layer_pool):
     h = os_layer_pool.spawn(step_body("import os\nos.execv('/bin/sh', ['sh', '-c', 'id'])", name="ExecEnv"))
     with pytest.raises(SandboxPolicyViolation, match="syscall filter"):
         os_layer_pool.step(h, "exec")
+
+
+def test_a_worker_killed_from_outside_is_told_apart_from_one_its_call_killed(fault_pool):
+    """A SIGKILL the sandbox did not send is a WorkerKilled (the running call is not to
+    blame); the worker's other instances are then InstanceLost; both are crashes."""
+    import os
+    import signal
+
+    h, sibling = fault_pool.spawn(COUNTER), fault_pool.spawn(COUNTER)
+    fault_pool.reset(h, seed=1)
+    os.kill(fault_pool.worker_of(h).pid, signal.SIGKILL)
+    with pytest.raises(WorkerKilled, match="died from signal SIGKILL") as killed:
+        fault_pool.step(h, "x")
+    with pytest.raises(InstanceLost) as lost:
+        fault_pool.step(sibling, "x")
+    assert killed.value.kind == lost.value.kind == "crash"
 
 
 def test_os_exit_is_a_crash(os_layer_pool):

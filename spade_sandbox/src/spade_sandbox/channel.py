@@ -22,12 +22,14 @@ from typing import Any, NoReturn
 
 from . import native, protocol
 from .errors import (
+    InstanceLost,
     SandboxCrash,
     SandboxError,
     SandboxMemoryError,
     SandboxPolicyViolation,
     SandboxTimeout,
     SandboxUnavailable,
+    WorkerKilled,
 )
 
 #: The binary step frame's layout (``protocol.STEP_REQUEST``, ``protocol.STEP_REPLY``):
@@ -665,6 +667,8 @@ class WorkerLink:
             cls, why = describe_status(status, oom)
         elif why is None or cls is None:  # it ended by itself: the status says how
             cls, why = describe_status(status, False, cpu_hit)
+            if cls is SandboxCrash and status is not None and os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL:
+                cls = WorkerKilled  # not by the sandbox, which kills only after saying why
         self.mark_dead(cls(f"worker {self.pid} {why} during {what}; it was killed and its "
                            f"{len(self.instances)} instance(s) are lost"))
         assert self.death is not None
@@ -675,9 +679,9 @@ class WorkerLink:
             self.death = error
         self.close_fds()
 
-    def lost_error(self) -> SandboxCrash:
+    def lost_error(self) -> InstanceLost:
         assert self.death is not None
-        return SandboxCrash(f"instance lost because worker {self.pid} died earlier: {self.death.message}")
+        return InstanceLost(f"instance lost because worker {self.pid} died earlier: {self.death.message}")
 
     def close_fds(self) -> None:
         self._view.release()

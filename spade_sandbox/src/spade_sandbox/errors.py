@@ -12,7 +12,9 @@ Which errors leave the worker alive:
   returned garbage; the worker and its other instances keep running.
 * :class:`SandboxTimeout`, :class:`SandboxMemoryError`, :class:`SandboxCrash`,
   :class:`SandboxPolicyViolation` — the worker was killed; every instance it held is lost
-  and later calls on those handles raise :class:`SandboxCrash` ("instance lost ...").
+  and later calls on those handles raise :class:`InstanceLost` (a :class:`SandboxCrash`:
+  "instance lost ...", nothing of that call ran). A worker killed by a signal the
+  sandbox did not send is a :class:`WorkerKilled` (a :class:`SandboxCrash` too).
 """
 
 from __future__ import annotations
@@ -60,6 +62,17 @@ class SandboxCrash(SandboxError):
     """The worker died (crash, exit, signal), or the instance was lost with its worker."""
 
     kind = "crash"
+
+
+class InstanceLost(SandboxCrash):
+    """The instance's worker had died before this call (an earlier call killed it, or
+    something outside did): nothing of this call ran. Its ``kind`` stays ``"crash"``."""
+
+
+class WorkerKilled(SandboxCrash):
+    """The worker was killed by a signal the sandbox did not send (an operator, the
+    kernel's OOM killer acting for the whole machine): the death says nothing about the
+    call that was running, if any. Its ``kind`` stays ``"crash"``."""
 
 
 class SandboxPolicyViolation(SandboxError):
@@ -154,6 +167,7 @@ __all__ = [
     "EnvCodeError",
     "EnvContractViolation",
     "EnvMethodMissing",
+    "InstanceLost",
     "SandboxCrash",
     "SandboxError",
     "SandboxMemoryError",
@@ -162,4 +176,5 @@ __all__ = [
     "SandboxTimeout",
     "SandboxUnavailable",
     "StaticCheckError",
+    "WorkerKilled",
 ]

@@ -47,7 +47,7 @@ from .allowlist import (
     attribute_allowed,
     is_dunder,
 )
-from .errors import EnvCodeError, SandboxCrash, SandboxError, SandboxTimeout, SandboxUnavailable
+from .errors import EnvCodeError, InstanceLost, SandboxCrash, SandboxError, SandboxTimeout, SandboxUnavailable
 from .limits import SandboxLimits
 from .worker import Interrupt
 
@@ -271,9 +271,9 @@ class InProcessLink:
         self.death = error
         raise error
 
-    def lost_error(self) -> SandboxCrash:
+    def lost_error(self) -> InstanceLost:
         assert self.death is not None
-        return SandboxCrash(f"instance lost because its code version failed earlier: {self.death.message}")
+        return InstanceLost(f"instance lost because its code version failed earlier: {self.death.message}")
 
     def shutdown(self, wait: bool = True) -> None:
         if self.death is None:

@@ -31,6 +31,9 @@ def register(cli: typer.Typer) -> None:
         max_queued_calls: int = typer.Option(1024, "--max-queued-calls", min=0, help="Calls that may wait; past that: BUSY."),
         max_request_bytes: int = typer.Option(1_048_576, "--max-request-bytes", min=1024),
         sessions_per_worker: int = typer.Option(1, "--sessions-per-worker", min=1, help="Sessions sharing one sandbox worker."),
+        move_after: float = typer.Option(
+            0.5, "--move-after", help="With shared workers: seconds a session waits behind another's call before moving."
+        ),
         call_timeout: float = typer.Option(10.0, "--call-timeout", help="Deadline of one environment call (seconds)."),
         max_idle_workers: int = typer.Option(16, "--max-idle-workers", min=0, help="Sandbox workers kept warm after their sessions closed."),
         token_file: Path | None = typer.Option(None, "--token-file", help="File holding a bearer token clients must send."),
@@ -79,6 +82,7 @@ def register(cli: typer.Typer) -> None:
                 max_queued_calls=max_queued_calls,
                 max_request_bytes=max_request_bytes,
                 sessions_per_worker=sessions_per_worker,
+                move_after_s=move_after,
                 call_timeout_s=call_timeout,
                 max_idle_workers=max_idle_workers,
                 token=token,

@@ -13,22 +13,36 @@ never share a worker process (nor the environment's module and class state), wha
 ``sessions_per_worker`` is. The pool keys workers by code version, so group ``k > 0``
 runs the source with a trailing comment naming the group (same behaviour, a distinct code
 hash); group 0 is the code as stored. A worker killed for a hang, a crash or its memory
-limit therefore ends the sessions of its group only.
+limit therefore touches the sessions of its group only.
+
+Within a shared group (``sessions_per_worker > 1``) one call at a time goes to the
+worker, and each session keeps its episode's seed and actions with a digest of every
+result. The session whose call killed the worker is closed with that error; every other
+session of the group is *restored* before its next call: a fresh instance on a fresh
+worker, reset with the episode's seed and stepped through its actions, each result checked
+against the digest of what the client was sent (an environment that does not replay alike
+ends that session with kind ``crash``). A session kept waiting more than ``move_after_s``
+by another session's call (a hung environment) moves to a worker of its own the same way.
+A worker that dies with no call of a session running (killed from outside, by an operator
+or the kernel's OOM killer) ends every session it held.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from spade_core.env import ReferenceEnvAdapter, TextEnv
 from spade_core.errors import SpadeError
 from spade_core.source import instantiate, load_trusted_class
+from spade_sandbox.errors import InstanceLost, WorkerKilled
 
 from .catalog import EnvCatalog, ServedEnv
 from .errors import (
@@ -83,6 +97,20 @@ class CallGate:
 
 
 @dataclass(eq=False)
+class WorkerGroup:
+    """Sessions of one environment and one client that share one sandbox worker."""
+
+    client: str
+    sessions: int = 0
+    #: One environment call at a time goes to the worker (the pool would serialise them
+    #: anyway); a session waiting for it longer than ``move_after_s`` moves instead.
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    #: Bumped when a session's call killed the worker: sessions of an older generation
+    #: are restored on a fresh worker before their next call.
+    generation: int = 0
+
+
+@dataclass(eq=False)
 class Session:
     """One client's environment instance and its episode."""
 
@@ -103,6 +131,11 @@ class Session:
     truncated: bool = False
     total_reward: float = 0.0
     closed: bool = False
+    #: In a shared worker group: the group generation the instance belongs to, and the
+    #: episode as played (the reset's digest, then each action with its result's digest),
+    #: from which the session is restored when another session's call kills the worker.
+    generation: int = 0
+    replay: list[tuple[str | None, bytes]] | None = None
     #: Called when the server ends the session on its own (idle, shutdown): closes the
     #: WebSocket of a WebSocket session.
     on_server_close: Callable[[str], Awaitable[None]] | None = None
@@ -124,6 +157,19 @@ def _group_source(source: str, group: int) -> str:
     return source if group == 0 else f"{source}\n# spade-serve worker group {group}\n"
 
 
+def _digest(*parts: Any) -> bytes:
+    """A 16-byte digest of a call's result (its ``repr``), to check a replay against."""
+    h = hashlib.blake2b(digest_size=16)
+    for part in parts:
+        h.update(repr(part).encode("utf-8", "surrogatepass"))
+        h.update(b"\0")
+    return h.digest()
+
+
+class ReplayDiverged(Exception):
+    """A restored instance did not replay the episode as the client saw it."""
+
+
 class SessionManager:
     """Every open session of one server; see the module docstring."""
 
@@ -135,8 +181,8 @@ class SessionManager:
         self.gate = CallGate(settings.max_concurrent_calls, settings.max_queued_calls)
         self.sessions: dict[str, Session] = {}
         self._per_client: dict[str, int] = {}
-        #: env id -> group -> [the client whose sessions it holds, how many]
-        self._groups: dict[str, dict[int, list[Any]]] = {}
+        #: env id -> group number -> the group (the client whose sessions it holds...)
+        self._groups: dict[str, dict[int, WorkerGroup]] = {}
         self._reserved = 0
         self._closed = False
 
@@ -172,17 +218,19 @@ class SessionManager:
             class_name=meta.class_name,
         )
 
-    def _take_group(self, env_id: str, client: str) -> int:
-        """A group of ``client``'s with room, else the lowest free group number."""
+    def _take_group(self, env_id: str, client: str, *, fresh: bool = False) -> int:
+        """A group of ``client``'s with room (unless ``fresh``), else the lowest free
+        group number."""
         groups = self._groups.setdefault(env_id, {})
-        for k, held in groups.items():
-            if held[0] == client and held[1] < self.settings.sessions_per_worker:
-                held[1] += 1
-                return k
+        if not fresh:
+            for k, held in groups.items():
+                if held.client == client and held.sessions < self.settings.sessions_per_worker:
+                    held.sessions += 1
+                    return k
         k = 0
         while k in groups:
             k += 1
-        groups[k] = [client, 1]
+        groups[k] = WorkerGroup(client, 1)
         return k
 
     def _give_group(self, env_id: str, group: int | None) -> None:
@@ -192,9 +240,99 @@ class SessionManager:
         held = groups.get(group)
         if held is None:
             return
-        held[1] -= 1
-        if held[1] <= 0:
+        held.sessions -= 1
+        if held.sessions <= 0:
             del groups[group]
+
+    def _shared_group(self, session: Session) -> WorkerGroup | None:
+        """The session's group when it may hold other sessions (``sessions_per_worker >
+        1``); ``None`` for a worker of its own or an in-process seed."""
+        if session.group is None or self.settings.sessions_per_worker == 1:
+            return None
+        return self._groups.get(session.env.id, {}).get(session.group)
+
+    # --- shared workers: one call at a time, restoring, moving --------------------------
+    @asynccontextmanager
+    async def _worker_turn(self, session: Session, *, replay: bool) -> AsyncIterator[None]:
+        """Hold the session's group for one call: wait for the group's worker (moving to a
+        fresh worker after ``move_after_s``), and restore the session first if another
+        session's call killed its worker. ``replay``: whether the episode so far must be
+        replayed (not before a reset, which starts a new one)."""
+        group = self._shared_group(session)
+        if group is None:
+            yield
+            return
+        if not await _acquire_within(group.lock, self.settings.move_after_s):
+            await self._move(session, replay=replay)
+            group = self._shared_group(session)
+            assert group is not None
+            await group.lock.acquire()
+        try:
+            if session.generation != group.generation:
+                await self._restore(session, replay=replay)
+            yield
+        finally:
+            group.lock.release()
+
+    async def _move(self, session: Session, *, replay: bool) -> None:
+        """Move the session to a worker of its own (a fresh group) by restoring it there."""
+        old = session.group
+        new = self._take_group(session.env.id, session.client, fresh=True)
+        try:
+            await self._restore(session, replay=replay, group=new)
+        except BaseException:
+            self._give_group(session.env.id, new)
+            raise
+        self._give_group(session.env.id, old)
+
+    async def _restore(self, session: Session, *, replay: bool, group: int | None = None) -> None:
+        """A fresh instance for the session (in ``group``, else its own), with the episode
+        replayed onto it when ``replay``; the old instance is closed in the background (its
+        worker may be dead, or busy with a hung call). A replay that fails or diverges ends
+        the session with kind ``crash``."""
+        target = session.group if group is None else group
+        assert target is not None
+        instance = await self._start_instance(session.env, target)
+        old, session.instance, session.group = session.instance, instance, target
+        held = self._groups.get(session.env.id, {}).get(target)
+        session.generation = held.generation if held is not None else 0
+        asyncio.get_running_loop().run_in_executor(None, _close_quietly, old)
+        if not (replay and session.started and session.replay is not None):
+            return
+        try:
+            await self.gate.run(self._replay, session)
+        except ServerBusy:
+            raise
+        except Exception as exc:
+            why = str(exc) if isinstance(exc, ReplayDiverged) else f"{type(exc).__name__}: {getattr(exc, 'message', exc)}"
+            await self.close(session)
+            raise EnvFailed(
+                f"{session.env.id}: the session's worker was lost to another session's call and the session could not "
+                f"be restored on a fresh worker: {why}",
+                kind="crash",
+                session_closed=True,
+            ) from None
+
+    @staticmethod
+    def _replay(session: Session) -> None:
+        """On a call thread: reset with the episode's seed and replay its actions onto the
+        session's new instance, checking every result against its digest."""
+        played = session.replay
+        assert played is not None
+        obs, info = session.instance.reset(seed=session.seed)
+        if _digest(obs, info) != played[0][1]:
+            raise ReplayDiverged("replaying it gave a different first observation (the environment is not deterministic)")
+        for turn, (action, expected) in enumerate(played[1:], 1):
+            assert action is not None
+            try:
+                got = _digest(*session.instance.step(action))
+            except Exception as exc:
+                got = _digest("error", getattr(exc, "kind", None) or type(exc).__name__)
+            if got != expected:
+                raise ReplayDiverged(
+                    f"replaying its {len(played) - 1} actions gave a different result at step {turn} "
+                    "(the environment is not deterministic)"
+                )
 
     # --- lifecycle ------------------------------------------------------------------
     async def open(self, env_id: str, client: str, transport: str) -> Session:
@@ -315,12 +453,15 @@ class SessionManager:
         async with session.lock:
             self._check_open(session)
             session.last_active = time.monotonic()
-            try:
-                obs, info, tools = await self.gate.run(self._reset_call, session, seed)
-            except ServerBusy:
-                raise
-            except Exception as exc:
-                raise await self._failed(session, exc, "reset") from None
+            async with self._worker_turn(session, replay=False):
+                try:
+                    obs, info, tools = await self.gate.run(self._reset_call, session, seed)
+                except ServerBusy:
+                    raise
+                except Exception as exc:
+                    raise await self._failed(session, exc, "reset") from None
+            if self._shared_group(session) is not None:
+                session.replay = [(None, _digest(obs, info))]
             session.seed = getattr(session.instance, "last_seed", seed)
             session.episode_id = episode_id or uuid.uuid4().hex
             session.step_count, session.total_reward = 0, 0.0
@@ -343,12 +484,20 @@ class SessionManager:
             if session.terminated or session.truncated:
                 raise EpisodeStateError("the episode is over: reset to play again", session_id=session.id)
             session.last_active = time.monotonic()
-            try:
-                obs, raw_reward, terminated, truncated, info = await self.gate.run(session.instance.step, action)
-            except ServerBusy:
-                raise
-            except Exception as exc:
-                raise await self._failed(session, exc, "step") from None
+            async with self._worker_turn(session, replay=True):
+                try:
+                    obs, raw_reward, terminated, truncated, info = await self.gate.run(session.instance.step, action)
+                except ServerBusy:
+                    raise
+                except Exception as exc:
+                    error = await self._failed(session, exc, "step")
+                    if session.replay is not None and not session.closed and getattr(exc, "kind", None) != "request":
+                        # The environment raised: its state may have moved, so the
+                        # replay repeats the action and expects the same kind of error.
+                        session.replay.append((action, _digest("error", getattr(exc, "kind", None) or type(exc).__name__)))
+                    raise error from None
+            if session.replay is not None:
+                session.replay.append((action, _digest(obs, raw_reward, terminated, truncated, info)))
             reward = float(raw_reward)  # checked finite and in range by the adapter
             session.step_count += 1
             session.total_reward += reward
@@ -387,6 +536,9 @@ class SessionManager:
         fatal = kind in _FATAL_KINDS
         error = _env_failed(exc, f"{session.env.id} {method}() failed", session_closed=fatal)
         if fatal:
+            group = self._shared_group(session)
+            if group is not None and not isinstance(exc, (InstanceLost, WorkerKilled)):
+                group.generation += 1  # this call killed the worker: the others are restored
             await self.close(session)
         return error
 
@@ -410,6 +562,23 @@ def _env_failed(exc: BaseException, what: str, *, session_closed: bool) -> EnvFa
     return EnvFailed(f"{what}: {message}", kind=str(kind), session_closed=session_closed)
 
 
+async def _acquire_within(lock: asyncio.Lock, timeout: float) -> bool:
+    """Acquire ``lock`` within ``timeout`` seconds; whether it was acquired (a lock
+    acquired just as the wait timed out is kept, never leaked)."""
+    if not lock.locked():
+        await lock.acquire()
+        return True
+    task = asyncio.ensure_future(lock.acquire())
+    done, _ = await asyncio.wait({task}, timeout=timeout)
+    if done:
+        return task.result()
+    task.cancel()
+    try:
+        return await task
+    except asyncio.CancelledError:
+        return False
+
+
 def _close_when_started(future: Any) -> None:
     if not future.cancelled() and future.exception() is None:
         _close_quietly(future.result())
@@ -422,4 +591,4 @@ def _close_quietly(instance: TextEnv) -> None:
         pass
 
 
-__all__ = ["CallGate", "Session", "SessionManager"]
+__all__ = ["CallGate", "Session", "SessionManager", "WorkerGroup"]

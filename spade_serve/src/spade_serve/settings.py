@@ -16,8 +16,10 @@ class ServeSettings(BaseModel):
     sessions of one environment and one client share a sandbox worker process (sessions
     of different clients never share one): 1 (the default) gives
     every session its own worker, so a killed worker ends exactly one session; a larger
-    value saves memory (one worker holds many instances) at the price of a killed worker
-    ending every session it held.
+    value saves memory (one worker holds many instances); a session whose worker another
+    session's call killed is then restored on a fresh worker by replaying its episode, and
+    one kept waiting longer than ``move_after_s`` by another session's call moves to a
+    worker of its own the same way (see :mod:`spade_serve.sessions`).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -38,6 +40,9 @@ class ServeSettings(BaseModel):
     #: Optional bearer token; when set, every route but /health requires it.
     token: str | None = None
     sessions_per_worker: int = Field(1, ge=1, le=4096)
+    #: With shared workers: how long a session waits for its worker while another
+    #: session's call runs there before moving to a worker of its own.
+    move_after_s: float = Field(0.5, gt=0, le=3600)
     #: Seed environments (trusted plugin code) run in the sandbox like store code unless
     #: this is set; in-process calls cannot be killed, so a hung seed would hold a thread.
     seeds_in_process: bool = False
