@@ -74,9 +74,9 @@ def quiet_footprint(pid: int, most_children: int, timeout: float = 60.0) -> dict
         time.sleep(0.2)
 
 
-def check_load_leaves_nothing(sessions: int, steps: int) -> dict[str, float]:
+def check_load_leaves_nothing(sessions: int, steps: int, *extra: str) -> dict[str, float]:
     env = "polynomial_probe-v1"
-    args = (env, "--max-sessions-per-client", str(max(sessions, 1)), "--max-sessions", str(max(sessions, 1)))
+    args = (env, "--max-sessions-per-client", str(max(sessions, 1)), "--max-sessions", str(max(sessions, 1)), *extra)
     with spade_serve(*args) as (url, proc):
         env_url = f"{url}/envs/{env}"
         run_load(env_url, 4, 5)  # warm: the zygote and the first workers exist
@@ -105,12 +105,18 @@ def check_load_leaves_nothing(sessions: int, steps: int) -> dict[str, float]:
     return numbers
 
 
-def test_concurrent_websocket_sessions_all_answered_and_nothing_leaks() -> None:
-    numbers = check_load_leaves_nothing(24, 40)
-    print(f"\n24 sessions x 40 steps: {numbers}")
+#: A worker per session (the default), and sessions sharing workers 16 to one.
+WORKERS = pytest.mark.parametrize("extra", [(), ("--sessions-per-worker", "16")], ids=["own-worker", "16-per-worker"])
+
+
+@WORKERS
+def test_concurrent_websocket_sessions_all_answered_and_nothing_leaks(extra: tuple[str, ...]) -> None:
+    numbers = check_load_leaves_nothing(24, 40, *extra)
+    print(f"\n24 sessions x 40 steps {extra}: {numbers}")
 
 
 @pytest.mark.slow
-def test_256_websocket_sessions_x_200_steps_no_error_no_leak() -> None:
-    numbers = check_load_leaves_nothing(256, 200)
-    print(f"\n256 sessions x 200 steps: {numbers}")
+@WORKERS
+def test_256_websocket_sessions_x_200_steps_no_error_no_leak(extra: tuple[str, ...]) -> None:
+    numbers = check_load_leaves_nothing(256, 200, *extra)
+    print(f"\n256 sessions x 200 steps {extra}: {numbers}")
