@@ -88,6 +88,61 @@ def test_a_failing_environment_is_an_error_row_not_a_crash(store_home: Path) -> 
     assert result.overall.n == 2
 
 
+class _Talker:
+    """Says ``text`` at every turn; never ends by itself."""
+
+    text = "short"
+
+    def reset(self, seed=None):
+        return self.text, {}
+
+    def step(self, action):
+        return self.text, 0.0, False, False, {}
+
+
+class _LongTalker(_Talker):
+    text = "x" * 6000
+
+
+def _server_with_a_context_of(chars: int, status: int = 400):
+    """An OpenAI-compatible endpoint (an HTTP transport) refusing conversations longer
+    than ``chars`` with ``status``, answering the others."""
+    import httpx
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        body = json.loads(request.content)
+        if sum(len(m["content"]) for m in body["messages"]) > chars:
+            return httpx.Response(status, json={"error": {"message": "maximum context length exceeded"}})
+        return httpx.Response(200, json={"choices": [{"message": {"content": "ok"}, "finish_reason": "stop"}]})
+
+    return httpx.MockTransport(answer)
+
+
+def test_a_conversation_the_model_server_refuses_fails_its_episode_only() -> None:
+    from spade_core.evaluation import EvalItem
+    from spade_designer.llm.openai_backend import OpenAIBackend
+
+    backend = OpenAIBackend(transport=_server_with_a_context_of(5000), max_retries=0)
+    items = [EvalItem("g", 0, _LongTalker, max_turns=2, label="long"),
+             EvalItem("g", 1, _Talker, max_turns=2, label="short")]
+    result = evaluate(backend, items, concurrency=2)
+    long, short = sorted(result.episodes, key=lambda e: e.label)
+    assert "rejected the request: HTTP 400" in long.error and "maximum context length" in long.error
+    assert long.turns == 0
+    assert short.error is None and short.turns == 2
+    assert result.env_steps == 2 and result.overall.errors == 1
+
+
+def test_a_model_server_refusing_every_request_stops_the_evaluation() -> None:
+    from spade_core.evaluation import EvalItem
+    from spade_designer.errors import LLMBackendError
+    from spade_designer.llm.openai_backend import OpenAIBackend
+
+    backend = OpenAIBackend(transport=_server_with_a_context_of(0, status=401), max_retries=0)
+    with pytest.raises(LLMBackendError, match="HTTP 401"):
+        evaluate(backend, [EvalItem("g", 0, _Talker, max_turns=2)], concurrency=2)
+
+
 @given(st.integers(0, 500), st.integers(0, 500))
 def test_wilson_interval_holds_the_rate_and_stays_in_0_1(a: int, b: int) -> None:
     wins, n = min(a, b), max(a, b)

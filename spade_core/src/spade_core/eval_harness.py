@@ -233,15 +233,15 @@ def evaluate(
                 report(len(finished), total)
                 continue
             g0 = time.perf_counter()
-            completions = backend.chat(
-                [e.messages for e in live], max_new_tokens=max_new_tokens, temperature=temperature,
-                seed=seed + len(finished) + steps if temperature > 0 else None,
-            )
+            sampling = {"max_new_tokens": max_new_tokens, "temperature": temperature,
+                        "seed": seed + len(finished) + steps if temperature > 0 else None}
+            completions = _chat(backend, live, sampling)
             generate_s += time.perf_counter() - g0
             e0 = time.perf_counter()
-            list(pool.map(lambda pair: pair[0].act(pair[1].text), zip(live, completions, strict=True)))
+            list(pool.map(lambda pair: pair[0].act(pair[1].text),
+                          [(e, c) for e, c in zip(live, completions, strict=True) if c is not None]))
             env_s += time.perf_counter() - e0
-            steps += len(live)
+            steps += sum(c is not None for c in completions)
             for ep in [e for e in live if e.done]:
                 finished.append(ep.result())
             live = [e for e in live if not e.done]
@@ -255,6 +255,29 @@ def evaluate(
         episodes=finished, wall_s=time.perf_counter() - t0, env_steps=steps, generate_s=generate_s, env_s=env_s,
         options=dict(options or {}), started_at=started,
     )
+
+
+def _chat(backend: Any, live: list[_Live], sampling: dict[str, Any]) -> list[Any]:
+    """One completion per live episode. When the model server refuses one request for
+    what it holds (an error marked ``request_rejected``: a conversation over its context,
+    say), the batch is asked again one conversation at a time, and each refused episode
+    ends with the server's answer as its error (``None`` in its place); any other error
+    stops the evaluation."""
+    try:
+        return list(backend.chat([e.messages for e in live], **sampling))
+    except Exception as exc:
+        if not getattr(exc, "request_rejected", False):
+            raise
+    out: list[Any] = []
+    for ep in live:
+        try:
+            out.append(backend.chat([ep.messages], **sampling)[0])
+        except Exception as exc:
+            if not getattr(exc, "request_rejected", False):
+                raise
+            ep._fail(exc)
+            out.append(None)
+    return out
 
 
 def append_to_run(result: EvalResult, run: Path, **extra: Any) -> Path:

@@ -24,6 +24,14 @@ class LLMBackendError(DesignerError):
         self.backend = backend
 
 
+class LLMRequestRejected(LLMBackendError):
+    """The model server refused one request (a client error such as a conversation longer
+    than its context) while it serves others: only that conversation's caller should
+    fail. Core code, which cannot import this class, reads ``request_rejected``."""
+
+    request_rejected = True
+
+
 class ConversationError(LLMBackendError, ValueError):
     """A conversation passed to ``chat`` is malformed (roles, content types)."""
 

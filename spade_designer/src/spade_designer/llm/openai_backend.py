@@ -17,10 +17,12 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import LLMBackendError
+from ..errors import LLMBackendError, LLMRequestRejected
 from .base import ChatBackend, Completion, Conversation, SamplingRequest, apply_stop
 
 RETRYABLE_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
+#: Answers that refuse one request for what it holds (the server serves others).
+REQUEST_FAULT_STATUS = frozenset({400, 413, 422})
 
 
 @dataclass
@@ -128,7 +130,9 @@ class OpenAIBackend(ChatBackend):
                     return data
                 problem = f"HTTP {resp.status_code}: {resp.text[:300]}"
                 if resp.status_code not in RETRYABLE_STATUS:
-                    raise LLMBackendError(f"{url} rejected the request: {problem}", backend=self.name)
+                    # 400/413/422...: this request's fault; 401/403/404: every request's.
+                    error = LLMRequestRejected if resp.status_code in REQUEST_FAULT_STATUS else LLMBackendError
+                    raise error(f"{url} rejected the request: {problem}", backend=self.name)
                 wait = _retry_after(resp.headers.get("retry-after"))
             if attempt >= self.max_retries:
                 with self._usage_lock:
