@@ -36,9 +36,9 @@ def test_the_warm_up_environment_keeps_the_contract_in_a_real_sandbox(pool: Sand
 
 
 def test_the_warm_up_leaves_no_trace_a_worker_would_see() -> None:
-    """Run as the zygote runs it (modules pre-imported, builtins built): the library is not
-    disarmed (each worker does that for itself), no module, line cache entry or object of
-    the warm-up environment is left once the collector has run."""
+    """Run as the zygote runs it (modules pre-imported, builtins built): the warm-up does
+    not disarm the library (the zygote does, after it), no module, line cache entry or
+    object of the warm-up environment is left once the collector has run."""
     script = textwrap.dedent(
         """
         import gc, json, linecache, sys

@@ -13,8 +13,10 @@ Backends are registered through the ``spade_register_sandbox_backends`` hook
 
 from __future__ import annotations
 
+import marshal
 import os
 import shutil
+import sys
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -40,6 +42,29 @@ class Backend(Protocol):
     def close(self, wait: bool = True) -> None:
         """Stop everything the backend started (``wait=False``: without waiting for it)."""
         ...
+
+
+def with_compiled_code(spec: dict[str, Any]) -> dict[str, Any]:
+    """``spec`` with the guarded environment's code compiled here, marshalled (read by
+    :func:`spade_sandbox.worker.sent_code`), when the guard has nothing to rewrite in it
+    (:func:`spade_sandbox.guard.compile_plain`: one compile of the text, as the static check
+    already made of it, nothing run). The worker then runs no compiler, whose memory would
+    stay among its private pages. Anything else (the guard's tree path, a source the static
+    check would refuse as too large, one that does not compile) is left for the worker to
+    compile and report on, as before."""
+    from .guard import ENV_FILENAME, compile_plain
+    from .static import MAX_SOURCE_CHARS
+
+    source = spec.get("source")
+    if not spec.get("guarded", True) or type(source) is not str or len(source) > MAX_SOURCE_CHARS:
+        return spec
+    try:
+        code = compile_plain(source, ENV_FILENAME)
+    except Exception:  # SyntaxError, ValueError (null bytes), RecursionError, MemoryError
+        return spec
+    if code is None:
+        return spec
+    return {**spec, "code": marshal.dumps(code), "code_python": sys.hexversion}
 
 
 class ZygoteBackend:
@@ -76,6 +101,7 @@ class ZygoteBackend:
     ) -> WorkerLink:
         from .errors import error_from_reply
 
+        spec = with_compiled_code(spec)
         zygote = self.zygote(limits)
         try:
             pid, sock, pidfd, extras = zygote.spawn(spec)

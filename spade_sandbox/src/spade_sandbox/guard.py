@@ -212,9 +212,11 @@ def compile_guarded(source: str, filename: str) -> Any:
 
     Accepts every source CPython compiles (up to its own nesting limit): the tree is turned
     back into code with recursion headroom, since CPython converts a tree with a third of
-    the depth its parser allows. A source with none of the words involved compiles as it is."""
-    if not _needs_tree(source):
-        return compile(source, filename, "exec", flags=ENV_COMPILE_FLAGS, dont_inherit=True)
+    the depth its parser allows. A source with none of the words involved compiles as it is
+    (:func:`compile_plain`)."""
+    plain = compile_plain(source, filename)
+    if plain is not None:
+        return plain
     # The collector is paused while the tree is built and converted: its collections
     # would rescan every node built so far (a parse of 500 KB took four times as long).
     collecting = gc.isenabled()
@@ -230,17 +232,35 @@ def compile_guarded(source: str, filename: str) -> Any:
             ) from None
         _guard_tree(tree)
         sys.setrecursionlimit(max(limit, 4 * limit))
-        return compile(tree, filename, "exec", flags=ENV_COMPILE_FLAGS, dont_inherit=True)
+        return compile(tree, filename, "exec", flags=ENV_COMPILE_FLAGS, dont_inherit=True, optimize=ENV_OPTIMIZE)
     finally:
         sys.setrecursionlimit(limit)
         if collecting:
             gc.enable()
 
 
+def compile_plain(source: str, filename: str) -> types.CodeType | None:
+    """:func:`compile_guarded`'s code for ``source`` when the guard has nothing to refuse or
+    rewrite in it (none of the words it looks for), else ``None``. One compile of the text,
+    the same work as the static check's own compile of it: no tree walk, and none of the
+    recursion headroom the tree path sets (the recursion limit is process-wide), so a
+    process other than the worker may run it too (the pool does, to spare each worker the
+    compiler's memory). Raises what ``compile`` raises."""
+    if _needs_tree(source):
+        return None
+    return compile(source, filename, "exec", flags=ENV_COMPILE_FLAGS, dont_inherit=True, optimize=ENV_OPTIMIZE)
+
+
 #: Environments are compiled with postponed evaluation of annotations (PEP 563): they
 #: always were, inheriting this module's and the worker's ``from __future__ import
 #: annotations``; stated here so that the guarded and unguarded paths cannot drift apart.
 ENV_COMPILE_FLAGS = __future__.annotations.compiler_flag
+#: And with ``assert`` statements kept, as the zygote's interpreter (never run with ``-O``)
+#: always compiled them; stated so that code compiled elsewhere for a worker is the same
+#: whatever flags that process runs with.
+ENV_OPTIMIZE = 0
+#: The file name environment code is compiled under (tracebacks are cut to its frames).
+ENV_FILENAME = "<env>"
 
 #: The name the worker used before the guard's compile step refused anything.
 guard_format_access = compile_guarded
@@ -299,9 +319,11 @@ def module_wrapper(name: str, allowed: frozenset[str]) -> types.ModuleType:
 
 
 class _Disarmed:
-    """The replacements :func:`disarm` installed, kept so that it runs once per process."""
+    """Whether :func:`disarm`'s replacements are in place in this process, and which they
+    are: ``(owner, attribute, original, replacement)``, built once per process."""
 
     done = False
+    replaced: list[tuple[Any, str, Any, Any]] = []
 
 
 def _foreign_namespace(ns: Any) -> bool:
@@ -385,25 +407,32 @@ def disarm() -> None:
     * ``dataclasses.fields`` (and so ``asdict``/``astuple``/``replace``) refuses field names
       that are not allowed attributes.
 
-    Module wrappers already built are updated too. Idempotent."""
+    Module wrappers and builtins already built are updated too. Idempotent. The zygote
+    calls it before it forks (so that no worker writes these pages of its own); each guarded
+    worker calls it again, which costs nothing there."""
     if _Disarmed.done:
         return
-    import collections
-    import dataclasses
-    import functools
-    import typing
+    if not _Disarmed.replaced:
+        import collections
+        import dataclasses
+        import functools
+        import typing
 
-    typing.ForwardRef._evaluate = _checked_forward_evaluate(typing.ForwardRef._evaluate)  # type: ignore[method-assign]
-    collections.UserString.format = _user_string_method("format")  # type: ignore[method-assign]
-    collections.UserString.format_map = _user_string_method("format_map")  # type: ignore[method-assign]
-    defaults = frozenset(functools.WRAPPER_ASSIGNMENTS) | frozenset(functools.WRAPPER_UPDATES)
-    replaced = {
-        (functools, "update_wrapper"): _checked_update_wrapper(functools.update_wrapper, defaults),
-        (dataclasses, "fields"): _checked_fields(dataclasses.fields),
-    }
-    for (module, attr), replacement in replaced.items():
-        original = getattr(module, attr)
-        setattr(module, attr, replacement)
+        defaults = frozenset(functools.WRAPPER_ASSIGNMENTS) | frozenset(functools.WRAPPER_UPDATES)
+        _Disarmed.replaced = [
+            (owner, attr, owner.__dict__[attr], replacement)
+            for owner, attr, replacement in (
+                (typing.ForwardRef, "_evaluate", _checked_forward_evaluate(typing.ForwardRef._evaluate)),
+                (collections.UserString, "format", _user_string_method("format")),
+                (collections.UserString, "format_map", _user_string_method("format_map")),
+                (functools, "update_wrapper", _checked_update_wrapper(functools.update_wrapper, defaults)),
+                (dataclasses, "fields", _checked_fields(dataclasses.fields)),
+            )
+        ]
+    for owner, attr, original, replacement in _Disarmed.replaced:
+        setattr(owner, attr, replacement)
+        if isinstance(owner, type):
+            continue  # methods of a class: no wrapper or builtin holds them
         for wrapper in _wrappers.values():
             if wrapper.__dict__.get(attr) is original:
                 setattr(wrapper, attr, replacement)
@@ -412,6 +441,21 @@ def disarm() -> None:
                 if value is original:
                     namespace[key] = replacement
     _Disarmed.done = True
+
+
+def rearm() -> bool:
+    """Undo :func:`disarm` in this process: the library's own functions are back on the
+    classes and modules (module wrappers and builtins keep the checked ones). For trusted
+    code only: the zygote's imports of helper modules (which run as they would in any
+    process), and a worker started without the guard, whose environment runs with the real
+    builtins and so sees the library as it is. Whether it undid anything (``False``: this
+    process was not disarmed)."""
+    if not _Disarmed.done:
+        return False
+    for owner, attr, original, _replacement in _Disarmed.replaced:
+        setattr(owner, attr, original)
+    _Disarmed.done = False
+    return True
 
 
 def make_builtins(allowed: frozenset[str]) -> dict[str, Any]:

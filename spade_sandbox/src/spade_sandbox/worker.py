@@ -17,6 +17,7 @@ import builtins
 import errno
 import gc
 import linecache
+import marshal
 import math
 import os
 import resource
@@ -34,7 +35,7 @@ import msgpack
 from . import native, protocol
 from .allowlist import DEFAULT_ALLOWED_MODULES
 from .core_rules import contract as _contract
-from .guard import compile_guarded, disarm, make_builtins
+from .guard import ENV_FILENAME, compile_guarded, disarm, make_builtins, rearm
 from .hardening import LayerOptions, apply_layers, secure_enough
 from .protocol import (  # noqa: F401 (EXIT_CODES: re-exported, the pool reads it here too)
     EXIT_CODES,
@@ -47,7 +48,6 @@ from .protocol import (  # noqa: F401 (EXIT_CODES: re-exported, the pool reads i
     WorkerFatal,
 )
 
-ENV_FILENAME = "<env>"
 MAX_TRACEBACK_CHARS = 8000
 #: Longest exception message sent back; environment code chooses its messages, so an
 #: unbounded one would let it hand the caller megabytes through every error.
@@ -482,7 +482,28 @@ class Instances:
         return [protocol.OK, None]
 
 
-def load_class(source: str, class_name: str, allowed: frozenset[str], guarded: bool, report: Any = None) -> type:
+def sent_code(spec: dict[str, Any]) -> types.CodeType | None:
+    """The environment's code as the pool compiled it (:func:`~spade_sandbox.guard.compile_plain`,
+    marshalled into ``spec["code"]`` by an interpreter of version ``spec["code_python"]``),
+    taken out of ``spec``; ``None`` when none was sent or this interpreter cannot load it
+    (the worker then compiles the source itself). A worker that compiles nothing keeps none
+    of the compiler's memory among its private pages (about 0.3 MiB for a seed)."""
+    data = spec.pop("code", None)
+    if type(data) is not bytes or spec.get("code_python") != sys.hexversion:
+        return None
+    try:
+        code = marshal.loads(data)
+    except (EOFError, ValueError, TypeError):
+        return None
+    return code if type(code) is types.CodeType and code.co_filename == ENV_FILENAME else None
+
+
+def load_class(
+    source: str, class_name: str, allowed: frozenset[str], guarded: bool, report: Any = None, code: Any = None
+) -> type:
+    """The class ``class_name`` of ``source``, run as module ``spade_env``: with the guard's
+    builtins and compile when ``guarded`` (``code``: the guard's code for ``source`` compiled
+    already, see :func:`sent_code`), else with the real builtins and the library as it is."""
     module = types.ModuleType("spade_env")
     module.__file__ = ENV_FILENAME
     module.__dict__["__builtins__"] = make_builtins(allowed) if guarded else builtins.__dict__
@@ -491,9 +512,13 @@ def load_class(source: str, class_name: str, allowed: frozenset[str], guarded: b
     if report is not None:
         report.mark("builtins")
     if guarded:
-        disarm()  # this process runs only this environment: close the library's string paths
-        code = compile_guarded(source, ENV_FILENAME)
+        # This process runs only this environment: close the library's string paths (the
+        # zygote did before it forked; then a no-op).
+        disarm()
+        if code is None:
+            code = compile_guarded(source, ENV_FILENAME)
     else:
+        rearm()
         code = compile(source, ENV_FILENAME, "exec")
     if report is not None:
         report.mark("compile")
@@ -640,8 +665,10 @@ def run(sock: protocol.PipeChannel, hardening: dict[str, Any], seccomp_program: 
     report.mark("idle")
     limit = int(spec.get("max_output_chars", 65536))
     allowed = DEFAULT_ALLOWED_MODULES | frozenset(spec.get("allowed_modules", ()))
+    guarded = spec.get("guarded", True)
     try:
-        cls = load_class(spec["source"], spec["class_name"], allowed, spec.get("guarded", True), report)
+        code = sent_code(spec) if guarded else None
+        cls = load_class(spec["source"], spec["class_name"], allowed, guarded, report, code)
     except BaseException as exc:
         try:
             reply = classify(exc, "loading the environment")

@@ -6,12 +6,14 @@ environment, where FD is its end of the control socket. Unless ``--no-spare`` is
 keeps one *spare* worker forked and hardened ahead of time, so a spawn only has to hand the
 spare its source (the spare is used only if it was forked with the same layer options and
 every module the new code may import). It pre-imports the allowed modules, builds the
-seccomp filter once, freezes the heap (so forked workers share it copy-on-write) and then
-serves requests on the control socket:
+seccomp filter once, disarms the library (:func:`spade_sandbox.guard.disarm`), freezes the
+heap (so forked workers share it copy-on-write) and then serves requests on the control
+socket:
 
 * ``["spawn", spec]`` — fork a worker for ``spec`` (source, class name, allowed modules,
-  layer options); reply ``["ok", pid]`` with descriptors attached: the pool's end of the
-  worker's pipe channel (read end, write end) and a pidfd of the worker;
+  layer options, and the code the pool compiled when it sent one); reply ``["ok", pid]``
+  with descriptors attached: the pool's end of the worker's pipe channel (read end, write
+  end) and a pidfd of the worker;
 * ``["status", pid]`` — wait for a worker that has ended; reply ``[raw wait status,
   oom_killed, cpu_limit_hit]`` (``oom_killed``: its cgroup's OOM killer acted;
   ``cpu_limit_hit``: the kernel killed it at its hard CPU limit);
@@ -38,7 +40,7 @@ from typing import Any
 from . import hardening, protocol
 from .allowlist import DEFAULT_ALLOWED_MODULES
 from .cgroups import WorkerCgroups
-from .guard import compile_guarded, make_builtins, module_wrapper, preimport
+from .guard import compile_guarded, disarm, make_builtins, module_wrapper, preimport, rearm
 from .seccomp_policy import compile_program
 
 #: A spare is forked after the control socket has been quiet this long.
@@ -180,7 +182,14 @@ class Zygote:
         todo = [n for n in names if n not in self.imported]
         if not todo:
             return []
-        failed = preimport(todo)
+        # Trusted modules import with the library as it is, as they would anywhere; the
+        # workers forked afterwards are disarmed again.
+        disarmed = rearm()
+        try:
+            failed = preimport(todo)
+        finally:
+            if disarmed:
+                disarm()
         self.imported.update(n for n in todo if n not in failed)
         # Newly imported objects join the frozen heap, so that workers' garbage
         # collections never write to (and copy) their pages. (During start-up the
@@ -243,7 +252,7 @@ class Zygote:
             worker = None
         if worker is None:
             worker = self.fork_worker(hardening)
-        load = {k: spec[k] for k in ("source", "class_name", "allowed_modules", "guarded", "max_output_chars", "first_instance") if k in spec}
+        load = {k: spec[k] for k in ("source", "class_name", "allowed_modules", "guarded", "max_output_chars", "first_instance", "code", "code_python") if k in spec}
         try:
             protocol.send(worker.sock, load)
         except OSError:
@@ -424,6 +433,10 @@ def main() -> None:
             module_wrapper(name, DEFAULT_ALLOWED_MODULES)
     make_builtins(DEFAULT_ALLOWED_MODULES)
     warm_up()
+    # Every guarded worker runs disarmed: done once here, the replacements and the writes
+    # to the library's classes and modules are shared instead of made in each worker (a
+    # worker started without the guard undoes it for itself).
+    disarm()
     # No collection first: start-up leaves little cyclic garbage, and a full collection of
     # everything just imported costs more than the few kilobytes it would free.
     gc.freeze()
