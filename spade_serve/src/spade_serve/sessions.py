@@ -179,6 +179,9 @@ class SessionManager:
         self._pool = pool
         self._own_pool = pool is None
         self.gate = CallGate(settings.max_concurrent_calls, settings.max_queued_calls)
+        #: Closes the instances sessions left behind when restored or moved: one thread, so
+        #: instances on a worker busy with a hung call wait there, not on the shared threads.
+        self._closer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="spade-serve-close")
         self.sessions: dict[str, Session] = {}
         self._per_client: dict[str, int] = {}
         #: env id -> group number -> the group (the client whose sessions it holds...)
@@ -276,42 +279,53 @@ class SessionManager:
 
     async def _move(self, session: Session, *, replay: bool) -> None:
         """Move the session to a worker of its own (a fresh group) by restoring it there."""
-        old = session.group
         new = self._take_group(session.env.id, session.client, fresh=True)
         try:
             await self._restore(session, replay=replay, group=new)
         except BaseException:
-            self._give_group(session.env.id, new)
+            if session.group != new:  # it never got there
+                self._give_group(session.env.id, new)
             raise
-        self._give_group(session.env.id, old)
 
     async def _restore(self, session: Session, *, replay: bool, group: int | None = None) -> None:
         """A fresh instance for the session (in ``group``, else its own), with the episode
-        replayed onto it when ``replay``; the old instance is closed in the background (its
-        worker may be dead, or busy with a hung call). A replay that fails or diverges ends
-        the session with kind ``crash``."""
+        replayed onto it when ``replay``; the old instance is closed on the closing thread
+        (its worker may be dead, or busy with a hung call). An instance that cannot be
+        started, or a replay that fails or diverges, ends the session with kind ``crash``
+        (:class:`ServerBusy` leaves it to be restored at its next call)."""
         target = session.group if group is None else group
         assert target is not None
-        instance = await self._start_instance(session.env, target)
-        old, session.instance, session.group = session.instance, instance, target
-        held = self._groups.get(session.env.id, {}).get(target)
-        session.generation = held.generation if held is not None else 0
-        asyncio.get_running_loop().run_in_executor(None, _close_quietly, old)
-        if not (replay and session.started and session.replay is not None):
-            return
         try:
-            await self.gate.run(self._replay, session)
+            instance = await self._start_instance(session.env, target)
         except ServerBusy:
             raise
         except Exception as exc:
-            why = str(exc) if isinstance(exc, ReplayDiverged) else f"{type(exc).__name__}: {getattr(exc, 'message', exc)}"
-            await self.close(session)
-            raise EnvFailed(
-                f"{session.env.id}: the session's worker was lost to another session's call and the session could not "
-                f"be restored on a fresh worker: {why}",
-                kind="crash",
-                session_closed=True,
-            ) from None
+            raise await self._not_restored(session, exc) from None
+        old, session.instance = session.instance, instance
+        if target != session.group:
+            self._give_group(session.env.id, session.group)
+            session.group = target
+        session.generation = -1  # restored only once the replay below has gone through
+        self._closer.submit(_close_quietly, old)
+        if replay and session.started and session.replay is not None:
+            try:
+                await self.gate.run(self._replay, session)
+            except ServerBusy:
+                raise
+            except Exception as exc:
+                raise await self._not_restored(session, exc) from None
+        held = self._groups.get(session.env.id, {}).get(target)
+        session.generation = held.generation if held is not None else 0
+
+    async def _not_restored(self, session: Session, exc: Exception) -> EnvFailed:
+        why = str(exc) if isinstance(exc, ReplayDiverged) else f"{type(exc).__name__}: {getattr(exc, 'message', exc)}"
+        await self.close(session)
+        return EnvFailed(
+            f"{session.env.id}: another session's call killed or held this session's worker, and the session could "
+            f"not be restored on a fresh worker: {why}",
+            kind="crash",
+            session_closed=True,
+        )
 
     @staticmethod
     def _replay(session: Session) -> None:
@@ -445,6 +459,7 @@ class SessionManager:
         for session in list(self.sessions.values()):
             await self.close(session, "shutdown")
         self.gate.shutdown()
+        self._closer.shutdown(wait=False, cancel_futures=True)
         if self._own_pool and self._pool is not None:
             self._pool.close()
 
