@@ -1,8 +1,8 @@
 """What a worker does to load its environment, and what the pool and the zygote do for it
 ahead of time so that each worker writes fewer pages of its own: the pool compiles a source
-the guard has nothing to rewrite in (the worker runs that code and no compiler), and the
-zygote disarms the library once before it forks (every guarded worker runs disarmed; one
-started without the guard sees the library as it is)."""
+as the guard would (the worker runs that code and no compiler), and the zygote disarms the
+library once before it forks (every guarded worker runs disarmed; one started without the
+guard sees the library as it is)."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from spade_sandbox.errors import EnvCodeError
 from spade_sandbox.guard import compile_guarded
 from spade_sandbox.static import MAX_SOURCE_CHARS
 
@@ -34,22 +35,39 @@ def spec(source: str, guarded: bool = True) -> dict[str, Any]:
     return {"source": source, "class_name": "AnswerEnv", "guarded": guarded}
 
 
-def test_the_pool_compiles_a_plain_source_exactly_as_the_guard_would() -> None:
-    sent = backends.with_compiled_code(spec(PLAIN))
+#: A source the guard rewrites (its ``.format`` read goes through the checked format).
+REWRITTEN = PLAIN.replace('"compiled from the source"', '"{}".format("rewritten")')
+#: One the guard refuses at its compile step.
+REFUSED = PLAIN.replace('"compiled from the source"', "self.__class__")
+#: A chain the parser takes but whose tree converts back to code only with the recursion
+#: headroom the worker gives it (the recursion limit is process-wide: the pool leaves it).
+DEEP = REWRITTEN + "\nTOTAL = " + " + ".join(["1"] * (sys.getrecursionlimit() * 3 // 2)) + "\n"
+
+
+@pytest.mark.parametrize("source", [PLAIN, REWRITTEN], ids=["plain", "rewritten"])
+def test_the_pool_compiles_a_source_exactly_as_the_guard_would(source: str) -> None:
+    sent = backends.with_compiled_code(spec(source))
     assert sent["code_python"] == sys.hexversion
-    assert marshal.loads(sent["code"]) == compile_guarded(PLAIN, "<env>")
+    assert marshal.loads(sent["code"]) == compile_guarded(source, "<env>")
+
+
+def test_the_pool_compiles_deep_sources_without_moving_the_recursion_limit() -> None:
+    limit = sys.getrecursionlimit()
+    assert backends.with_compiled_code(spec(DEEP)) == spec(DEEP)
+    assert sys.getrecursionlimit() == limit
+    assert compile_guarded(DEEP, "<env>") is not None  # what the worker then does
 
 
 @pytest.mark.parametrize(
     "source, guarded",
     [
         (PLAIN, False),  # no guard: the worker compiles with the real builtins' defaults
-        (PLAIN.replace('"compiled from the source"', '"{}".format("rewritten")'), True),  # the guard's tree path
+        (REFUSED, True),  # the worker refuses it again and says why
         (PLAIN + "#" * MAX_SOURCE_CHARS, True),  # larger than the static check admits
         (PLAIN.replace("return", "retrun", 1), True),  # does not compile: the worker reports why
         (PLAIN + "\0", True),  # null bytes (ValueError)
     ],
-    ids=["unguarded", "guard-rewrites", "too-large", "syntax-error", "null-byte"],
+    ids=["unguarded", "guard-refuses", "too-large", "syntax-error", "null-byte"],
 )
 def test_the_pool_leaves_every_other_source_for_the_worker_to_compile(source: str, guarded: bool) -> None:
     assert backends.with_compiled_code(spec(source, guarded)) == spec(source, guarded)
@@ -92,6 +110,14 @@ def test_a_worker_runs_the_code_the_pool_sent_without_compiling(monkeypatch: pyt
     with SandboxPool() as pool:
         h = pool.spawn(PLAIN)
         assert pool.step(h, "go")[0] == "sent by the pool"
+
+
+def test_a_rewritten_source_the_pool_compiled_runs_in_the_worker_with_the_checked_format() -> None:
+    with SandboxPool() as pool:
+        assert pool.step(pool.spawn(REWRITTEN), "go")[0] == "rewritten"
+        fields = PLAIN.replace('"compiled from the source"', '("{0." + "_" * 2 + "class" + "_" * 2 + "}").format(1)')
+        with pytest.raises(EnvCodeError, match="format field .* is not accessible in the sandbox"):
+            pool.step(pool.spawn(fields), "go")
 
 
 def test_a_worker_compiles_the_source_when_the_code_is_of_another_python(monkeypatch: pytest.MonkeyPatch) -> None:

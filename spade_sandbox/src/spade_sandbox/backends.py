@@ -46,21 +46,20 @@ class Backend(Protocol):
 
 def with_compiled_code(spec: dict[str, Any]) -> dict[str, Any]:
     """``spec`` with the guarded environment's code compiled here, marshalled (read by
-    :func:`spade_sandbox.worker.sent_code`), when the guard has nothing to rewrite in it
-    (:func:`spade_sandbox.guard.compile_plain`: one compile of the text, as the static check
-    already made of it, nothing run). The worker then runs no compiler, whose memory would
-    stay among its private pages. Anything else (the guard's tree path, a source the static
-    check would refuse as too large, one that does not compile) is left for the worker to
-    compile and report on, as before."""
-    from .guard import ENV_FILENAME, compile_plain
+    :func:`spade_sandbox.worker.sent_code`): :func:`spade_sandbox.guard.compile_for_worker`,
+    the guard's own compile, nothing run. The worker then runs no compiler, whose memory
+    would stay among its private pages. A source the static check would refuse as too large,
+    one the guard refuses, one that does not compile or nests too deeply to compile here is
+    left for the worker to compile and report on, as before."""
+    from .guard import ENV_FILENAME, compile_for_worker
     from .static import MAX_SOURCE_CHARS
 
     source = spec.get("source")
     if not spec.get("guarded", True) or type(source) is not str or len(source) > MAX_SOURCE_CHARS:
         return spec
     try:
-        code = compile_plain(source, ENV_FILENAME)
-    except Exception:  # SyntaxError, ValueError (null bytes), RecursionError, MemoryError
+        code = compile_for_worker(source, ENV_FILENAME)
+    except Exception:  # SyntaxError, ValueError (null bytes), MemoryError
         return spec
     if code is None:
         return spec

@@ -212,11 +212,27 @@ def compile_guarded(source: str, filename: str) -> Any:
 
     Accepts every source CPython compiles (up to its own nesting limit): the tree is turned
     back into code with recursion headroom, since CPython converts a tree with a third of
-    the depth its parser allows. A source with none of the words involved compiles as it is
-    (:func:`compile_plain`)."""
-    plain = compile_plain(source, filename)
-    if plain is not None:
-        return plain
+    the depth its parser allows. A source with none of the words involved compiles as it is."""
+    return _compile(source, filename, headroom=True)
+
+
+def compile_for_worker(source: str, filename: str) -> types.CodeType | None:
+    """:func:`compile_guarded`'s code for ``source``, made outside the worker (the pool
+    does, to spare each worker the compiler's memory); ``None`` where the guard refuses the
+    source (the worker refuses it again and says why) or where the tree is too deep to turn
+    back into code without the recursion headroom, which only the worker may set (the limit
+    is process-wide, and a process with other threads must not move it). Nothing of the
+    source runs; the work is the static check's own (one parse, one iterative walk, one
+    compile; with the collector paused as it pauses it). Raises what ``compile`` raises."""
+    try:
+        return _compile(source, filename, headroom=False)
+    except (GuardRefusal, RecursionError):
+        return None
+
+
+def _compile(source: str, filename: str, headroom: bool) -> types.CodeType:
+    if not _needs_tree(source):
+        return compile(source, filename, "exec", flags=ENV_COMPILE_FLAGS, dont_inherit=True, optimize=ENV_OPTIMIZE)
     # The collector is paused while the tree is built and converted: its collections
     # would rescan every node built so far (a parse of 500 KB took four times as long).
     collecting = gc.isenabled()
@@ -231,24 +247,14 @@ def compile_guarded(source: str, filename: str) -> Any:
                 "in this interpreter); split it into smaller expressions"
             ) from None
         _guard_tree(tree)
-        sys.setrecursionlimit(max(limit, 4 * limit))
+        if headroom:
+            sys.setrecursionlimit(max(limit, 4 * limit))
         return compile(tree, filename, "exec", flags=ENV_COMPILE_FLAGS, dont_inherit=True, optimize=ENV_OPTIMIZE)
     finally:
-        sys.setrecursionlimit(limit)
+        if headroom:
+            sys.setrecursionlimit(limit)
         if collecting:
             gc.enable()
-
-
-def compile_plain(source: str, filename: str) -> types.CodeType | None:
-    """:func:`compile_guarded`'s code for ``source`` when the guard has nothing to refuse or
-    rewrite in it (none of the words it looks for), else ``None``. One compile of the text,
-    the same work as the static check's own compile of it: no tree walk, and none of the
-    recursion headroom the tree path sets (the recursion limit is process-wide), so a
-    process other than the worker may run it too (the pool does, to spare each worker the
-    compiler's memory). Raises what ``compile`` raises."""
-    if _needs_tree(source):
-        return None
-    return compile(source, filename, "exec", flags=ENV_COMPILE_FLAGS, dont_inherit=True, optimize=ENV_OPTIMIZE)
 
 
 #: Environments are compiled with postponed evaluation of annotations (PEP 563): they

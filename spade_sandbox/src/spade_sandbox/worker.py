@@ -483,11 +483,12 @@ class Instances:
 
 
 def sent_code(spec: dict[str, Any]) -> types.CodeType | None:
-    """The environment's code as the pool compiled it (:func:`~spade_sandbox.guard.compile_plain`,
+    """The environment's code as the pool compiled it (:func:`~spade_sandbox.guard.compile_for_worker`,
     marshalled into ``spec["code"]`` by an interpreter of version ``spec["code_python"]``),
     taken out of ``spec``; ``None`` when none was sent or this interpreter cannot load it
     (the worker then compiles the source itself). A worker that compiles nothing keeps none
-    of the compiler's memory among its private pages (about 0.3 MiB for a seed)."""
+    of the compiler's memory among its private pages (about 0.3 MiB for a seed, 1 MiB for
+    a source the guard rewrites)."""
     data = spec.pop("code", None)
     if type(data) is not bytes or spec.get("code_python") != sys.hexversion:
         return None
