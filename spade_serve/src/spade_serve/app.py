@@ -33,6 +33,7 @@ from typing import Any
 from fastapi import FastAPI, Request, WebSocket, WebSocketDisconnect
 from fastapi.responses import JSONResponse, Response
 from pydantic import ValidationError
+from starlette.routing import WebSocketRoute
 
 from .catalog import ServedEnv
 from .errors import (
@@ -309,7 +310,7 @@ def create_app(manager: SessionManager) -> FastAPI:
         client = client_of(websocket)
 
         async def send_error(exc: ServeError) -> None:
-            await websocket.send_text(WSErrorResponse(data=exc.payload()).model_dump_json())
+            await websocket.send_text(_error_text(exc))
 
         async def server_closed(reason: str) -> None:
             with contextlib.suppress(Exception):
@@ -322,53 +323,58 @@ def create_app(manager: SessionManager) -> FastAPI:
             opened.on_server_close = server_closed
             return opened
 
+        async def answer(raw: str) -> str | None:
+            """The reply to one message, as JSON text; ``None`` when the connection ends.
+            A function of its own so that the message, its models and the observation are
+            freed once answered instead of held by the loop while it waits."""
+            nonlocal session
+            if len(raw) > settings.max_request_bytes:
+                await send_error(RequestTooLarge(f"message over {settings.max_request_bytes} bytes"))
+                await websocket.close(code=_WS_TOO_BIG)
+                return None
+            try:
+                message = json.loads(raw)
+            except json.JSONDecodeError as exc:
+                return _error_text(_Coded(WSErrorCode.INVALID_JSON.value, f"Invalid JSON: {exc}"))
+            kind = message.get("type", "") if isinstance(message, dict) else ""
+            try:
+                if kind == "reset":
+                    data = dict(WSResetMessage.model_validate(message).data)
+                    named = data.pop("env_id", None)
+                    reset = _reset_request(data)
+                    if session is not None and named is not None and catalog.get(named).id != session.env.id:
+                        await manager.close(session)
+                        session = None
+                    if session is None:
+                        session = await start(env_for(env_ref, named).id)
+                    obs = await manager.reset(session, reset.seed, reset.episode_id)
+                    reply: Any = WSObservationResponse(data=wire_result(obs))
+                elif kind == "step":
+                    action = SpadeAction.model_validate(WSStepMessage.model_validate(message).data)
+                    if session is None:
+                        raise EpisodeStateError("step before reset: send a reset first")
+                    obs = await manager.step(session, action.message)
+                    reply = WSObservationResponse(data=wire_result(obs))
+                elif kind == "state":
+                    state = session.state() if session is not None else SpadeState()
+                    reply = WSStateResponse(data=state.model_dump())
+                elif kind == "close":
+                    return None
+                else:
+                    raise _Coded(WSErrorCode.UNKNOWN_TYPE.value, f"Unknown message type: {kind!r}")
+                return str(reply.model_dump_json())
+            except ValidationError as exc:
+                return _error_text(_invalid(exc, f"{kind or 'message'}"))
+            except ServeError as exc:
+                if session is not None and session.closed:
+                    session = None  # ended with its worker; a reset opens a fresh one
+                return _error_text(exc)
+
         try:
             if env_ref is not None or catalog.default is not None:
                 session = await start(env_for(env_ref).id)
-            while True:
-                raw = await websocket.receive_text()
-                if len(raw) > settings.max_request_bytes:
-                    await send_error(RequestTooLarge(f"message over {settings.max_request_bytes} bytes"))
-                    await websocket.close(code=_WS_TOO_BIG)
-                    return
-                try:
-                    message = json.loads(raw)
-                except json.JSONDecodeError as exc:
-                    await send_error(_Coded(WSErrorCode.INVALID_JSON.value, f"Invalid JSON: {exc}"))
-                    continue
-                kind = message.get("type", "") if isinstance(message, dict) else ""
-                try:
-                    if kind == "reset":
-                        data = dict(WSResetMessage.model_validate(message).data)
-                        named = data.pop("env_id", None)
-                        reset = _reset_request(data)
-                        if session is not None and named is not None and catalog.get(named).id != session.env.id:
-                            await manager.close(session)
-                            session = None
-                        if session is None:
-                            session = await start(env_for(env_ref, named).id)
-                        obs = await manager.reset(session, reset.seed, reset.episode_id)
-                        reply: Any = WSObservationResponse(data=wire_result(obs))
-                    elif kind == "step":
-                        action = SpadeAction.model_validate(WSStepMessage.model_validate(message).data)
-                        if session is None:
-                            raise EpisodeStateError("step before reset: send a reset first")
-                        obs = await manager.step(session, action.message)
-                        reply = WSObservationResponse(data=wire_result(obs))
-                    elif kind == "state":
-                        state = session.state() if session is not None else SpadeState()
-                        reply = WSStateResponse(data=state.model_dump())
-                    elif kind == "close":
-                        return
-                    else:
-                        raise _Coded(WSErrorCode.UNKNOWN_TYPE.value, f"Unknown message type: {kind!r}")
-                    await websocket.send_text(reply.model_dump_json())
-                except ValidationError as exc:
-                    await send_error(_invalid(exc, f"{kind or 'message'}"))
-                except ServeError as exc:
-                    if session is not None and session.closed:
-                        session = None  # ended with its worker; a reset opens a fresh one
-                    await send_error(exc)
+            while (text := await answer(await websocket.receive_text())) is not None:
+                await websocket.send_text(text)
         except (WebSocketDisconnect, RuntimeError):
             pass  # the client left (or the server closed the socket): the session goes below
         except ServeError as exc:
@@ -379,13 +385,17 @@ def create_app(manager: SessionManager) -> FastAPI:
             if session is not None:
                 await manager.close(session)
 
-    @app.websocket("/ws")
     async def ws_root(websocket: WebSocket) -> None:
         await ws_session(websocket, None)
 
-    @app.websocket("/envs/{env_id}/ws")
-    async def ws_env(websocket: WebSocket, env_id: str) -> None:
-        await ws_session(websocket, env_id)
+    async def ws_env(websocket: WebSocket) -> None:
+        await ws_session(websocket, websocket.path_params["env_id"])
+
+    # Starlette's own WebSocket routes, not FastAPI's: FastAPI's resolves dependencies and
+    # keeps two exit stacks per connection for the life of the socket (about 3 KiB of
+    # every WebSocket session in the server), and these endpoints take none.
+    app.router.routes.append(WebSocketRoute("/ws", ws_root))
+    app.router.routes.append(WebSocketRoute("/envs/{env_id}/ws", ws_env))
 
     return app
 
@@ -396,6 +406,11 @@ class _Coded(ServeError):
     def __init__(self, code: str, message: str) -> None:
         super().__init__(message)
         self.code = code
+
+
+def _error_text(exc: ServeError) -> str:
+    """A WebSocket error message (openenv-core's ``WSErrorResponse``) as JSON text."""
+    return WSErrorResponse(data=exc.payload()).model_dump_json()
 
 
 def _reset_request(data: dict[str, Any]) -> ResetRequest:
