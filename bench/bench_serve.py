@@ -2,8 +2,9 @@
 same environment in-process, in one run.
 
 Run: ``python -m bench.bench_serve`` (or ``python -m bench serve``); ``--quick`` for a
-short run; ``--memory`` for the memory table alone, with where it goes (the server
-process, the zygote, the workers; each worker's USS and PSS from ``smaps_rollup``).
+short run; ``--memory`` for the memory table alone (1, 16 and 64 sessions per worker), with
+where it goes (the server process, the zygote, the workers; each worker's USS and PSS from
+``smaps_rollup``).
 
 Both servers run as their own processes on loopback, in one run, and are
 measured one after the other in rounds (medians; the machine is shared and noisy), each through
@@ -12,16 +13,18 @@ openenv-core's own ``GenericEnvClient`` over the WebSocket:
 * **step latency** — one client stepping the seed ``polynomial_probe`` (p50 and p99 of
   the round trip, every round pooled);
 * **throughput** — 32 concurrent sessions stepping at once (steps per second);
-* **sessions per GiB** — 64 sessions opened and reset, and the memory they added: the
-  proportional set size (PSS: shared pages split among the processes sharing them) of
-  the server and all its children (for ``spade serve``: the sandbox workers and the
-  zygote), after minus before.
+* **sessions per GiB** — 256 sessions (``--quick``: 64) opened and reset, and what they
+  cost in proportional set size (PSS: shared pages split among the processes sharing
+  them): every sandbox worker open afterwards, whole (the spare and the one the warm-up
+  left included), plus the growth of the server process and the zygote over their idle
+  PSS after the warm-up. Fixed costs are thus neither hidden in a worker started early
+  nor charged to the sessions (:func:`memory_breakdown`).
 
 openenv-core's side is ``openenv.core.env_server.create_app`` with an ``Environment``
 that wraps the same seed class through ``spade_core.env.ReferenceEnvAdapter`` (the same
 value checks), ``SUPPORTS_CONCURRENT_SESSIONS`` and a session limit above the load.
-``spade serve`` is run twice: one worker per session (the default) and 16 sessions per
-worker.
+``spade serve`` is run three times: one worker per session (the default), and 16 and 64
+sessions per worker.
 """
 
 from __future__ import annotations
@@ -167,35 +170,6 @@ def throughput_round(url: str, sessions: int, n: int) -> float:
     return len(out) / (time.perf_counter() - t)
 
 
-def pss(pid: int) -> int:
-    me = psutil.Process(pid)
-    total = 0
-    for p in [me, *me.children(recursive=True)]:
-        try:
-            total += p.memory_full_info().pss
-        except psutil.Error:
-            pass
-    return total
-
-
-def sessions_per_gib(url: str, pid: int, sessions: int) -> float:
-    from openenv.core.generic_client import GenericEnvClient
-
-    async def go() -> float:
-        clients = [GenericEnvClient(base_url=url, connect_timeout_s=60, message_timeout_s=120) for _ in range(sessions)]
-        before = pss(pid)
-        for c in clients:
-            await c.connect()
-            await c.reset(seed=1)
-        await asyncio.sleep(0.5)
-        added = pss(pid) - before
-        for c in clients:
-            await c.close()
-        return sessions / (max(added, 1) / 2**30)
-
-    return asyncio.run(go())
-
-
 def _rollup(pid: int) -> dict[str, int]:
     """``/proc/<pid>/smaps_rollup`` in bytes (Pss, Private_Dirty, ...); empty when it is gone."""
     found: dict[str, int] = {}
@@ -226,9 +200,17 @@ def _processes(pid: int) -> dict[str, list[dict[str, int]]]:
 
 
 def memory_breakdown(url: str, pid: int, sessions: int) -> dict[str, float]:
-    """Open ``sessions`` sessions (connect + reset), and say where the memory they added
-    went: PSS added per role (bytes), the workers' count and median USS / PSS, and
-    sessions per GiB of the PSS added."""
+    """Open ``sessions`` sessions (connect + reset), and say what they cost and where it
+    went.
+
+    ``per GiB`` (the headline) charges the sessions with every sandbox worker that exists
+    once they are open, its whole PSS (the worker the warm-up left and the spare
+    included), plus what the server process and the zygote grew by: the PSS of the whole
+    process tree after, minus the server's and the zygote's PSS when idle after the
+    warm-up. Fixed costs (the idle server, the zygote) are not charged, and no worker is
+    left out because it existed before. Also: PSS added per role (bytes), the workers'
+    count and median USS / PSS, and ``per GiB, growth`` (the tree's growth alone, which
+    leaves out the workers the warm-up had already started)."""
     from openenv.core.generic_client import GenericEnvClient
 
     def total(roles: dict[str, list[dict[str, int]]], role: str, key: str = "Pss") -> int:
@@ -248,46 +230,47 @@ def memory_breakdown(url: str, pid: int, sessions: int) -> dict[str, float]:
         uss = sorted(w.get("Private_Clean", 0) + w.get("Private_Dirty", 0) for w in workers)
         pss_w = sorted(w.get("Pss", 0) for w in workers)
         added = {role: total(after, role) - total(before, role) for role in after}
-        whole = sum(added.values())
-        # The warm-up round left a worker (kept warm when idle) and the spare, which the
-        # delta does not charge; charging every worker in full is the upper bound.
-        every_worker = sum(total(after, role) for role in after) - total(before, "server") - total(before, "zygote")
+        growth = sum(added.values())
+        charged = sum(total(after, role) for role in after) - total(before, "server") - total(before, "zygote")
         return {
             **{f"{role} added": float(v) for role, v in added.items()},
             "workers": float(len(workers)),
             "worker USS": float(uss[len(uss) // 2]) if uss else 0.0,
             "worker PSS": float(pss_w[len(pss_w) // 2]) if pss_w else 0.0,
-            "per GiB": sessions / (max(whole, 1) / 2**30),
-            "per GiB, every worker": sessions / (max(every_worker, 1) / 2**30),
+            "charged": float(charged),
+            "per GiB": sessions / (max(charged, 1) / 2**30),
+            "per GiB, growth": sessions / (max(growth, 1) / 2**30),
         }
 
     return asyncio.run(go())
 
 
 def memory_main(sessions: int, per_worker: list[int]) -> None:
-    """``--memory``: where the memory of open sessions goes, server by server."""
-    console = Console(width=170)
-    table = Table(title=f"{sessions} open sessions (connect + reset) of {ENV_ID}: memory added; "
+    """``--memory``: what open sessions cost, and where it goes, server by server."""
+    console = Console(width=190)
+    table = Table(title=f"{sessions} open sessions (connect + reset) of {ENV_ID}: memory; "
                   f"load {os.getloadavg()[0]:.1f}")
-    for col in ("server", "sessions per GiB", "every worker charged", "KiB per session", "server process", "zygote",
+    for col in ("server", "sessions per GiB", "KiB per session", "growth only: per GiB", "server process", "zygote",
                 "workers", "worker count", "worker USS KiB", "worker PSS KiB"):
         table.add_column(col, justify="left" if col == "server" else "right")
     kinds = [("openenv", ())] + [("spade", ("--sessions-per-worker", str(n))) for n in per_worker]
+    # One server at a time, as in main.
     for kind, extra in kinds:
         with server(kind, *extra) as (label, url, pid):
             latency_round(url, 20)  # the first worker and the connection path warm, as in the main run
             r = memory_breakdown(url, pid, sessions)
-        whole = r["server added"] + r["zygote added"] + r["workers added"]
         kib = 1024
-        table.add_row(label, f"{r['per GiB']:.0f}", f"{r['per GiB, every worker']:.0f}", f"{whole / sessions / kib:.0f}",
+        table.add_row(label, f"{r['per GiB']:.0f}", f"{r['charged'] / sessions / kib:.0f}", f"{r['per GiB, growth']:.0f}",
                       f"{r['server added'] / kib:.0f}",
                       f"{r['zygote added'] / kib:.0f}", f"{r['workers added'] / kib:.0f}", f"{r['workers']:.0f}",
                       f"{r['worker USS'] / kib:.0f}", f"{r['worker PSS'] / kib:.0f}")
     console.print(table)
-    console.print("[dim]PSS added (KiB) by role: the server process, the zygote (and its PID-namespace holder), the "
-                  "workers (their count includes the spare); USS = the worker's private pages (smaps_rollup). "
-                  "'every worker charged': the PSS of every worker in full (the one the warm-up round left and the "
-                  "spare included) instead of the workers' growth[/]")
+    console.print("[dim]sessions per GiB and KiB per session: every sandbox worker open after the sessions charged its "
+                  "whole PSS (the spare and the one the warm-up left included), plus the growth of the server process "
+                  "and the zygote over their idle PSS after the warm-up. 'growth only': the process tree's PSS growth "
+                  "alone (leaves out the workers that existed before). Server process, zygote (with its PID-namespace "
+                  "holder), workers: PSS added (KiB) by role; worker count includes the spare; USS = a worker's "
+                  "private pages (smaps_rollup)[/]")
 
 
 def pct(values: list[float], q: float) -> float:
@@ -299,11 +282,12 @@ def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
     quick = "--quick" in argv
     if "--memory" in argv:
-        memory_main(32 if quick else 64, [1, 16, 64])
+        memory_main(64 if quick else 256, [1, 16, 64])
         return
-    rounds, steps, conc, conc_steps, mem_sessions = (2, 200, 16, 20, 32) if quick else (4, 400, 16, 40, 64)
-    console = Console()
-    kinds = [("openenv", ()), ("spade", ()), ("spade", ("--sessions-per-worker", "16"))]
+    rounds, steps, conc, conc_steps, mem_sessions = (2, 200, 16, 20, 64) if quick else (4, 400, 16, 40, 256)
+    console = Console(width=170)
+    kinds = [("openenv", ()), ("spade", ()), ("spade", ("--sessions-per-worker", "16")),
+             ("spade", ("--sessions-per-worker", "64"))]
     servers: list[tuple[str, str, int]] = []
     lat: dict[str, list[float]] = {}
     thr: dict[str, list[float]] = {}
@@ -317,7 +301,7 @@ def main(argv: list[str] | None = None) -> None:
             latency_round(url, 20)  # warm
             for _ in range(rounds):
                 lat[label].extend(latency_round(url, steps))
-            mem[label] = sessions_per_gib(url, pid, mem_sessions)
+            mem[label] = memory_breakdown(url, pid, mem_sessions)["per GiB"]
             # Throughput last: openenv-core's server stopped completing WebSocket handshakes
             # after a concurrent round here, and one failure must not hide the other figures.
             for _ in range(rounds):
@@ -344,7 +328,8 @@ def main(argv: list[str] | None = None) -> None:
     console.print(table)
     console.print(
         f"[dim]{rounds} rounds: {steps} sequential steps each (latency), {conc} sessions x "
-        f"{conc_steps} steps (throughput, median round); memory: PSS added by {mem_sessions} open sessions[/]"
+        f"{conc_steps} steps (throughput, median round); memory: {mem_sessions} open sessions charged every sandbox "
+        "worker's whole PSS plus the server's and the zygote's growth over their idle PSS (as --memory)[/]"
     )
 
 
