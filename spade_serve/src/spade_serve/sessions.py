@@ -96,7 +96,7 @@ class CallGate:
         self.executor.shutdown(wait=False, cancel_futures=True)
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class WorkerGroup:
     """Sessions of one environment and one client that share one sandbox worker."""
 
@@ -110,7 +110,7 @@ class WorkerGroup:
     generation: int = 0
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Session:
     """One client's environment instance and its episode."""
 
