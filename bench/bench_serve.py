@@ -250,17 +250,19 @@ def memory_main(sessions: int, per_worker: list[int]) -> None:
     console = Console(width=190)
     table = Table(title=f"{sessions} open sessions (connect + reset) of {ENV_ID}: memory; "
                   f"load {os.getloadavg()[0]:.1f}")
-    for col in ("server", "sessions per GiB", "KiB per session", "growth only: per GiB", "server process", "zygote",
+    for col in ("server", "sessions per GiB", "/ openenv", "KiB per session", "growth only: per GiB", "server process", "zygote",
                 "workers", "worker count", "worker USS KiB", "worker PSS KiB"):
         table.add_column(col, justify="left" if col == "server" else "right")
     kinds = [("openenv", ())] + [("spade", ("--sessions-per-worker", str(n))) for n in per_worker]
     # One server at a time, as in main.
+    base: float | None = None
     for kind, extra in kinds:
         with server(kind, *extra) as (label, url, pid):
             latency_round(url, 20)  # the first worker and the connection path warm, as in the main run
             r = memory_breakdown(url, pid, sessions)
         kib = 1024
-        table.add_row(label, f"{r['per GiB']:.0f}", f"{r['charged'] / sessions / kib:.0f}", f"{r['per GiB, growth']:.0f}",
+        base = base or r["per GiB"]  # the first row: openenv-core's server
+        table.add_row(label, f"{r['per GiB']:.0f}", f"{r['per GiB'] / base:.2f}x", f"{r['charged'] / sessions / kib:.0f}", f"{r['per GiB, growth']:.0f}",
                       f"{r['server added'] / kib:.0f}",
                       f"{r['zygote added'] / kib:.0f}", f"{r['workers added'] / kib:.0f}", f"{r['workers']:.0f}",
                       f"{r['worker USS'] / kib:.0f}", f"{r['worker PSS'] / kib:.0f}")
@@ -313,7 +315,8 @@ def main(argv: list[str] | None = None) -> None:
     base = servers[0][0]
     base_p50 = pct(lat[base], 0.5)
     table = Table(title=f"{ENV_ID} over the WebSocket (openenv-core GenericEnvClient); load {os.getloadavg()[0]:.1f}")
-    for col in ("server", "p50 ms", "p99 ms", "p50 / openenv", f"steps/s ({conc} sessions)", "sessions per GiB"):
+    for col in ("server", "p50 ms", "p99 ms", "p50 / openenv", f"steps/s ({conc} sessions)", "sessions per GiB",
+                "per GiB / openenv"):
         table.add_column(col, justify="left" if col == "server" else "right")
     for label, _, _ in servers:
         p50 = pct(lat[label], 0.5)
@@ -324,6 +327,7 @@ def main(argv: list[str] | None = None) -> None:
             f"{p50 / base_p50:.2f}x",
             f"{sorted(thr[label])[len(thr[label]) // 2]:.0f}" if thr[label] else "failed",
             f"{mem[label]:.0f}",
+            f"{mem[label] / mem[base]:.2f}x",
         )
     console.print(table)
     console.print(

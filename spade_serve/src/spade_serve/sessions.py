@@ -194,11 +194,16 @@ class SessionManager:
     def pool(self) -> SandboxPool:
         """The sandbox pool (made on first use, with the server's call deadline)."""
         if self._pool is None:
+            from spade_sandbox.backends import ZygoteBackend
             from spade_sandbox.limits import SandboxLimits
             from spade_sandbox.pool import SandboxPool
 
+            # With shared workers a new one is needed once per group, so the zygote's spare
+            # (a whole worker forked ahead to make the next spawn quicker) is not kept.
+            shared = self.settings.sessions_per_worker > 1
             self._pool = SandboxPool(
-                SandboxLimits(call_timeout_s=self.settings.call_timeout_s, max_idle_workers=self.settings.max_idle_workers)
+                SandboxLimits(call_timeout_s=self.settings.call_timeout_s, max_idle_workers=self.settings.max_idle_workers),
+                backend=ZygoteBackend("native", spare=not shared),
             )
         return self._pool
 
