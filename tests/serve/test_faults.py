@@ -25,6 +25,15 @@ def ask(ws, kind: str, data: dict | None = None) -> dict:
     return json.loads(ws.recv(timeout=30))
 
 
+def hang_in_background(ws) -> tuple[threading.Thread, dict]:
+    """Send a step that hangs the environment from a thread; its thread and the answer it
+    will hold."""
+    answer: dict = {}
+    t = threading.Thread(target=lambda: answer.update(ask(ws, "step", {"message": "hang"})))
+    t.start()
+    return t, answer
+
+
 def wait_until(cond, timeout: float = 10.0) -> bool:
     deadline = time.monotonic() + timeout
     while not cond():
@@ -49,9 +58,7 @@ def test_a_hung_environment_ends_only_its_session_and_does_not_hold_up_the_other
     with serve() as (url, manager), connect(ws_url(url)) as hung, connect(ws_url(url)) as other:
         ask(hung, "reset", {"seed": 1})
         ask(other, "reset", {"seed": 2})
-        answer: dict = {}
-        t = threading.Thread(target=lambda: answer.update(ask(hung, "step", {"message": "hang"})))
-        t.start()
+        t, answer = hang_in_background(hung)
         time.sleep(0.1)
         latencies = []
         while t.is_alive():  # the other session plays on while the hung call waits for its deadline

@@ -14,7 +14,7 @@ from contextlib import ExitStack
 from websockets.sync.client import connect
 
 from .envs import served
-from .test_faults import ask, ws_url
+from .test_faults import ask, hang_in_background, ws_url
 
 #: Like the counter, but every observation also shows a count kept at module level: all
 #: instances of one worker share it, so a replay on a fresh worker sees other numbers.
@@ -42,13 +42,6 @@ class CounterEnv:
 def text(reply: dict) -> str:
     assert reply["type"] == "observation", reply
     return reply["data"]["observation"]["text"]
-
-
-def hang_in_background(ws) -> tuple[threading.Thread, dict]:
-    answer: dict = {}
-    t = threading.Thread(target=lambda: answer.update(ask(ws, "step", {"message": "hang"})))
-    t.start()
-    return t, answer
 
 
 def test_the_session_whose_call_killed_the_worker_ends_and_the_others_are_restored(serve, pool) -> None:
