@@ -21,7 +21,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from spade_core.config import load_config
-from spade_core.metadata import EnvMetadata, EnvStatus
+from spade_core.metadata import ActionFormat, EnvMetadata, EnvStatus
 from spade_core.store import EnvStore
 from spade_serve.trl_env import (
     ACT_INSTRUCTIONS,
@@ -31,7 +31,9 @@ from spade_serve.trl_env import (
     ToolArgumentError,
     TrlEnvError,
     TrlEnvironments,
+    SpadeEnvironment,
     episode_return,
+    episode_state,
     tool_use_class,
 )
 from transformers.utils import get_json_schema
@@ -182,6 +184,63 @@ def test_tool_schemas_trl_could_not_call_are_refused_by_name() -> None:
         tool_use_class("x-v1", [fn("move", {"from": {"type": "string"}})])
     with pytest.raises(TrlEnvError, match="two tools are named 'move'"):
         tool_use_class("x-v1", [fn("move", {}), fn("move", {})])
+
+
+#: A tool-use environment whose tools are named ``TOOL_NAMES``: each call is echoed, and the
+#: episode ends with reward 1 once every tool has been called.
+NAMED_TOOLS = '''
+import json
+import re
+
+NAMES = {names!r}
+
+
+class NamedToolsEnv:
+    tool_schemas = [
+        {{"type": "function", "function": {{"name": n, "description": f"The {{n}} tool.", "parameters": {{
+            "type": "object", "properties": {{"value": {{"type": "string", "description": "Any text."}}}},
+            "required": ["value"]}}}}}}
+        for n in NAMES
+    ]
+
+    def reset(self, seed=None):
+        self.called = []
+        return "call every tool once", {{}}
+
+    def step(self, action):
+        call = json.loads(re.search(r"<tool_call>(.*)</tool_call>", action, re.DOTALL).group(1))
+        self.called.append(call["name"])
+        done = set(self.called) == set(NAMES)
+        return f"{{call['name']}}({{call['arguments']['value']}})", 1.0 if done else 0.0, done, False, {{}}
+'''
+
+
+def test_tools_named_like_the_adapters_own_attributes_are_the_tools(tmp_path: Path) -> None:
+    # Every public name an instance has, bar the three TRL or the adapter call (refused above):
+    # a tool named `done`, `steps` or `episode_return` must neither break the adapter nor be
+    # hidden from TRL behind the adapter's state.
+    reserved = {"reset", "get_reward", "answer"}
+    names = sorted({n for n in dir(tool_use_class("probe-v1", [])) if not n.startswith("_")} - reserved)
+    assert {"done", "episode_return", "steps", "env_id", "actions", "terminated"} <= set(names)
+    url = f"sqlite:///{tmp_path / 'store.db'}"
+    with EnvStore(url) as store:
+        meta = store.add(NAMED_TOOLS.format(names=names), EnvMetadata(
+            name="named_tools", domain="testing", skill="naming", max_turns=len(names) + 2,
+            class_name="NamedToolsEnv", action_format=ActionFormat.tool_call))
+        store.set_status(meta.id, EnvStatus.admitted)
+    with TrlEnvironments([meta.id], config=load_config(store_url=url)) as chosen:
+        instance = chosen.factory()()
+        tools = trl_tools(instance)
+        assert set(tools) == set(names) | {"answer"}
+        assert all(get_json_schema(tools[n])["function"]["name"] == n for n in names)
+        instance.reset(seed=0)
+        for i, name in enumerate(names):
+            assert tools[name](value=str(i)).startswith(f"{name}({i})")
+        state = episode_state(instance)
+        assert state.steps == len(names) and state.terminated and state.done
+        assert state.env_id == meta.id and len(state.actions) == len(names)
+        assert instance.get_reward() == 1.0
+        assert isinstance(instance, SpadeEnvironment)
 
 
 # --- episodes ----------------------------------------------------------------------------

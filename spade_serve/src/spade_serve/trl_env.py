@@ -75,11 +75,14 @@ __all__ = [
     "BoxedEnvironment",
     "EnvironmentFailed",
     "EpisodeOver",
+    "EpisodeState",
     "SpadeEnvironment",
     "ToolArgumentError",
     "TrlEnvError",
     "TrlEnvironments",
     "episode_return",
+    "episode_state",
+    "tool_use_class",
 ]
 
 #: Return of an episode whose step hung past the sandbox deadline (the self-play trainer's).
@@ -95,8 +98,11 @@ ANSWER_INSTRUCTIONS = (
     "Fulfil the requests by calling the tools. When a request is done, call `answer` with your reply to the user."
 )
 
-#: Method names TRL treats specially, or that the adapter gives every tool-use environment.
-_RESERVED = frozenset({"reset", "get_reward", "answer"})
+#: Names a tool cannot take: TRL calls ``reset`` and ``get_reward`` itself (never as tools),
+#: and ``answer`` is the tool the adapter gives every tool-use environment. Every other public
+#: name of the adapter's classes is a read-only property a tool may replace.
+_RESERVED = {"reset": "is called by TRL itself", "get_reward": "is called by TRL itself",
+             "answer": "is the adapter's own tool for replying to the user"}
 #: Sandbox / server error kinds after which the instance's worker or session is gone.
 _FATAL_KINDS = frozenset({"timeout", "memory", "crash", "policy", "unavailable"})
 #: Error kinds of a step that are the environment's failure: the episode ends there.
@@ -153,42 +159,91 @@ class SpadeEnvironment:
     """One TRL environment instance: a SPADE environment (sandboxed, or a remote session)
     played through tools.
 
-    Public state (attributes and properties, never tools): :attr:`env_id`, :attr:`steps`,
-    :attr:`terminated`, :attr:`truncated`, :attr:`hung`, :attr:`last_reward`,
+    TRL shows the model every public function of the instance's class, so the class's public
+    namespace belongs to the tools: the adapter keeps its own state in private attributes and
+    uses only those. It offers that state read-only through properties: :attr:`env_id`,
+    :attr:`steps`, :attr:`terminated`, :attr:`truncated`, :attr:`hung`, :attr:`last_reward`,
     :attr:`episode_return`, :attr:`last_seed`, :attr:`actions` (the actions stepped this
-    episode, as the environment received them). Subclasses add the tools; everything else
-    is private, since TRL exposes every public function as a tool.
+    episode, as the environment received them) and :attr:`done`. On a tool-use class a tool
+    named like one of them takes its place (the tool is what the model calls; the adapter
+    never reads the property); :func:`episode_state` reads the state of any instance.
     """
 
-    instructions: str = ""
+    _instructions: str = ""
 
     def __init__(self, target: _Target, owner: TrlEnvironments, env: TextEnv | None = None) -> None:
         self._target = target
         self._owner = owner
         self._env: TextEnv | None = env if env is not None else target.open()
         self._broken = False
-        self.env_id = target.env_id
-        self.last_seed: int | None = None
+        self._last_seed: int | None = None
         self._started = False
         self._clear()
 
     def _clear(self) -> None:
-        self.steps = 0
-        self.terminated = False
-        self.truncated = False
-        self.hung = False
-        self.last_reward: float | None = None
-        self.actions: list[str] = []
+        self._steps = 0
+        self._terminated = False
+        self._truncated = False
+        self._hung = False
+        self._last_reward: float | None = None
+        self._actions: list[str] = []
+
+    def _over(self) -> bool:
+        return self._terminated or self._truncated or self._broken
+
+    def _return(self) -> float:
+        return episode_return(self._last_reward, self._terminated, hung=self._hung, hang_penalty=self._owner.hang_penalty)
+
+    # --- read-only state (a tool of the same name replaces one on its class) -------------
+    @property
+    def env_id(self) -> str:
+        """The environment's id."""
+        return self._target.env_id
+
+    @property
+    def steps(self) -> int:
+        """Steps played this episode."""
+        return self._steps
+
+    @property
+    def terminated(self) -> bool:
+        """Whether the environment ended the episode."""
+        return self._terminated
+
+    @property
+    def truncated(self) -> bool:
+        """Whether the turn limit cut the episode."""
+        return self._truncated
+
+    @property
+    def hung(self) -> bool:
+        """Whether a step hung past the sandbox deadline."""
+        return self._hung
+
+    @property
+    def last_reward(self) -> float | None:
+        """The last step's reward (``None`` before the first step)."""
+        return self._last_reward
+
+    @property
+    def last_seed(self) -> int | None:
+        """The seed of the current (or last) episode."""
+        return self._last_seed
+
+    @property
+    def actions(self) -> list[str]:
+        """The actions stepped this episode, as the environment received them."""
+        return list(self._actions)
 
     @property
     def done(self) -> bool:
         """Whether the episode is over (terminated, truncated, or ended by a failure)."""
-        return self.terminated or self.truncated or self._broken
+        return self._over()
 
     @property
     def episode_return(self) -> float:
         """The return :meth:`get_reward` gives (see :func:`episode_return`)."""
-        return episode_return(self.last_reward, self.terminated, hung=self.hung, hang_penalty=self._owner.hang_penalty)
+        return self._return()
 
     # --- TRL's contract --------------------------------------------------------------
     def reset(self, **row: Any) -> str:
@@ -214,23 +269,23 @@ class SpadeEnvironment:
             obs, _info = self._env.reset(seed=int(seed))
         self._clear()
         self._started = True
-        self.last_seed = int(seed)
-        return f"{self.instructions}\n\n{obs}" if self.instructions else obs
+        self._last_seed = int(seed)
+        return f"{self._instructions}\n\n{obs}" if self._instructions else obs
 
     def get_reward(self) -> float:
         """The episode's return: the last reward clipped to [-1, 1] if the environment
         terminated the episode, else 0 (``hang_penalty`` after a hung step)."""
-        return self.episode_return
+        return self._return()
 
     # --- what the tools share -----------------------------------------------------------
     def _step(self, action: str) -> str:
         if not self._started:
-            raise TrlEnvError(f"{self.env_id}: a tool was called before reset()")
-        if self.done:
-            how = "failed" if self._broken and not self.hung else (
-                "hung" if self.hung else ("was terminated" if self.terminated else "was truncated (turn limit)"))
+            raise TrlEnvError(f"{self._target.env_id}: a tool was called before reset()")
+        if self._over():
+            how = "failed" if self._broken and not self._hung else (
+                "hung" if self._hung else ("was terminated" if self._terminated else "was truncated (turn limit)"))
             raise EpisodeOver(
-                f"the episode is over (it {how} after {self.steps} step(s)); this call was not played. "
+                f"the episode is over (it {how} after {self._steps} step(s)); this call was not played. "
                 "Stop calling tools."
             )
         assert self._env is not None
@@ -240,21 +295,21 @@ class SpadeEnvironment:
             kind = getattr(exc, "kind", None)
             if not isinstance(exc, EnvContractError) and kind not in _ENV_FAILURE_KINDS:
                 raise  # not the environment's failure (an action over the size limit, a closed pool)
-            self.steps += 1
-            self.actions.append(action)
+            self._steps += 1
+            self._actions.append(action)
             self._broken = True
-            self.hung = kind == "timeout"
+            self._hung = kind == "timeout"
             raise EnvironmentFailed(
                 f"the environment failed on this action ({kind or 'contract'}): {exc}. The episode is over."
             ) from None
-        self.steps += 1
-        self.actions.append(action)
-        self.last_reward = float(reward)
-        self.terminated = bool(terminated)
-        self.truncated = bool(truncated)
-        if self.terminated:
+        self._steps += 1
+        self._actions.append(action)
+        self._last_reward = float(reward)
+        self._terminated = bool(terminated)
+        self._truncated = bool(truncated)
+        if self._terminated:
             return f"{obs}\n\n[The episode is over.]"
-        if self.truncated:
+        if self._truncated:
             return f"{obs}\n\n[The episode is over: turn limit reached.]"
         return obs
 
@@ -272,13 +327,13 @@ class SpadeEnvironment:
                 pass  # its worker or session is already gone: nothing left to free
 
     def __repr__(self) -> str:
-        return f"<{type(self).__name__} {self.env_id} steps={self.steps} done={self.done}>"
+        return f"<{type(self).__name__} {self._target.env_id} steps={self._steps} done={self._over()}>"
 
 
 class BoxedEnvironment(SpadeEnvironment):
     r"""A boxed-action environment: one tool, ``act``, stepped as ``\boxed{command}``."""
 
-    instructions = ACT_INSTRUCTIONS
+    _instructions = ACT_INSTRUCTIONS
 
     def act(self, command: str) -> str:
         r"""Take one action in the environment.
@@ -300,7 +355,7 @@ class BoxedEnvironment(SpadeEnvironment):
 class _ToolUseEnvironment(SpadeEnvironment):
     """Base of the generated tool-use classes (one per environment id)."""
 
-    instructions = ANSWER_INSTRUCTIONS
+    _instructions = ANSWER_INSTRUCTIONS
     #: tool name -> (parameter names, required names); set on each generated class
     _signatures: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {}
 
@@ -330,6 +385,33 @@ class _ToolUseEnvironment(SpadeEnvironment):
         if not isinstance(text, str):
             raise ToolArgumentError(f"answer(text) takes a string, got {json.dumps(text)} ({type(text).__name__})")
         return self._step(format_tool_calls([], answer=text))
+
+
+@dataclass(frozen=True)
+class EpisodeState:
+    """What :func:`episode_state` reads of an instance (the properties of
+    :class:`SpadeEnvironment`, which a tool of the same name may replace on its class)."""
+
+    env_id: str
+    steps: int
+    terminated: bool
+    truncated: bool
+    hung: bool
+    done: bool
+    last_reward: float | None
+    last_seed: int | None
+    actions: tuple[str, ...]
+    episode_return: float
+
+
+def episode_state(instance: SpadeEnvironment) -> EpisodeState:
+    """The state of ``instance``'s episode, whatever its tools are named."""
+    return EpisodeState(
+        env_id=instance._target.env_id, steps=instance._steps, terminated=instance._terminated,
+        truncated=instance._truncated, hung=instance._hung, done=instance._over(),
+        last_reward=instance._last_reward, last_seed=instance._last_seed, actions=tuple(instance._actions),
+        episode_return=instance._return(),
+    )
 
 
 # --- tool-use schemas as Python signatures (what transformers reads back) --------------------
@@ -376,7 +458,7 @@ def _tool_method(env_id: str, schema: Mapping[str, Any]) -> tuple[str, Callable[
         raise TrlEnvError(f"{env_id}: a tool schema has no function name: {json.dumps(schema, default=str)[:200]}")
     name = fn_schema["name"]
     if not name.isidentifier() or keyword.iskeyword(name) or name.startswith("_") or name in _RESERVED:
-        why = "is reserved by the adapter or TRL" if name in _RESERVED else "is not a Python identifier TRL can call"
+        why = f"is reserved ({_RESERVED[name]})" if name in _RESERVED else "is not a Python identifier TRL can call"
         raise TrlEnvError(f"{env_id}: tool {name!r} {why}; this environment cannot be offered to TRL")
     parameters = fn_schema.get("parameters") or {}
     properties = parameters.get("properties") or {}
