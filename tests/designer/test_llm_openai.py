@@ -150,3 +150,54 @@ def _answer_without_choices(handler):
     handler.send_header("Content-Length", str(len(raw)))
     handler.end_headers()
     handler.wfile.write(raw)
+
+
+# --- a server that is not trusted with the client's memory or time ------------------------
+
+
+def _peak_bytes_of(call) -> tuple[BaseException | None, int]:
+    """Run ``call``; what it raised and the peak of Python memory it allocated."""
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        call()
+    except BaseException as exc:  # noqa: BLE001 (handed back to the test)
+        return exc, tracemalloc.get_traced_memory()[1]
+    else:
+        return None, tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+@pytest.mark.parametrize("declare", [True, False], ids=["declared", "undeclared"])
+def test_an_answer_over_the_byte_limit_is_refused_without_being_read(declare):
+    from hostile_server import hostile_server
+
+    with hostile_server(size=64 << 20, declare=declare) as url:
+        backend = OpenAIBackend(f"{url}/v1", max_retries=3, max_response_bytes=1 << 20)
+        started = time.monotonic()
+        error, peak = _peak_bytes_of(lambda: backend.chat([conv("x")]))
+    assert isinstance(error, LLMBackendError), error
+    assert "answered more than the 1,048,576-byte limit" in str(error) and "max_response_bytes" in str(error)
+    if declare:
+        assert "it declared 67,108,864 bytes" in str(error)
+    assert peak < 8 << 20, f"{peak:,} bytes held for a 64 MiB answer"
+    assert time.monotonic() - started < 10  # refused at once, not retried
+
+
+def test_timeout_is_a_deadline_for_the_whole_request_not_each_read():
+    from hostile_server import hostile_server
+
+    # 200 bytes, one every 50 ms: each read is quick, the answer takes 10 s.
+    with hostile_server(size=200, chunk=1, delay_s=0.05) as url:
+        backend = OpenAIBackend(f"{url}/v1", timeout_s=0.5, max_retries=1, backoff_s=0.01)
+        started = time.monotonic()
+        with pytest.raises(LLMBackendError, match=r"failed after 2 attempts.*still answering after the 0.5 s deadline"):
+            backend.chat([conv("x")])
+    assert time.monotonic() - started < 3
+
+
+def test_max_response_bytes_must_be_a_positive_integer():
+    with pytest.raises(LLMBackendError, match="max_response_bytes must be a positive integer, got 0"):
+        OpenAIBackend(max_response_bytes=0)

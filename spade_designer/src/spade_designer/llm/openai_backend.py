@@ -6,10 +6,18 @@ request that fails in a way that may pass on retry (connection error, timeout, H
 409, 429, 5xx) is retried with exponential backoff and jitter, honouring ``Retry-After``;
 any other HTTP error fails the batch at once with the status and the server's message.
 Token usage reported by the server is accumulated in :attr:`OpenAIBackend.usage`.
+
+The server is not trusted with the client's memory or time: ``timeout_s`` is a deadline for
+each request as a whole (connecting, waiting and reading the answer), not for each read, so
+a server that trickles its answer cannot hold a request for longer; an answer over
+``max_response_bytes`` is refused as soon as its declared length or the bytes read pass
+the limit, without being read into memory. A server answering headers alone a byte at a
+time is bounded by ``timeout_s`` per read only.
 """
 
 from __future__ import annotations
 
+import json
 import random
 import threading
 import time
@@ -17,12 +25,19 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
+from spade_core.errors import SpadeError
+from spade_core.http_reads import IDENTITY, AnswerTooLarge, AnswerTooSlow, read_capped
+
 from ..errors import LLMBackendError, LLMRequestRejected
 from .base import ChatBackend, Completion, Conversation, SamplingRequest, apply_stop
 
 RETRYABLE_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
 #: Answers that refuse one request for what it holds (the server serves others).
 REQUEST_FAULT_STATUS = frozenset({400, 413, 422})
+#: Default largest answer read, in bytes (a completion of 32k tokens with logprobs is ~10 MB).
+MAX_RESPONSE_BYTES = 64 * 1024 * 1024
+#: How much of an error answer is read for its message.
+ERROR_BODY_BYTES = 64 * 1024
 
 
 @dataclass
@@ -50,6 +65,7 @@ class OpenAIBackend(ChatBackend):
         api_key: str | None = None,
         concurrency: int = 8,
         timeout_s: float = 120.0,
+        max_response_bytes: int = MAX_RESPONSE_BYTES,
         max_retries: int = 4,
         backoff_s: float = 0.5,
         max_backoff_s: float = 30.0,
@@ -63,11 +79,15 @@ class OpenAIBackend(ChatBackend):
             raise LLMBackendError(f"concurrency must be >= 1, got {concurrency}", backend=name)
         if max_retries < 0 or timeout_s <= 0 or backoff_s < 0:
             raise LLMBackendError("max_retries and backoff_s must be >= 0 and timeout_s > 0", backend=name)
+        if isinstance(max_response_bytes, bool) or not isinstance(max_response_bytes, int) or max_response_bytes < 1:
+            raise LLMBackendError(f"max_response_bytes must be a positive integer, got {max_response_bytes!r}", backend=name)
         self.name = name
         self.model_name = model
         self.base_url = base_url.rstrip("/")
         self.concurrency = concurrency
         self.max_retries = max_retries
+        self.timeout_s = timeout_s
+        self.max_response_bytes = max_response_bytes
         self.backoff_s = backoff_s
         self.max_backoff_s = max_backoff_s
         self.logprobs = logprobs
@@ -114,26 +134,38 @@ class OpenAIBackend(ChatBackend):
         attempt = 0
         while True:
             wait: float | None = None
+            deadline = time.monotonic() + self.timeout_s
             try:
-                resp = self._client.post(url, json=body)
+                with self._client.stream("POST", url, json=body, headers=IDENTITY) as resp:
+                    if resp.status_code == 200:
+                        raw = read_capped(resp, self.max_response_bytes, source=url, deadline=deadline,
+                                          deadline_s=self.timeout_s)
+                    else:
+                        problem = f"HTTP {resp.status_code}: {self._error_text(resp, url, deadline)[:300]}"
+                        retry_after = resp.headers.get("retry-after")
+            except AnswerTooLarge as exc:  # it would answer the same again: not retried
+                raise LLMBackendError(f"{exc} (max_response_bytes)", backend=self.name) from None
+            except AnswerTooSlow as exc:
+                problem = f"Timeout: {exc}"
+            except SpadeError as exc:  # an answer this client cannot read (its encoding, corrupt gzip)
+                raise LLMBackendError(str(exc), backend=self.name) from None
             except (httpx.TransportError, httpx.TimeoutException) as exc:
                 problem = f"{type(exc).__name__}: {exc}"
             else:
                 if resp.status_code == 200:
                     try:
-                        data = resp.json()
+                        data = json.loads(raw)
                     except ValueError:
                         raise LLMBackendError(f"{url} answered 200 with a body that is not JSON", backend=self.name) from None
                     with self._usage_lock:
                         self.usage.requests += 1
                         self.usage.retries += attempt
                     return data
-                problem = f"HTTP {resp.status_code}: {resp.text[:300]}"
                 if resp.status_code not in RETRYABLE_STATUS:
                     # 400/413/422...: this request's fault; 401/403/404: every request's.
                     error = LLMRequestRejected if resp.status_code in REQUEST_FAULT_STATUS else LLMBackendError
                     raise error(f"{url} rejected the request: {problem}", backend=self.name)
-                wait = _retry_after(resp.headers.get("retry-after"))
+                wait = _retry_after(retry_after)
             if attempt >= self.max_retries:
                 with self._usage_lock:
                     self.usage.retries += attempt
@@ -144,6 +176,14 @@ class OpenAIBackend(ChatBackend):
                 wait = min(self.max_backoff_s, self.backoff_s * 2**attempt) * (0.5 + random.random() / 2)
             time.sleep(wait)
             attempt += 1
+
+    @staticmethod
+    def _error_text(resp: Any, url: str, deadline: float) -> str:
+        """The start of an error answer, read within ``ERROR_BODY_BYTES`` and the deadline."""
+        try:
+            return read_capped(resp, ERROR_BODY_BYTES, source=url, deadline=deadline).decode("utf-8", "replace")
+        except AnswerTooLarge:
+            return f"(an error answer over {ERROR_BODY_BYTES:,} bytes, not read)"
 
     def _parse(self, data: dict[str, Any], stop: tuple[str, ...]) -> Completion:
         try:
