@@ -162,7 +162,7 @@ def _peak_bytes_of(call) -> tuple[BaseException | None, int]:
     tracemalloc.start()
     try:
         call()
-    except BaseException as exc:  # noqa: BLE001 (handed back to the test)
+    except BaseException as exc:
         return exc, tracemalloc.get_traced_memory()[1]
     else:
         return None, tracemalloc.get_traced_memory()[1]

@@ -13,6 +13,10 @@ a bearer token, the ``/envs/<id>`` route and :class:`~spade_serve.errors.RemoteE
 
     with SpadeEnvClient(url, env_id=...).sync() as env:   # the blocking twin
         env.reset(seed=3)
+
+The server is not trusted with the client's memory: a message over ``max_message_bytes``
+(default :data:`MAX_MESSAGE_BYTES`) is refused by the WebSocket library as it arrives (its
+``max_size``), and the call raises :class:`~spade_core.http_reads.AnswerTooLarge`.
 """
 
 from __future__ import annotations
@@ -21,9 +25,15 @@ from typing import Any
 
 from openenv.core.client_types import StepResult
 from openenv.core.env_client import EnvClient
+from spade_core.http_reads import AnswerTooLarge
 
 from .errors import RemoteError
 from .models import SpadeAction, SpadeObservation, SpadeState
+
+#: Default largest WebSocket message read from the server, in bytes (openenv-core's is 100 MiB).
+MAX_MESSAGE_BYTES = 8 * 1024 * 1024
+#: The close code a WebSocket library sends when a message passes its ``max_size``.
+_MESSAGE_TOO_BIG = 1009
 
 
 def env_base_url(url: str, env_id: str | None) -> str:
@@ -44,8 +54,12 @@ class SpadeEnvClient(EnvClient[SpadeAction, SpadeObservation, SpadeState]):
         token: str | None = None,
         connect_timeout_s: float = 10.0,
         message_timeout_s: float = 60.0,
+        max_message_bytes: int = MAX_MESSAGE_BYTES,
     ) -> None:
+        if isinstance(max_message_bytes, bool) or not isinstance(max_message_bytes, int) or max_message_bytes < 1024:
+            raise ValueError(f"max_message_bytes must be an integer >= 1024, got {max_message_bytes!r}")
         super().__init__(env_base_url(url, env_id), connect_timeout_s=connect_timeout_s, message_timeout_s=message_timeout_s)
+        self._max_message_size = max_message_bytes  # the base class's websockets max_size
         self.env_id = env_id
         self._token = token
 
@@ -66,6 +80,16 @@ class SpadeEnvClient(EnvClient[SpadeAction, SpadeObservation, SpadeState]):
         except Exception as exc:
             raise ConnectionError(f"Failed to connect to {self._ws_url}: {exc}") from exc
         return self
+
+    async def _receive(self) -> dict[str, Any]:
+        from websockets.exceptions import ConnectionClosedError
+
+        try:
+            return await super()._receive()
+        except ConnectionClosedError as exc:
+            if exc.sent is not None and exc.sent.code == _MESSAGE_TOO_BIG:
+                raise AnswerTooLarge(f"{self._ws_url} (max_message_bytes)", self._max_message_size) from None
+            raise
 
     async def _send_and_receive(self, message: dict[str, Any]) -> dict[str, Any]:
         await self._send(message)
@@ -88,4 +112,4 @@ class SpadeEnvClient(EnvClient[SpadeAction, SpadeObservation, SpadeState]):
         return SpadeState.model_validate(payload)
 
 
-__all__ = ["SpadeEnvClient", "env_base_url"]
+__all__ = ["MAX_MESSAGE_BYTES", "SpadeEnvClient", "env_base_url"]

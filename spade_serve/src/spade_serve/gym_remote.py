@@ -12,7 +12,7 @@ from typing import Any
 
 from spade_core.env import TextEnv
 
-from .client import SpadeEnvClient
+from .client import MAX_MESSAGE_BYTES, SpadeEnvClient
 
 
 class RemoteTextEnv(TextEnv):
@@ -28,12 +28,15 @@ class RemoteTextEnv(TextEnv):
         *,
         token: str | None = None,
         message_timeout_s: float = 60.0,
+        max_message_bytes: int = MAX_MESSAGE_BYTES,
         render_mode: str | None = None,
     ) -> None:
         self.url = url
         self.env_id = env_id
         self.render_mode = render_mode
-        self._client = SpadeEnvClient(url, env_id, token=token, message_timeout_s=message_timeout_s).sync()
+        self._client = SpadeEnvClient(
+            url, env_id, token=token, message_timeout_s=message_timeout_s, max_message_bytes=max_message_bytes
+        ).sync()
         self._client.connect()
         self._last_obs = ""
         self.tools: list[dict[str, Any]] = []

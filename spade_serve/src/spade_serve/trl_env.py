@@ -52,6 +52,7 @@ import keyword
 import math
 import random
 import threading
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import GenericAlias
@@ -525,7 +526,9 @@ class TrlEnvironments:
     ``gymnasium.make`` reads it), each instance sandboxed in ``pool`` (``None``: a pool this
     object owns and closes, with ``call_timeout_s`` as the step deadline). With ``url`` the
     environments are those a ``spade serve`` server lists, each instance a session on it
-    (``token``: the server's bearer token).
+    (``token``: the server's bearer token; ``max_answer_bytes``: the largest listing or
+    session message read from it, past which the read stops with a :class:`TrlEnvError` or
+    :class:`~spade_core.http_reads.AnswerTooLarge`).
 
     Use::
 
@@ -556,6 +559,7 @@ class TrlEnvironments:
         call_timeout_s: float = 10.0,
         seed: int = 0,
         hang_penalty: float = HUNG_STEP_PENALTY,
+        max_answer_bytes: int = 8 * 1024 * 1024,
     ) -> None:
         ids = [ids] if isinstance(ids, str) else list(ids)
         if not ids and domain is None:
@@ -574,6 +578,9 @@ class TrlEnvironments:
         self._seeds_in_process = seeds_in_process
         self._url = url.rstrip("/") if url else None
         self._token = token
+        if isinstance(max_answer_bytes, bool) or not isinstance(max_answer_bytes, int) or max_answer_bytes < 1024:
+            raise TrlEnvError(f"max_answer_bytes must be an integer >= 1024, got {max_answer_bytes!r}")
+        self._max_answer_bytes = max_answer_bytes
         targets = self._remote_targets(ids, domain, skill) if url else self._local_targets(ids, domain, skill, config, plugins)
         if not targets:
             what = f"domain {domain!r}" + (f", skill {skill!r}" if skill else "")
@@ -673,17 +680,22 @@ class TrlEnvironments:
 
     def _list_remote(self) -> list[dict[str, Any]]:
         import httpx
+        from spade_core.http_reads import IDENTITY, read_capped
 
-        headers = {"Authorization": f"Bearer {self._token}"} if self._token else {}
+        headers = {**IDENTITY, **({"Authorization": f"Bearer {self._token}"} if self._token else {})}
+        route = f"{self._url}/envs"
         try:
-            response = httpx.get(f"{self._url}/envs", headers=headers, timeout=30)
-            response.raise_for_status()
-            listing = response.json()
+            with httpx.stream("GET", route, headers=headers, timeout=30) as response:
+                response.raise_for_status()
+                listing = json.loads(read_capped(response, self._max_answer_bytes, source=route,
+                                                 deadline=time.monotonic() + 30, deadline_s=30))
         except httpx.HTTPStatusError as exc:
             raise TrlEnvError(
-                f"{self._url}/envs answered {exc.response.status_code} {exc.response.reason_phrase}: "
+                f"{route} answered {exc.response.status_code} {exc.response.reason_phrase}: "
                 "cannot list its environments"
             ) from None
+        except SpadeError as exc:  # over max_answer_bytes, too slow, an encoding not read
+            raise TrlEnvError(f"cannot list the environments of {self._url}: {exc}") from None
         except (httpx.HTTPError, OSError, ValueError) as exc:
             raise TrlEnvError(f"cannot list the environments of {self._url}: {exc}") from None
         envs = listing.get("envs") if isinstance(listing, dict) else None
@@ -695,7 +707,7 @@ class TrlEnvironments:
         def open_session() -> TextEnv:
             from .gym_remote import RemoteTextEnv
 
-            return RemoteTextEnv(self._url or "", env_id, token=self._token)
+            return RemoteTextEnv(self._url or "", env_id, token=self._token, max_message_bytes=self._max_answer_bytes)
 
         return open_session
 
