@@ -16,3 +16,41 @@ os.environ.pop("SPADE_PLUGINS", None)
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+
+# --- the settings a user writes reach every part ------------------------------------------
+# One hostile environment for every consumer's test that ``[spade.sandbox]`` reaches its
+# workers: it allocates 160 MB at reset, so it plays under the default memory_mb (512) and
+# is stopped with the sandbox's memory error (kind "memory") under memory_mb = 128.
+
+import pytest  # noqa: E402
+
+MEMORY_HOG_SOURCE = '''\
+class MemoryHogEnv:
+    """Allocates 160 MB at reset."""
+
+    def reset(self, seed=None):
+        self.hog = bytearray(160 << 20)
+        return "fed", {}
+
+    def step(self, action):
+        return "fed", 1.0, True, False, {}
+
+    def solution(self):
+        return ["anything"]
+'''
+
+#: The ``[spade.sandbox]`` table under which MEMORY_HOG_SOURCE is stopped.
+TIGHT_SANDBOX = "[spade.sandbox]\nmemory_mb = 128\n"
+
+
+@pytest.fixture(scope="session")
+def memory_hog_source() -> str:
+    """Source of an environment that allocates past ``memory_mb = 128`` at reset."""
+    return MEMORY_HOG_SOURCE
+
+
+@pytest.fixture(scope="session")
+def tight_sandbox_table() -> str:
+    """A ``spade.toml`` fragment whose ``[spade.sandbox]`` stops :func:`memory_hog_source`."""
+    return TIGHT_SANDBOX

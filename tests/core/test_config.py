@@ -91,8 +91,8 @@ def test_every_bad_field_is_listed_with_its_value(tmp_path: Path) -> None:
     for expected in (
         "spade.store_envs_run: Input should be 'sandbox' or 'in-process' (got 'docker')",
         "spade.bogus: Extra inputs are not permitted",
-        "spade.sandbox.memory_mb: Input should be greater than or equal to 32 (got 1)",
-        "spade.sandbox.call_timeout_s: Input should be greater than 0",
+        "spade.sandbox.memory_mb: must be at least 32 (got 1)",
+        "spade.sandbox.call_timeout_s: must be greater than 0 (got -5.0)",
     ):
         assert expected in message
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
-from spade_core.config import SandboxSettings, load_config
+from spade_core.config import load_config
 from spade_core.config_file import read_config_file
 from spade_core.errors import ConfigError
 from spade_core.run_settings import RunSettings, run_settings
@@ -45,6 +45,15 @@ _plausible_tables = st.fixed_dictionaries(
         "store_url": st.sampled_from(["", "sqlite:///s.db", "postgresql://u@h/db"]) | _text,
         "store_envs_run": st.sampled_from(["sandbox", "in-process", "docker"]),
         "plugins": st.lists(_text, max_size=2),
+        "sandbox": st.fixed_dictionaries(
+            {},
+            optional={
+                "memory_mb": st.integers(16, 600),
+                "backend": st.sampled_from(["native", "bwrap"]),
+                "call_timeout_s": st.integers(-1, 4000),
+                "allow_insecure": st.booleans(),
+            },
+        ),
     },
 )
 _tables = _plausible_tables | _tables
@@ -78,7 +87,7 @@ def _model_answer(path: Path | None) -> RunSettings | str:
         config = load_config(path)
     except ConfigError as exc:
         return f"ConfigError: {exc}"
-    return RunSettings(config.resolved_store_url, config.store_envs_run, config.sandbox == SandboxSettings())
+    return RunSettings(config.resolved_store_url, config.store_envs_run, config.sandbox)
 
 
 def _fast_answer(path: Path | None) -> RunSettings | str:

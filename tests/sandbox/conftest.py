@@ -63,11 +63,9 @@ def no_leaks_after_the_suite(request: pytest.FixtureRequest) -> Iterator[None]:
     fds = open_fds()
     procs = {p.pid for p in sandbox_processes()}
     yield
-    from spade_sandbox.default import current_default_pool
+    from spade_sandbox.default import close_process_pools
 
-    shared = current_default_pool()
-    if shared is not None:  # a test may have used the process-wide pool
-        shared.close()
+    close_process_pools()  # a test may have used the process-wide pools
     leftover = [p for p in sandbox_processes() if p.pid not in procs and p.status() != psutil.STATUS_ZOMBIE]
     assert leftover == [], f"sandbox processes left behind: {leftover}"
     if sandbox_only:

@@ -94,7 +94,7 @@ def test_the_process_wide_pool_reads_its_settings_without_pydantic_when_there_ar
 
 def test_the_process_wide_pool_honours_a_sandbox_table(tmp_path: Path):
     (tmp_path / "spade.toml").write_text("[spade.sandbox]\ncall_timeout_s = 3\nmemory_mb = 256\n")
-    assert _probe(tmp_path)[:2] == ["3.0", "256"]
+    assert _probe(tmp_path) == ["3.0", "256", "False"], "the light reader reads the table too"
     (tmp_path / "spade.toml").write_text("[spade.sandbox]\nmemory_mb = 1\n")
     env = {**os.environ, "SPADE_HOME": str(tmp_path)}
     bad = subprocess.run([sys.executable, "-c", _PROBE], env=env, cwd=tmp_path, capture_output=True, text=True)

@@ -17,21 +17,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from .config_file import read_config_file
 from .errors import ConfigError
 from .paths import default_store_url, find_config_file, spade_home
+from .sandbox_settings import InvalidSandboxSettings, SandboxSettings
 
 __all__ = ["SandboxSettings", "SpadeConfig", "default_store_url", "find_config_file", "load_config", "spade_home"]
-
-
-class SandboxSettings(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    backend: str = "native"
-    #: Run untrusted code even when no OS isolation layer is active (not recommended).
-    allow_insecure: bool = False
-    call_timeout_s: float = Field(default=10.0, gt=0, le=3600)
-    memory_mb: int = Field(default=512, ge=32)
-    cpu_seconds: int = Field(default=60, ge=1)
-    #: CPU seconds one worker may use over its life (the hard CPU limit; at least cpu_seconds).
-    worker_cpu_seconds: int = Field(default=3600, ge=1)
 
 
 class SpadeConfig(BaseModel):
@@ -44,6 +32,7 @@ class SpadeConfig(BaseModel):
     plugins: list[str] | None = None
     #: How ``gymnasium.make`` runs environments from the store.
     store_envs_run: Literal["sandbox", "in-process"] = "sandbox"
+    #: ``[spade.sandbox]`` (:mod:`spade_core.sandbox_settings`).
     sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
     #: Raw tables for other packages (``[designer]``, ``[selfplay]``...).
     sections: dict[str, dict[str, Any]] = Field(default_factory=dict)
@@ -63,6 +52,10 @@ def _format_errors(exc: ValidationError, origin: str) -> str:
     lines = [f"invalid configuration in {origin}:"]
     for err in exc.errors():
         loc = ".".join(str(p) for p in err["loc"]) or "(root)"
+        cause = err.get("ctx", {}).get("error")
+        if isinstance(cause, InvalidSandboxSettings):  # the settings type checks its own fields
+            lines += [f"  spade.{loc}.{name}: {msg}" for name, msg in cause.problems]
+            continue
         got = f" (got {err['input']!r})" if err["type"] != "missing" and not isinstance(err["input"], dict) else ""
         lines.append(f"  spade.{loc}: {err['msg']}{got}")
     return "\n".join(lines)

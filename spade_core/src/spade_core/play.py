@@ -80,6 +80,7 @@ def open_env(
         reward_range=meta.reward_range,
         class_name=meta.class_name,
         render_mode=None,
+        sandbox=config.sandbox,
     )
     return env
 

@@ -536,9 +536,9 @@ def make_stored_env(
         from .run_settings import run_settings  # pydantic only when the config needs it
 
         settings = run_settings()
-        default_url, run = settings.store_url, settings.store_envs_run
+        default_url, run, sandbox = settings.store_url, settings.store_envs_run, settings.sandbox
     else:
-        default_url, run = config.resolved_store_url, config.store_envs_run
+        default_url, run, sandbox = config.resolved_store_url, config.store_envs_run, config.sandbox
     url = store_url or default_url
     runner = None if run == IN_PROCESS else env_runner(run)
     if runner is not None:
@@ -572,6 +572,7 @@ def make_stored_env(
         reward_range=reward_range,
         class_name=info.get("class_name"),
         render_mode=render_mode,
+        sandbox=sandbox,
     )
 
 

@@ -5,12 +5,13 @@ environment needs ``store_envs_run``; loading :class:`~spade_core.config.SpadeCo
 for them would import pydantic (about a fifth of the import's budget) in every fresh
 interpreter. :func:`run_settings` gives the same answer as :func:`~spade_core.config.load_config`
 for configurations it can check completely with the standard library (no file, or a
-``[spade]`` table holding only ``home``, ``store_url``, ``store_envs_run`` and ``plugins``
-with values of the right types) and hands every other file to ``load_config``, so a
-configuration error is reported exactly as before, with its field-level messages. The
-file is parsed by :func:`~spade_core.config_file.read_config_file`, as ``load_config``
-parses it. The sandbox asks it whether ``[spade.sandbox]`` keeps its defaults
-(:attr:`RunSettings.sandbox_defaults`) instead of parsing ``spade.toml`` itself.
+``[spade]`` table holding only ``home``, ``store_url``, ``store_envs_run``, ``plugins``
+and a ``sandbox`` table, with values of the right types) and hands every other file to
+``load_config``, so a configuration error is reported exactly as before, with its
+field-level messages. The file is parsed by :func:`~spade_core.config_file.read_config_file`,
+as ``load_config`` parses it. The ``[spade.sandbox]`` table it gives
+(:attr:`RunSettings.sandbox`, a :class:`~spade_core.sandbox_settings.SandboxSettings`)
+is what ``gymnasium.make`` of a stored environment runs under.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from pathlib import Path
 from .config_file import ConfigFile, read_config_file
 from .errors import ConfigError
 from .paths import default_store_url, find_config_file
+from .sandbox_settings import InvalidSandboxSettings, SandboxSettings
 
 #: Values of ``store_envs_run`` (the ``Literal`` of ``SpadeConfig.store_envs_run``).
 RUN_MODES = ("sandbox", "in-process")
@@ -35,9 +37,13 @@ class RunSettings:
     store_url: str
     #: ``SpadeConfig.store_envs_run``: ``"sandbox"`` or ``"in-process"``.
     store_envs_run: str
-    #: Whether ``SpadeConfig.sandbox`` equals the defaults of ``SandboxSettings`` (true
-    #: whenever ``[spade.sandbox]`` is absent): a default sandbox pool then needs no model.
-    sandbox_defaults: bool = True
+    #: ``SpadeConfig.sandbox``: the ``[spade.sandbox]`` table.
+    sandbox: SandboxSettings = SandboxSettings()
+
+    @property
+    def sandbox_defaults(self) -> bool:
+        """Whether ``[spade.sandbox]`` keeps every default (true whenever it is absent)."""
+        return self.sandbox == SandboxSettings()
 
 
 def run_settings(path: str | Path | None = None) -> RunSettings:
@@ -52,10 +58,15 @@ def run_settings(path: str | Path | None = None) -> RunSettings:
     config = _checkable(file)
     if config is None:
         return _validated(path)
+    try:
+        sandbox = SandboxSettings.from_table(config.spade.get("sandbox", {}))
+    except (InvalidSandboxSettings, TypeError):
+        return _validated(path)  # the model's messages (and its lax conversions)
     home = config.home()
     return RunSettings(
         config.spade.get("store_url") or default_store_url(None if home is None else Path(home)),
         config.spade.get("store_envs_run", "sandbox"),
+        sandbox,
     )
 
 
@@ -74,6 +85,9 @@ def _checkable(file: Path) -> ConfigFile | None:
         elif key == "plugins":
             if not (isinstance(value, list) and all(isinstance(p, str) for p in value)):
                 return None
+        elif key == "sandbox":
+            if not isinstance(value, dict):
+                return None
         else:
             return None
     if config.spade.get("store_envs_run", "sandbox") not in RUN_MODES:
@@ -82,7 +96,7 @@ def _checkable(file: Path) -> ConfigFile | None:
 
 
 def _validated(path: str | Path | None) -> RunSettings:
-    from .config import SandboxSettings, load_config
+    from .config import load_config
 
     config = load_config(path)
-    return RunSettings(config.resolved_store_url, config.store_envs_run, config.sandbox == SandboxSettings())
+    return RunSettings(config.resolved_store_url, config.store_envs_run, config.sandbox)

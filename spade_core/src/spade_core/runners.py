@@ -36,9 +36,11 @@ class EnvRunner:
 
     * ``name``: the value of ``store_envs_run`` that selects it (``"in-process"`` is taken);
     * ``make``: ``"module:callable"``; called as ``make(source, *, max_turns,
-      allowed_modules, reward_range, class_name, render_mode)``, it returns a
-      :class:`~spade_core.env.TextEnv` whose code runs wherever the runner runs it. It may
-      raise any :class:`~spade_core.errors.SpadeError` the runner defines;
+      allowed_modules, reward_range, class_name, render_mode, sandbox)``, it returns a
+      :class:`~spade_core.env.TextEnv` whose code runs wherever the runner runs it, under
+      ``sandbox`` (the caller's :class:`~spade_core.sandbox_settings.SandboxSettings`, the
+      ``[spade.sandbox]`` table of the configuration it loaded). It may raise any
+      :class:`~spade_core.errors.SpadeError` the runner defines;
     * ``prepare``: ``"module:callable"`` or ``None``; called as ``prepare(at_import=...)``
       before the store is read: by ``import spade_core`` (``at_import=True``) when the
       active store has environments this runner will run, and at the start of each make

@@ -4,8 +4,10 @@ What a fresh interpreter's ``gymnasium.make`` of a stored environment runs its c
 (:class:`~spade_sandbox.env.SandboxedEnv` without a pool). The library never reads a
 configuration file for it: :func:`default_pool` takes the ``[spade.sandbox]`` settings
 its caller loaded, and the one fallback to the active configuration is
-:func:`active_sandbox_settings`, which only the edge calls (``SandboxedEnv`` without a
-pool: the ``gymnasium.make`` entry, whose caller passes no configuration).
+:func:`active_sandbox_settings`, which only the edge calls (``SandboxedEnv`` given neither
+a pool nor settings: the ``gymnasium.make`` entry, whose caller passes no configuration).
+A caller that loaded other settings (``spade --config FILE play``) gets the process-wide
+pool of those settings from :func:`pool_for`.
 
 A child made by ``os.fork`` neither uses nor closes the default pool of its parent.
 """
@@ -17,32 +19,20 @@ import os
 import threading
 from typing import TYPE_CHECKING
 
-from .limits import SandboxLimits
+from .launcher import SandboxLauncher
 from .pool import SandboxPool
-from .prestart import configures_default_sandbox, watch_default_pool
+from .prestart import watch_default_pool
 
 if TYPE_CHECKING:
-    from spade_core.config import SandboxSettings
+    from spade_core.sandbox_settings import SandboxSettings
 
 _default: SandboxPool | None = None
+_default_settings: SandboxSettings | None = None
+#: Pools of settings other than the default pool's, made by :func:`pool_for`.
+_others: dict[SandboxSettings, SandboxPool] = {}
 _default_lock = threading.Lock()
 watch_default_pool(lambda: _default is not None)  # prestart starts no zygote once it exists
 _close_at_exit_registered = False
-
-
-def pool_from_settings(settings: SandboxSettings | None) -> SandboxPool:
-    """A pool with the limits, backend and ``allow_insecure`` of ``settings`` (a
-    ``[spade.sandbox]`` table, :class:`spade_core.config.SandboxSettings`); ``None``: the
-    defaults of that table, which are :class:`SandboxLimits`' and the native backend."""
-    if settings is None:
-        return SandboxPool(SandboxLimits())
-    limits = SandboxLimits(
-        call_timeout_s=settings.call_timeout_s,
-        memory_mb=settings.memory_mb,
-        cpu_seconds=settings.cpu_seconds,
-        worker_cpu_seconds=settings.worker_cpu_seconds,
-    )
-    return SandboxPool(limits, backend=settings.backend, allow_insecure=settings.allow_insecure)
 
 
 def current_default_pool() -> SandboxPool | None:
@@ -55,44 +45,63 @@ def default_pool(settings: SandboxSettings | None = None) -> SandboxPool:
     """The process-wide pool, created on first use (and again after it was closed) from
     ``settings`` (``None``: the defaults of ``[spade.sandbox]``); once it exists, later calls
     return it whatever they pass. Closed at interpreter exit."""
-    global _default, _close_at_exit_registered
+    global _default, _default_settings, _close_at_exit_registered
     with _default_lock:
         if _default is None or _default.closed:
-            _default = pool_from_settings(settings)
+            launcher = SandboxLauncher(settings)
+            _default, _default_settings = launcher.pool(), launcher.settings
             if not _close_at_exit_registered:
                 atexit.register(_close_default_at_exit)
                 _close_at_exit_registered = True
         return _default
 
 
-def active_sandbox_settings() -> SandboxSettings | None:
-    """The edge's fallback: the ``[spade.sandbox]`` table of the active configuration (the
-    same lookup as ``load_config``), ``None`` when it leaves the table at its defaults. That
-    case, a fresh interpreter's first ``gymnasium.make`` of a stored environment, is
-    answered by the core's light reader (``spade_core.run_settings``) without loading the
-    pydantic configuration model."""
-    if configures_default_sandbox():
-        return None
-    from spade_core.config import load_config
+def pool_for(settings: SandboxSettings) -> SandboxPool:
+    """The process-wide pool of ``settings``: the default pool when it has them (or does
+    not exist yet: it is then made with them), else one made for them on first use. Every
+    one is closed at interpreter exit."""
+    default = default_pool(settings)
+    if _default_settings == settings:
+        return default
+    with _default_lock:
+        pool = _others.get(settings)
+        if pool is None or pool.closed:
+            pool = _others[settings] = SandboxLauncher(settings).pool()
+        return pool
 
-    return load_config().sandbox
+
+def active_sandbox_settings() -> SandboxSettings:
+    """The edge's fallback: the ``[spade.sandbox]`` table of the active configuration (the
+    same lookup as ``load_config``), read by the core's light reader
+    (``spade_core.run_settings``), which loads the pydantic model only when the file needs it."""
+    from spade_core.run_settings import run_settings
+
+    return run_settings().sandbox
+
+
+def close_process_pools(wait: bool = True) -> None:
+    """Close the default pool and every pool :func:`pool_for` made (at interpreter exit,
+    without waiting; a later use makes them again)."""
+    for pool in [_default, *_others.values()]:
+        if pool is not None:
+            pool.close(wait=wait)
 
 
 def _close_default_at_exit() -> None:
-    pool = _default
-    if pool is not None:
-        pool.close(wait=False)
+    close_process_pools(wait=False)
 
 
 def _forget_default_in_child() -> None:
     """After ``os.fork``, in the child: the default pool's workers and zygote are the
     parent's. The child closes its copies of their descriptors without a word to them (its
     exit must not close the parent's pool) and makes a pool of its own when it needs one."""
-    global _default, _default_lock
+    global _default, _default_lock, _others
     _default_lock = threading.Lock()  # another thread may have held it at the fork
-    pool, _default = _default, None
-    if pool is not None:
-        pool.forget()
+    pools = [_default, *_others.values()]
+    _default, _others = None, {}
+    for pool in pools:
+        if pool is not None:
+            pool.forget()
 
 
 os.register_at_fork(after_in_child=_forget_default_in_child)

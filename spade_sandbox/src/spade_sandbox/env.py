@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from spade_core.env import ReferenceEnvAdapter
 
-from .default import active_sandbox_settings, current_default_pool, default_pool
+from .default import active_sandbox_settings, current_default_pool, default_pool, pool_for
 from .pool import EnvHandle, SandboxPool
 from .replies import ResetResult, StepResult
+
+if TYPE_CHECKING:
+    from spade_core.sandbox_settings import SandboxSettings
 
 
 class RemoteEnv:
@@ -42,10 +45,12 @@ class RemoteEnv:
 class SandboxedEnv(ReferenceEnvAdapter):
     """A ``gymnasium.Env`` (``spade_core.env.TextEnv``) running ``source`` in a sandbox.
 
-    The instance lives in a worker of ``pool`` (default: the process-wide pool,
+    The instance lives in a worker of ``pool``; without one, in the process-wide pool of
+    ``sandbox`` (the ``[spade.sandbox]`` settings the caller loaded,
+    :func:`~spade_sandbox.default.pool_for`), and given neither, in the process-wide pool
     :func:`~spade_sandbox.default.default_pool`, created on first need from the active
     configuration's ``[spade.sandbox]``: this is the ``gymnasium.make`` entry, the edge
-    where that fallback belongs); values are
+    where that fallback belongs. Values are
     validated by :class:`~spade_core.env.ReferenceEnvAdapter` exactly as for a local
     environment. Errors are :class:`~spade_sandbox.errors.SandboxError` subclasses (or the
     adapter's ``EnvContractError``). ``close()`` frees the instance; an environment that is
@@ -62,8 +67,11 @@ class SandboxedEnv(ReferenceEnvAdapter):
         reward_range: tuple[float, float] = (0.0, 1.0),
         class_name: str | None = None,
         render_mode: str | None = None,
+        sandbox: SandboxSettings | None = None,
     ) -> None:
-        if pool is None:
+        if pool is None and sandbox is not None:
+            pool = pool_for(sandbox)
+        elif pool is None:
             pool = current_default_pool() or default_pool(active_sandbox_settings())
         self.pool = pool
         handle = self.pool.spawn(source, allowed_modules=allowed_modules, class_name=class_name)

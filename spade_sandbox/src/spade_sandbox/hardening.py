@@ -86,17 +86,18 @@ class _RulesetAttr(ctypes.Structure):
 
 @dataclass
 class LayerOptions:
-    """Which layers to apply and with what limits (sent by the pool as a plain dict)."""
+    """Which layers to apply and with what limits: ``SandboxLimits.layer_options()``, sent
+    by the pool as a plain dict (every field; the defaults live in the limits)."""
 
-    memory_mb: int = 512
-    cpu_seconds: int = 60
-    worker_cpu_seconds: int = 3600
-    max_open_files: int = 64
-    max_file_size: int = 0
-    namespaces: bool = True
-    drop_uid: bool = True
-    landlock: bool = True
-    seccomp: bool = True
+    memory_mb: int
+    cpu_seconds: int
+    worker_cpu_seconds: int
+    max_open_files: int
+    max_file_size: int
+    namespaces: bool
+    drop_uid: bool
+    landlock: bool
+    seccomp: bool
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> LayerOptions:

@@ -5,14 +5,20 @@ A frozen dataclass checked in ``__post_init__`` rather than a pydantic model: th
 pydantic plus building the model's schema cost more there than everything else the pool
 does before its zygote is ready (``bench/bench_core.py``, "import + first make"). The
 pydantic-style entry points other packages use (``model_dump``, ``model_validate``) stay.
+
+The limits a user configures (``[spade.sandbox]``: ``call_timeout_s``, ``memory_mb``,
+``cpu_seconds``, ``worker_cpu_seconds``) take their defaults and bounds from
+:mod:`spade_core.sandbox_settings`, their one home; a pool is built from those settings by
+:class:`~spade_sandbox.launcher.SandboxLauncher`.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import math
 from dataclasses import dataclass
 from typing import Any
+
+from spade_core.sandbox_settings import LIMIT_BOUNDS, SandboxSettings, field_problems
 
 from .errors import SandboxRequestError
 
@@ -25,11 +31,8 @@ class InvalidSandboxLimits(SandboxRequestError):
 
 #: Field -> (type, lowest, highest, lowest is exclusive). ``None``: unbounded.
 _BOUNDS: dict[str, tuple[type, float | None, float | None, bool]] = {
-    "call_timeout_s": (float, 0, 3600, True),
+    **LIMIT_BOUNDS,
     "spawn_timeout_s": (float, 0, 3600, True),
-    "memory_mb": (int, 32, 1_048_576, False),
-    "cpu_seconds": (int, 1, None, False),
-    "worker_cpu_seconds": (int, 1, None, False),
     "max_open_files": (int, 8, None, False),
     "max_output_chars": (int, 16, None, False),
     "max_action_chars": (int, 1, None, False),
@@ -57,11 +60,11 @@ class SandboxLimits:
     integers are accepted for the float fields, ``bool`` is not a number here.
     """
 
-    call_timeout_s: float = 10.0
+    call_timeout_s: float = SandboxSettings.call_timeout_s
     spawn_timeout_s: float = 30.0
-    memory_mb: int = 512
-    cpu_seconds: int = 60
-    worker_cpu_seconds: int = 3600
+    memory_mb: int = SandboxSettings.memory_mb
+    cpu_seconds: int = SandboxSettings.cpu_seconds
+    worker_cpu_seconds: int = SandboxSettings.worker_cpu_seconds
     max_open_files: int = 64
     max_output_chars: int = 65_536
     max_action_chars: int = 65_536
@@ -76,28 +79,9 @@ class SandboxLimits:
     seccomp: bool = True
 
     def __post_init__(self) -> None:
-        problems = []
-        for name, (kind, low, high, open_low) in _BOUNDS.items():
-            value = getattr(self, name)
-            if kind is bool:
-                if type(value) is not bool:
-                    problems.append(f"{name}: expected true or false, got {value!r}")
-                continue
-            if isinstance(value, bool) or not isinstance(value, (int, float) if kind is float else int):
-                problems.append(f"{name}: expected {'a number' if kind is float else 'an integer'}, got {value!r}")
-                continue
-            if kind is float:
-                value = float(value)
-                if not math.isfinite(value):
-                    problems.append(f"{name}: expected a finite number, got {value!r}")
-                    continue
-                object.__setattr__(self, name, value)
-            if low is not None and (value <= low if open_low else value < low):
-                problems.append(f"{name}: must be {'greater than' if open_low else 'at least'} {low}, got {value!r}")
-            elif high is not None and value > high:
-                problems.append(f"{name}: must be at most {high}, got {value!r}")
+        problems = field_problems(self, _BOUNDS)
         if problems:
-            raise InvalidSandboxLimits("invalid sandbox limits:\n  " + "\n  ".join(problems))
+            raise InvalidSandboxLimits("invalid sandbox limits:\n  " + "\n  ".join(f"{n}: {m}" for n, m in problems))
 
     @classmethod
     def model_validate(cls, data: dict[str, Any]) -> SandboxLimits:

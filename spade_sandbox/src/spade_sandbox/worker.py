@@ -639,7 +639,7 @@ def run(sock: protocol.PipeChannel, hardening: dict[str, Any], seccomp_program: 
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGXCPU, _on_sigxcpu)
-    opts = LayerOptions.from_dict(hardening.get("layers", {}))
+    opts = LayerOptions.from_dict(hardening["layers"])
     report = apply_layers(opts, seccomp_program, zygote_pid)
     ready_info = {
         "pid": os.getpid(),

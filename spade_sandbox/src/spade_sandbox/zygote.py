@@ -219,14 +219,14 @@ class Zygote:
                 os._exit(protocol_exit())
         self.children.add(pid)
         layers = hardening["layers"]
-        self.cpu_caps[pid] = max(int(layers.get("worker_cpu_seconds", 3600)), int(layers.get("cpu_seconds", 60)))
+        self.cpu_caps[pid] = max(int(layers["worker_cpu_seconds"]), int(layers["cpu_seconds"]))
         child_end.close()
         try:
             pidfd = os.pidfd_open(pid)
         except OSError:
             pidfd = -1
         # Attached before the worker gets its load request, so before any untrusted code.
-        memory = int(hardening["layers"].get("memory_mb", 512)) * 1024 * 1024
+        memory = int(layers["memory_mb"]) * 1024 * 1024
         name = (_pid_of_pidfd(pidfd) if pidfd >= 0 else None) or pid
         self.cgroup_names[pid] = name
         in_cgroup = self.cgroups is not None and self.cgroups.attach(pid, memory, name)

@@ -1,0 +1,76 @@
+"""The one place pools are made: :class:`SandboxLauncher`, built at the edge from the
+``[spade.sandbox]`` settings the caller loaded and handed to every part that runs
+environment code (``gymnasium.make``, ``spade play``, ``spade serve``, the TRL adapter,
+validation, rollouts, evaluation).
+
+A consumer may tighten what is its own business (a call deadline, how many idle workers it
+keeps warm, whether the zygote forks a spare ahead); the backend, ``allow_insecure`` and the
+memory and CPU limits are the settings', whoever builds the pool.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from spade_core.sandbox_settings import SandboxSettings
+
+from .limits import SandboxLimits
+from .pool import SandboxPool
+
+#: Backends whose zygote may keep a spare worker forked ahead (``ZygoteBackend``'s option).
+_ZYGOTE_BACKENDS = frozenset({"native", "nsjail", "bwrap"})
+
+
+class SandboxLauncher:
+    """Makes :class:`~spade_sandbox.pool.SandboxPool` s under one :class:`SandboxSettings`."""
+
+    def __init__(self, settings: SandboxSettings | None = None) -> None:
+        self.settings = settings if settings is not None else SandboxSettings()
+
+    @classmethod
+    def from_config(cls, config: Any) -> SandboxLauncher:
+        """From a loaded configuration (``SpadeConfig`` or ``RunSettings``: its ``sandbox``)."""
+        return cls(config.sandbox)
+
+    @classmethod
+    def active(cls) -> SandboxLauncher:
+        """The edge's fallback when its caller passed no configuration: the active file's
+        ``[spade.sandbox]`` (the core's light reader; pydantic only when the file needs it)."""
+        from spade_core.run_settings import run_settings
+
+        return cls(run_settings().sandbox)
+
+    def overridden(self, **changes: Any) -> SandboxLauncher:
+        """A launcher whose settings are these with ``changes`` (``None``: kept)."""
+        return SandboxLauncher(self.settings.override(**changes))
+
+    def limits(self, **overrides: Any) -> SandboxLimits:
+        """The settings' limits plus a consumer's own (``call_timeout_s``, ``max_idle_workers``...)."""
+        s = self.settings
+        fields: dict[str, Any] = {
+            "call_timeout_s": s.call_timeout_s,
+            "memory_mb": s.memory_mb,
+            "cpu_seconds": s.cpu_seconds,
+            "worker_cpu_seconds": s.worker_cpu_seconds,
+        }
+        fields.update({k: v for k, v in overrides.items() if v is not None})
+        return SandboxLimits(**fields)
+
+    def pool(self, *, keep_spare: bool = True, **limit_overrides: Any) -> SandboxPool:
+        """A new pool on the settings' backend; ``keep_spare=False`` asks a zygote backend not
+        to fork a worker ahead (others have no spare)."""
+        options: Mapping[str, Any] = {} if keep_spare or self.settings.backend not in _ZYGOTE_BACKENDS else {"spare": False}
+        from .backends import resolve_backend
+
+        backend = resolve_backend(self.settings.backend, **options)
+        return SandboxPool(self.limits(**limit_overrides), backend=backend, allow_insecure=self.settings.allow_insecure)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, SandboxLauncher) and other.settings == self.settings
+
+    def __hash__(self) -> int:
+        return hash(self.settings)
+
+    def __repr__(self) -> str:
+        return f"SandboxLauncher({self.settings!r})"
