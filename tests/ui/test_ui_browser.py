@@ -62,15 +62,12 @@ def test_a_game_is_played_to_the_end_in_the_browser(ui_server: str, page: Any, t
     moves = env.solution()
     page.goto(ui_server + "/env/hanoi_three-v1")
     page.click("#reset")
-    page.wait_for_function("document.getElementById('player').dataset.state === 'playing'")
+    page.locator("#player[data-state='playing']").wait_for()  # selectors, not eval: the ui's CSP forbids it
     assert "Tower of Hanoi with 3 disks" in page.inner_text("#transcript")
     for i, move in enumerate(moves, 1):
         page.fill("#action", move)
         page.click("#send")
-        page.wait_for_function(
-            f"document.getElementById('play-status').textContent.startsWith('step {i}') "
-            "|| document.getElementById('player').dataset.state !== 'playing'"
-        )
+        page.locator(f"#play-status:text-matches('^step {i}'), #player:not([data-state='playing'])").first.wait_for()
     page.screenshot(path=str(tmp_path / "played.png"))
     assert page.get_attribute("#player", "data-state") == "over"
     assert page.inner_text("#play-status") == "episode over (terminated), last reward 1.000"
@@ -81,10 +78,10 @@ def test_a_game_is_played_to_the_end_in_the_browser(ui_server: str, page: Any, t
 def test_a_wrong_action_is_shown_and_the_game_goes_on(ui_server: str, page: Any) -> None:
     page.goto(ui_server + "/env/hanoi_three-v1")
     page.click("#reset")
-    page.wait_for_function("document.getElementById('player').dataset.state === 'playing'")
+    page.locator("#player[data-state='playing']").wait_for()  # selectors, not eval: the ui's CSP forbids it
     page.fill("#action", "let me think")
     page.click("#send")
-    page.wait_for_function("document.getElementById('transcript').textContent.includes('Invalid action')")
+    page.locator("#transcript", has_text="Invalid action").wait_for()
     assert page.get_attribute("#player", "data-state") == "playing"
 
 
@@ -111,3 +108,35 @@ def test_unknown_pages_answer_with_a_page_not_a_traceback(ui_server: str, page: 
     assert "no_such_env" in page.inner_text("#error")
     response = page.goto(ui_server + "/?regret_min=lots")
     assert response.status == 400 and "regret_min must be a number" in page.inner_text("#error")
+
+
+#: Run folder names a person might be handed (a copied run, an unpacked archive): markup in
+#: the page's text, an attribute's end, and characters that change a URL's meaning.
+HOSTILE_RUN_NAMES = ['"><svg onload=window.__pwned=2>', '<img src=x onerror=window.__pwned=1> #?%41']
+#: What the page would hold had a name been parsed as markup.
+INJECTED = "img[src='x'], svg[onload], [onerror], [onload]"
+
+
+def test_a_run_named_like_markup_is_shown_as_text_and_runs_no_script(ui_server: str, page: Any) -> None:
+    from spade_trainer.metrics import MetricsLog
+
+    for name in HOSTILE_RUN_NAMES:
+        MetricsLog(Path(os.environ["SPADE_UI_TEST_RUNS"]) / name).write(
+            {"iteration": 1, "designed": 1, "admitted": 1, "regret_mean": 0.1, "win_rate": 0.5, "pool_size": 3})
+    dialogs: list[str] = []
+    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    response = page.goto(ui_server + "/runs")
+    assert response.headers["content-security-policy"] == "script-src 'self'; object-src 'none'; base-uri 'none'"
+    links = page.locator("#runs a").evaluate_all("links => links.map(a => a.textContent)")
+    assert set(HOSTILE_RUN_NAMES) <= set(links)
+    assert page.locator(INJECTED).count() == 0
+    for name in HOSTILE_RUN_NAMES:
+        page.goto(ui_server + "/runs")
+        page.locator("#runs a", has_text=name).click()  # its link leads to its own report
+        page.wait_for_load_state()
+        assert name in page.inner_text("#headline")
+        assert page.locator(INJECTED).count() == 0, page.content()[:2000]
+        widths = page.locator("figure img").evaluate_all("imgs => imgs.map(i => i.naturalWidth)")
+        assert widths and all(w > 0 for w in widths)  # the plots' URLs carry the name encoded
+        assert page.evaluate("window.__pwned") is None
+    assert dialogs == []

@@ -28,6 +28,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
 
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.responses import FileResponse, HTMLResponse
@@ -44,6 +45,8 @@ if TYPE_CHECKING:
     from spade_core.plugins import SpadePlugins
 
 HERE = Path(__file__).parent
+#: Every page's: scripts only from the app's own files (``/static``), no plugins, no <base>.
+CONTENT_SECURITY_POLICY = "script-src 'self'; object-src 'none'; base-uri 'none'"
 #: A run whose metrics changed this recently is taken as still running (its page refreshes).
 LIVE_WITHIN_S = 120.0
 SORTS = ("id", "regret", "win_rate", "turns", "created")
@@ -184,6 +187,15 @@ def create_ui_app(config: SpadeConfig, plugins: SpadePlugins, settings: UiSettin
             stack.close()
 
     app = FastAPI(title="SPADE ui", lifespan=lifespan, docs_url=None, redoc_url=None)
+
+    @app.middleware("http")
+    async def scripts_from_the_app_only(request: Request, call_next: Any) -> Any:
+        # Names and texts shown here come from run folders and stores the user may not have
+        # written; they are escaped where they are placed, and in case one place is missed, a
+        # page runs only the app's own script files: no inline script, no event handler.
+        response = await call_next(request)
+        response.headers.setdefault("Content-Security-Policy", CONTENT_SECURITY_POLICY)
+        return response
     templates = Jinja2Templates(directory=str(HERE / "templates"))
     app.mount("/static", StaticFiles(directory=str(HERE / "static")), name="static")
     if serve_app is not None:
@@ -289,7 +301,9 @@ def create_ui_app(config: SpadeConfig, plugins: SpadePlugins, settings: UiSettin
         except SpadeError as exc:
             raise HTTPException(500, str(exc)) from None
         html = (out / "report.html").read_text(encoding="utf-8")
-        html = html.replace('src="', f'src="/runs/{name}/files/')
+        # The run's name is the folder's: any text a file name may hold. In a URL it is
+        # percent-encoded, so it can neither end the attribute nor change the path.
+        html = html.replace('src="', f'src="/runs/{quote(name, safe="")}/files/')
         live = time.time() - (run / "metrics.jsonl").stat().st_mtime < LIVE_WITHIN_S
         banner = ('<p style="background:#fff4d6;padding:.4em"><b>live</b>: this run is still writing; '
                   'the page refreshes every 15 s</p>') if live else ""

@@ -5,9 +5,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from html import escape
+from urllib.parse import quote
 from typing import Any
 
 NODE_W, NODE_H, GAP_X, GAP_Y = 210, 34, 60, 14
+
+
+def env_href(env_id: str) -> str:
+    """The page of ``env_id``: its id percent-encoded as a path (``/`` kept: the route takes paths)."""
+    return "/env/" + quote(env_id, safe="/")
 
 
 def _node(x: int, y: int, label: str, sub: str, href: str | None, cls: str) -> str:
@@ -25,14 +31,14 @@ def lineage_svg(m: Any, parents: Sequence[Any], children: Sequence[Any], missing
     if m.document is not None:
         d = m.document
         columns.append([(d.title or d.doc_id, f"document of {d.corpus}", None, "doc")])
-    ups: list[tuple[str, str, str | None, str]] = [(p.id, f"parent · {p.skill}", f"/env/{p.id}", "parent") for p in parents]
+    ups: list[tuple[str, str, str | None, str]] = [(p.id, f"parent · {p.skill}", env_href(p.id), "parent") for p in parents]
     ups += [(pid, "parent (not in this store)", None, "missing") for pid in missing_parents]
     if ups:
         columns.append(ups)
     how = "edited" if getattr(m, "edit", None) is not None else m.status.value
     columns.append([(m.id, f"this environment · {how}", None, "self")])
     if children:
-        columns.append([(c.id, f"child · {c.status.value}", f"/env/{c.id}", "child") for c in children[:12]])
+        columns.append([(c.id, f"child · {c.status.value}", env_href(c.id), "child") for c in children[:12]])
     rows = max(len(c) for c in columns)
     height = rows * (NODE_H + GAP_Y) + GAP_Y
     width = len(columns) * (NODE_W + GAP_X)
