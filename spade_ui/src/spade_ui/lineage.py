@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from html import escape
-from urllib.parse import quote
 from typing import Any
+from urllib.parse import quote
 
 NODE_W, NODE_H, GAP_X, GAP_Y = 210, 34, 60, 14
 
