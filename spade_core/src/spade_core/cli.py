@@ -29,7 +29,8 @@ ERROR_EXIT_CODE = 2
 def report_error(exc: SpadeError) -> None:
     """Print ``exc`` as one red ``error:`` message on stderr (no traceback)."""
     from rich.console import Console
-    from rich.markup import escape
+
+    from spade_core.terminal import escape
 
     Console(stderr=True, soft_wrap=True).print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False)
 
@@ -44,7 +45,7 @@ def tidy_help(command: Any, ctx: Any) -> None:
     if getattr(command, "_spade_tidy", False):
         return
     command._spade_tidy = True
-    from rich.markup import escape
+    from spade_core.terminal import escape
 
     params = list(getattr(command, "params", ()))
     help_option = command.get_help_option(ctx) if hasattr(command, "get_help_option") else None
@@ -156,7 +157,8 @@ def _register_commands(plugins: SpadePlugins, app: typer.Typer) -> None:
             impl.function(cli=app)
         except Exception as exc:
             from rich.console import Console
-            from rich.markup import escape
+
+            from spade_core.terminal import escape
 
             Console(stderr=True, soft_wrap=True).print(
                 f"[yellow]warning:[/] plugin {escape(impl.plugin_name)!r} could not add its commands: "
@@ -194,4 +196,9 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":  # pragma: no cover
-    main()
+    # ``python -m spade_core.cli`` runs this file as ``__main__``: the app must be built from
+    # the package's module, whose CliState the plugins' commands look up (with this module's,
+    # they found none and loaded the active file instead of ``--config FILE``).
+    from spade_core.cli import main as package_main
+
+    package_main()

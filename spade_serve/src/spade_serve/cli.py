@@ -34,8 +34,32 @@ def register(cli: typer.Typer) -> None:
         move_after: float = typer.Option(
             0.5, "--move-after", help="With shared workers: seconds a session waits behind another's call before moving."
         ),
-        call_timeout: float = typer.Option(10.0, "--call-timeout", help="Deadline of one environment call (seconds)."),
+        call_timeout: float | None = typer.Option(
+            None, "--call-timeout", help="Deadline of one environment call (seconds; default: [spade.sandbox]'s call_timeout_s)."
+        ),
         max_idle_workers: int = typer.Option(16, "--max-idle-workers", min=0, help="Sandbox workers kept warm after their sessions closed."),
+        max_replay_steps: int = typer.Option(
+            256, "--max-replay-steps", min=1, help="With shared workers: actions of an episode kept for replaying it."
+        ),
+        max_replay_bytes: int = typer.Option(
+            65_536, "--max-replay-bytes", min=1024, help="With shared workers: bytes of actions of an episode kept for replaying it."
+        ),
+        max_restores: int = typer.Option(
+            3, "--max-restores", min=0, help="With shared workers: times one session is restored or moved per episode."
+        ),
+        max_connections: int | None = typer.Option(
+            None, "--max-connections", min=8, help="Open connections (default: from the open-file limit; docs/serving.md)."
+        ),
+        read_timeout: float = typer.Option(10.0, "--read-timeout", help="Seconds to send a request's headers (and then its body)."),
+        allow_host: list[str] = typer.Option(
+            None, "--allow-host", metavar="NAME[:PORT]", help="A Host name to answer besides the listen address (repeatable; * any)."
+        ),
+        allow_origin: list[str] = typer.Option(
+            None, "--allow-origin", metavar="URL", help="A web origin whose pages may call the server (repeatable; * any)."
+        ),
+        trust_forwarded: list[str] = typer.Option(
+            None, "--trust-forwarded", metavar="ADDR", help="A proxy address or network whose X-Forwarded-For names the client (repeatable)."
+        ),
         token_file: Path | None = typer.Option(None, "--token-file", help="File holding a bearer token clients must send."),
         seeds_in_process: bool = typer.Option(False, "--seeds-in-process", help="Run seed environments (trusted) in this process."),
         log_level: str = typer.Option("info", "--log-level"),
@@ -87,6 +111,14 @@ def register(cli: typer.Typer) -> None:
                 max_idle_workers=max_idle_workers,
                 token=token,
                 seeds_in_process=seeds_in_process,
+                max_replay_steps=max_replay_steps,
+                max_replay_bytes=max_replay_bytes,
+                max_restores=max_restores,
+                max_connections=max_connections,
+                read_timeout_s=read_timeout,
+                allow_hosts=tuple(allow_host or ()),
+                allow_origins=tuple(allow_origin or ()),
+                trust_forwarded=tuple(trust_forwarded or ()),
             )
         except ValueError as exc:  # pydantic's ValidationError names each field
             raise SpadeError(f"invalid serve settings: {exc}") from None
@@ -103,9 +135,11 @@ def register(cli: typer.Typer) -> None:
             if catalog.whole_registry:
                 served += " and every admitted environment"
             console.print(f"serving {served} on http://{host}:{port} (OpenEnv protocol; /envs/<id>/ws)")
+            from spade_sandbox.launcher import SandboxLauncher
+
             from .server import run
 
-            run(catalog, settings, log_level=log_level)
+            run(catalog, settings, launcher=SandboxLauncher.from_config(config), log_level=log_level)
 
 
 def _write_space(console: Console, target: Path, catalog: EnvCatalog, plugins: SpadePlugins, store: EnvStore, *, force: bool, lock: bool) -> None:

@@ -7,41 +7,60 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .app import create_app
 from .catalog import EnvCatalog
 from .sessions import SessionManager
 from .settings import ServeSettings
 
+if TYPE_CHECKING:
+    from spade_sandbox.launcher import SandboxLauncher
+
 
 def uvicorn_config(app: Any, settings: ServeSettings, *, log_level: str = "warning") -> Any:
     """uvicorn's configuration for ``app``: the settings' address, WebSocket messages
-    capped at ``max_request_bytes`` and sent uncompressed, and a bounded graceful shutdown.
+    capped at ``max_request_bytes`` and sent uncompressed, a bounded graceful shutdown,
+    HTTP/1.1 with a connection cap and a request-read deadline
+    (:mod:`spade_serve.connections`), and proxy headers read only from ``trust_forwarded``.
 
     No permessage-deflate: its zlib streams cost every WebSocket session about 50 KiB of
     the server's memory (more than the rest of a session's state in the server process)
     for messages of a few hundred bytes; clients that offer it fall back to plain frames
-    (the extension is negotiated)."""
+    (the extension is negotiated).
+
+    uvicorn's own default trusts ``X-Forwarded-For`` from loopback (or from
+    ``$FORWARDED_ALLOW_IPS``): any local process could then name itself any client, past
+    the per-client session limit and into another client's worker group. Here the peer
+    address is the client unless ``trust_forwarded`` names the proxies."""
     import uvicorn
 
+    from .connections import guarded_http_protocol
+
+    trusted = list(settings.trust_forwarded)
     return uvicorn.Config(
         app,
         host=settings.host,
         port=settings.port,
+        http=guarded_http_protocol(settings.connection_cap(), settings.read_timeout_s),
         ws_max_size=settings.max_request_bytes,
         ws_per_message_deflate=False,
+        proxy_headers=bool(trusted),
+        forwarded_allow_ips=trusted or None,
         log_level=log_level,
         timeout_graceful_shutdown=5,
         lifespan="on",
     )
 
 
-def run(catalog: EnvCatalog, settings: ServeSettings, *, log_level: str = "info") -> None:
-    """Serve until SIGINT/SIGTERM; then every session, worker and the zygote are closed."""
+def run(
+    catalog: EnvCatalog, settings: ServeSettings, *, launcher: SandboxLauncher | None = None, log_level: str = "info"
+) -> None:
+    """Serve until SIGINT/SIGTERM; then every session, worker and the zygote are closed.
+    ``launcher`` (the ``[spade.sandbox]`` settings loaded at the edge) makes the sessions' pool."""
     import uvicorn
 
-    manager = SessionManager(catalog, settings)
+    manager = SessionManager(catalog, settings, launcher=launcher)
     uvicorn.Server(uvicorn_config(create_app(manager), settings, log_level=log_level)).run()
 
 

@@ -58,6 +58,7 @@ from .models import SpadeObservation, SpadeState
 from .settings import ServeSettings
 
 if TYPE_CHECKING:
+    from spade_sandbox.launcher import SandboxLauncher
     from spade_sandbox.pool import SandboxPool
 
 T = TypeVar("T")
@@ -135,7 +136,16 @@ class Session:
     #: episode as played (the reset's digest, then each action with its result's digest),
     #: from which the session is restored when another session's call kills the worker.
     generation: int = 0
-    replay: list[tuple[str | None, bytes]] | None = None
+    replay: list[tuple[bytes | None, bytes]] | None = None
+    #: Bytes of actions (UTF-8) in ``replay``; why the episode's log was dropped (it
+    #: passed ``max_replay_steps`` or ``max_replay_bytes``: the session is then ended,
+    #: not replayed, should it need restoring); restores and moves this episode.
+    replay_bytes: int = 0
+    replay_dropped: str | None = None
+    restores: int = 0
+    #: Steps of this episode on which the environment raised (no turn of its own; at
+    #: ``max_turns`` of them the episode ends truncated).
+    raised: int = 0
     #: Called when the server ends the session on its own (idle, shutdown): closes the
     #: WebSocket of a WebSocket session.
     on_server_close: Callable[[str], Awaitable[None]] | None = None
@@ -170,13 +180,28 @@ class ReplayDiverged(Exception):
     """A restored instance did not replay the episode as the client saw it."""
 
 
+class ReplayRefused(Exception):
+    """The session's episode is not replayed: its log passed the server's bounds, or it was
+    restored ``max_restores`` times already this episode."""
+
+
 class SessionManager:
     """Every open session of one server; see the module docstring."""
 
-    def __init__(self, catalog: EnvCatalog, settings: ServeSettings, *, pool: SandboxPool | None = None) -> None:
+    def __init__(
+        self,
+        catalog: EnvCatalog,
+        settings: ServeSettings,
+        *,
+        pool: SandboxPool | None = None,
+        launcher: SandboxLauncher | None = None,
+    ) -> None:
+        """``launcher`` makes the sandbox pool (default: ``[spade.sandbox]``'s defaults);
+        ``pool``, a pool the caller owns, is used instead."""
         self.catalog = catalog
         self.settings = settings
         self._pool = pool
+        self._launcher = launcher
         self._own_pool = pool is None
         self.gate = CallGate(settings.max_concurrent_calls, settings.max_queued_calls)
         #: Closes the instances sessions left behind when restored or moved: one thread, so
@@ -192,18 +217,19 @@ class SessionManager:
     # --- the sandbox ----------------------------------------------------------------
     @property
     def pool(self) -> SandboxPool:
-        """The sandbox pool (made on first use, with the server's call deadline)."""
+        """The sandbox pool, made on first use by the launcher (the configured backend and
+        limits), with the server's call deadline and idle workers."""
         if self._pool is None:
-            from spade_sandbox.backends import ZygoteBackend
-            from spade_sandbox.limits import SandboxLimits
-            from spade_sandbox.pool import SandboxPool
+            from spade_sandbox.launcher import SandboxLauncher
 
+            launcher = self._launcher or SandboxLauncher()
             # With shared workers a new one is needed once per group, so the zygote's spare
             # (a whole worker forked ahead to make the next spawn quicker) is not kept.
             shared = self.settings.sessions_per_worker > 1
-            self._pool = SandboxPool(
-                SandboxLimits(call_timeout_s=self.settings.call_timeout_s, max_idle_workers=self.settings.max_idle_workers),
-                backend=ZygoteBackend("native", spare=not shared),
+            self._pool = launcher.pool(
+                keep_spare=not shared,
+                call_timeout_s=self.settings.call_timeout_s,
+                max_idle_workers=self.settings.max_idle_workers,
             )
         return self._pool
 
@@ -271,9 +297,11 @@ class SessionManager:
             yield
             return
         if not await _acquire_within(group.lock, self.settings.move_after_s):
-            await self._move(session, replay=replay)
-            group = self._shared_group(session)
-            assert group is not None
+            if self._replay_refusal(session, replay=replay) is None:
+                await self._move(session, replay=replay)
+                group = self._shared_group(session)
+                assert group is not None
+            # else: a session that would not be replayed waits for its worker instead
             await group.lock.acquire()
         try:
             if session.generation != group.generation:
@@ -300,6 +328,9 @@ class SessionManager:
         (:class:`ServerBusy` leaves it to be restored at its next call)."""
         target = session.group if group is None else group
         assert target is not None
+        refusal = self._replay_refusal(session, replay=replay)
+        if refusal is not None:
+            raise await self._not_restored(session, ReplayRefused(refusal))
         try:
             instance = await self._start_instance(session.env, target)
         except ServerBusy:
@@ -313,6 +344,7 @@ class SessionManager:
         session.generation = -1  # restored only once the replay below has gone through
         self._closer.submit(_close_quietly, old)
         if replay and session.started and session.replay is not None:
+            session.restores += 1
             try:
                 await self.gate.run(self._replay, session)
             except ServerBusy:
@@ -322,8 +354,45 @@ class SessionManager:
         held = self._groups.get(session.env.id, {}).get(target)
         session.generation = held.generation if held is not None else 0
 
+    def _replay_refusal(self, session: Session, *, replay: bool) -> str | None:
+        """Why the session's episode may not be replayed onto a fresh worker (its log was
+        dropped, or it was restored ``max_restores`` times this episode); ``None`` when it
+        may (or nothing is to be replayed)."""
+        if not replay or not session.started:
+            return None
+        if session.replay_dropped is not None:
+            return session.replay_dropped
+        if session.replay is None:
+            return "its episode was not kept for replaying"
+        if session.restores >= self.settings.max_restores:
+            return (
+                f"it was restored {session.restores} times this episode already, this server's limit "
+                f"(max_restores = {self.settings.max_restores}): reset to start a new episode"
+            )
+        return None
+
+    def _record(self, session: Session, action: str, digest: bytes) -> None:
+        """Keep one step in the session's replay log, or drop the log (and keep no more of
+        the episode) once it would pass ``max_replay_steps`` or ``max_replay_bytes``."""
+        played = session.replay
+        if played is None:
+            return
+        data = action.encode("utf-8", "surrogatepass")
+        s = self.settings
+        if len(played) - 1 >= s.max_replay_steps or session.replay_bytes + len(data) > s.max_replay_bytes:
+            session.replay = None
+            session.replay_bytes = 0
+            session.replay_dropped = (
+                f"its episode passed this server's replay bound ({s.max_replay_steps} actions or "
+                f"{s.max_replay_bytes} bytes of actions: max_replay_steps / max_replay_bytes), so it is not "
+                "replayed: reset to start a new episode"
+            )
+            return
+        played.append((data, digest))
+        session.replay_bytes += len(data)
+
     async def _not_restored(self, session: Session, exc: Exception) -> EnvFailed:
-        why = str(exc) if isinstance(exc, ReplayDiverged) else f"{type(exc).__name__}: {getattr(exc, 'message', exc)}"
+        why = str(exc) if isinstance(exc, (ReplayDiverged, ReplayRefused)) else f"{type(exc).__name__}: {getattr(exc, 'message', exc)}"
         await self.close(session)
         return EnvFailed(
             f"{session.env.id}: another session's call killed or held this session's worker, and the session could "
@@ -344,7 +413,7 @@ class SessionManager:
         for turn, (action, expected) in enumerate(played[1:], 1):
             assert action is not None
             try:
-                got = _digest(*session.instance.step(action))
+                got = _digest(*session.instance.step(action.decode("utf-8", "surrogatepass")))
             except Exception as exc:
                 got = _digest("error", getattr(exc, "kind", None) or type(exc).__name__)
             if got != expected:
@@ -480,8 +549,8 @@ class SessionManager:
                     raise
                 except Exception as exc:
                     raise await self._failed(session, exc, "reset") from None
-            if self._shared_group(session) is not None:
-                session.replay = [(None, _digest(obs, info))]
+            session.replay = [(None, _digest(obs, info))] if self._shared_group(session) is not None else None
+            session.replay_bytes, session.replay_dropped, session.restores, session.raised = 0, None, 0, 0
             session.seed = getattr(session.instance, "last_seed", seed)
             session.episode_id = episode_id or uuid.uuid4().hex
             session.step_count, session.total_reward = 0, 0.0
@@ -511,13 +580,13 @@ class SessionManager:
                     raise
                 except Exception as exc:
                     error = await self._failed(session, exc, "step")
-                    if session.replay is not None and not session.closed and getattr(exc, "kind", None) != "request":
+                    if not session.closed and getattr(exc, "kind", None) != "request":
                         # The environment raised: its state may have moved, so the
                         # replay repeats the action and expects the same kind of error.
-                        session.replay.append((action, _digest("error", getattr(exc, "kind", None) or type(exc).__name__)))
+                        self._record(session, action, _digest("error", getattr(exc, "kind", None) or type(exc).__name__))
+                        error = self._count_raised(session, error)
                     raise error from None
-            if session.replay is not None:
-                session.replay.append((action, _digest(obs, raw_reward, terminated, truncated, info)))
+            self._record(session, action, _digest(obs, raw_reward, terminated, truncated, info))
             reward = float(raw_reward)  # checked finite and in range by the adapter
             session.step_count += 1
             session.total_reward += reward
@@ -532,6 +601,23 @@ class SessionManager:
                 reward=reward,
                 metadata=self._meta(session),
             )
+
+    @staticmethod
+    def _count_raised(session: Session, error: ServeError) -> ServeError:
+        """Count a step the environment raised on: such a step is no turn, but an episode
+        ends (truncated) once ``max_turns`` of its steps raised, so that a client cannot
+        step it without end."""
+        session.raised += 1
+        limit = session.env.metadata.max_turns
+        if session.raised < limit or not isinstance(error, EnvFailed):
+            return error
+        session.truncated = True
+        return EnvFailed(
+            f"{error.message}; the episode is over (truncated): {session.raised} of its steps raised, this "
+            f"environment's max_turns ({limit}): reset to play again",
+            kind=error.kind,
+            session_closed=False,
+        )
 
     def _check_open(self, session: Session) -> None:
         if session.closed:

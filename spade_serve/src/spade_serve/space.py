@@ -275,7 +275,7 @@ class SpaceServer:
     def __init__(self, root: Path) -> None:
         from spade_core.config import load_config
         from spade_core.hub import read_hub_items
-        from spade_core.importer import import_items
+        from spade_core.importer import ImportOptions, import_items
         from spade_core.plugins import get_plugins
         from spade_core.store import EnvStore
 
@@ -287,14 +287,18 @@ class SpaceServer:
         spec = json.loads((root / SPACE_FILE).read_text(encoding="utf-8"))
         config = load_config()
         self.store = EnvStore.open(config)
-        items = read_hub_items(_local_ref(root / ENVIRONMENTS), keep_status=True)
-        report = import_items(self.store, items)
+        # The Space's own export, written by `spade serve --space` from the user's store:
+        # its statuses are the user's, so they are kept (trusted) as recorded.
+        items = read_hub_items(_local_ref(root / ENVIRONMENTS))
+        report = import_items(self.store, items, ImportOptions(trust=True))
         if not report.ok:
             bad = next(o for o in report.outcomes if o.outcome in ("failed", "rejected"))
             raise SpaceError(f"{ENVIRONMENTS}/{bad.origin}: {bad.reason}")
         self.settings = ServeSettings.model_validate({"host": "0.0.0.0", "port": int(spec.get("port", PORT))})
         catalog = build_catalog(get_plugins(), self.store, ids=spec["env_ids"])
-        self.app = create_app(SessionManager(catalog, self.settings))
+        from spade_sandbox.launcher import SandboxLauncher
+
+        self.app = create_app(SessionManager(catalog, self.settings, launcher=SandboxLauncher.from_config(config)))
 
     def run(self, argv: list[str] | None = None) -> None:
         import argparse
