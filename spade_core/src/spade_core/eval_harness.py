@@ -101,6 +101,38 @@ class GroupStats:
 
 
 @dataclass
+class ColumnStats:
+    """One summary column: the mean success rate of its groups (tasks), each weighing the
+    same. A group whose every episode failed before its first turn (its environment could
+    not be built) is *unavailable*: named here and left out of the mean, never scored 0
+    silently nor dropped without a word."""
+
+    success_rate: float
+    tasks: int
+    scored: int
+    episodes: int
+    unavailable: list[str]
+
+
+def column_stats(groups: dict[str, list[EpisodeResult]], column_of: dict[str, str]) -> dict[str, ColumnStats]:
+    """Each column's :class:`ColumnStats` from its groups' episodes (``column_of``: group
+    to column, for the groups that have one)."""
+    members: dict[str, list[str]] = {}
+    for group, column in column_of.items():
+        members.setdefault(column, []).append(group)
+    out = {}
+    for column, names in members.items():
+        names = sorted(names)
+        unavailable = [g for g in names if all(e.error is not None and e.turns == 0 for e in groups.get(g, []))]
+        scored = [g for g in names if g not in unavailable]
+        rates = [sum(e.success for e in groups[g]) / len(groups[g]) for g in scored]
+        out[column] = ColumnStats(success_rate=sum(rates) / len(rates) if rates else 0.0, tasks=len(names),
+                                  scored=len(scored), episodes=sum(len(groups.get(g, [])) for g in names),
+                                  unavailable=unavailable)
+    return out
+
+
+@dataclass
 class EvalResult:
     suite: str
     policy: str
@@ -118,6 +150,8 @@ class EvalResult:
     started_at: str = ""
     #: set by callers that know it (``spade eval --run``: the run's iteration)
     iteration: int | None = None
+    #: The suite's summary columns (items with a ``column``), see :func:`column_stats`.
+    columns: dict[str, ColumnStats] = field(default_factory=dict)
 
     @property
     def episodes_per_s(self) -> float:
@@ -249,11 +283,12 @@ def evaluate(
     groups: dict[str, list[EpisodeResult]] = {}
     for ep in finished:
         groups.setdefault(ep.group, []).append(ep)
+    column_of = {item.group: item.column for item in items if item.column}
     return EvalResult(
         suite=suite, policy=policy, snapshot=snapshot, size=size, seed=seed,
         overall=GroupStats.of(finished), groups={g: GroupStats.of(eps) for g, eps in sorted(groups.items())},
         episodes=finished, wall_s=time.perf_counter() - t0, env_steps=steps, generate_s=generate_s, env_s=env_s,
-        options=dict(options or {}), started_at=started,
+        options=dict(options or {}), started_at=started, columns=column_stats(groups, column_of),
     )
 
 

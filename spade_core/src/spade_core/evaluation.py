@@ -36,6 +36,10 @@ class EvalItem:
     max_turns: int = 25
     #: What the episode is of (an environment id, a task name), for the per-episode rows.
     label: str = ""
+    #: A column of the suite's summary table (the paper's "RG-Math", say), or ``""``. The
+    #: harness reports each column as the mean of its groups' success rates, each group
+    #: (one task) weighing the same however many of its episodes were played.
+    column: str = ""
 
 
 @dataclass(frozen=True)
@@ -63,3 +67,6 @@ class EpisodeSuite:
     trusted: bool = True
     #: The options ``items`` takes beyond ``size`` and ``seed``, with a line each (for ``--help``).
     options: dict[str, str] = field(default_factory=dict)
+    #: What the suite's source prescribes for ``size`` (episodes per task), ``max_new_tokens``
+    #: and ``temperature``; ``spade eval`` uses them where its command line sets none.
+    defaults: dict[str, Any] = field(default_factory=dict)

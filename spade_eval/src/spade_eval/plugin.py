@@ -40,12 +40,15 @@ def spade_register_commands(cli: typer.Typer) -> None:
         suite: str = typer.Option("", "--suite", help="Suite name (`spade eval --list` shows them)."),
         policy: str = typer.Option("embedded", "--policy",
                                    help="embedded, a model folder, run:RUN_DIR or openai:BASE_URL[#MODEL]."),
-        size: int = typer.Option(4, "--size", min=1, help="Episodes per environment or task."),
+        size: int | None = typer.Option(None, "--size", min=1,
+                                        help="Episodes per environment or task (default: the suite's, else 4)."),
         seed: int = typer.Option(0, "--seed", help="First episode seed (reproducible items and sampling)."),
         option: list[str] | None = typer.Option(None, "--option", "-o", help="Suite option KEY=VALUE (repeatable)."),
         concurrency: int = typer.Option(16, "--concurrency", min=1, help="Episodes in flight at once."),
-        max_new_tokens: int = typer.Option(256, "--max-new-tokens", min=1, help="Reply budget per turn."),
-        temperature: float = typer.Option(0.0, "--temperature", min=0.0, help="Sampling temperature (0: greedy)."),
+        max_new_tokens: int | None = typer.Option(None, "--max-new-tokens", min=1,
+                                                  help="Reply budget per turn (default: the suite's, else 256)."),
+        temperature: float | None = typer.Option(None, "--temperature", min=0.0,
+                                                 help="Sampling temperature, 0 greedy (default: the suite's, else 0)."),
         run: Path | None = typer.Option(None, "--run", help="Store the result in this run folder's evals.jsonl."),
         as_json: bool = typer.Option(False, "--json", help="Print the result (with every episode) as JSON."),
         list_suites: bool = typer.Option(False, "--list", help="List the installed suites and exit."),
@@ -59,7 +62,7 @@ def spade_register_commands(cli: typer.Typer) -> None:
 
         from .harness import evaluate
         from .policy import make_backend, parse_policy
-        from .results import result_table, run_iteration, store_result
+        from .results import columns_table, result_table, run_iteration, store_result, unavailable_lines
 
         console = Console(stderr=as_json, highlight=False)
         plugins = command_plugins(ctx)
@@ -79,6 +82,9 @@ def spade_register_commands(cli: typer.Typer) -> None:
         if unknown:
             raise SpadeError(f"suite {suite!r} takes no option {', '.join(unknown)} "
                              f"(it takes: {', '.join(chosen.options) or 'none'})")
+        size = size if size is not None else int(chosen.defaults.get("size", 4))
+        max_new_tokens = max_new_tokens if max_new_tokens is not None else int(chosen.defaults.get("max_new_tokens", 256))
+        temperature = temperature if temperature is not None else float(chosen.defaults.get("temperature", 0.0))
         spec = parse_policy(policy)
         config = command_config(ctx)
         with contextlib.ExitStack() as stack, open_store(config, read_only=True) as store:
@@ -101,9 +107,15 @@ def spade_register_commands(cli: typer.Typer) -> None:
             result.iteration = run_iteration(run)
         where = store_result(result, run=run, home=config.home)
         if as_json:
+            for line in unavailable_lines(result):
+                console.print(line, style="bold red", markup=False)
             typer.echo(json.dumps(result.to_json(), indent=2, default=str))
             return
         console.print(result_table(result))
+        if result.columns:
+            console.print(columns_table(result))
+        for line in unavailable_lines(result):
+            console.print(line, style="bold red", markup=False)
         console.print(f"{len(result.episodes)} episodes, {result.env_steps} steps in {result.wall_s:.1f}s "
                       f"({result.episodes_per_s:.2f} episodes/s; generation {result.generate_s:.1f}s, "
                       f"environments {result.env_s:.1f}s); stored in {where}")

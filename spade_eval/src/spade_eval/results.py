@@ -18,7 +18,8 @@ from spade_core.jsonl import read_jsonl  # the one reader of a run's JSON-lines 
 
 from .harness import EvalResult, GroupStats
 
-__all__ = ["EVALS_FILE", "read_evals", "read_jsonl", "result_table", "run_iteration", "store_result"]
+__all__ = ["EVALS_FILE", "columns_table", "read_evals", "read_jsonl", "result_table", "run_iteration", "store_result",
+           "unavailable_lines"]
 
 
 def run_iteration(run: Path) -> int | None:
@@ -65,3 +66,24 @@ def result_table(result: EvalResult) -> Table:
         row(name, stats)
     row("all", result.overall, style="bold")
     return table
+
+
+def columns_table(result: EvalResult) -> Table:
+    """The suite's summary columns: mean win rate of each column's tasks."""
+    table = Table(title=f"{result.suite}: columns (mean of the tasks' win rates)", title_justify="left")
+    for col in ("column", "win rate", "tasks scored", "episodes", "unavailable"):
+        table.add_column(col, justify="left" if col in ("column", "unavailable") else "right", no_wrap=col != "unavailable")
+    for name, c in result.columns.items():
+        table.add_row(name, f"{c.success_rate:.1%}", f"{c.scored}/{c.tasks}", str(c.episodes),
+                      ", ".join(g.split("/")[-1] for g in c.unavailable) or "-")
+    return table
+
+
+def unavailable_lines(result: EvalResult) -> list[str]:
+    """One line per task whose environments could not be built, with the first error."""
+    lines = []
+    for column in result.columns.values():
+        for group in column.unavailable:
+            error = next((e.error for e in result.episodes if e.group == group and e.error), "")
+            lines.append(f"unavailable, left out of its column: {group}: {error}")
+    return lines

@@ -1,4 +1,4 @@
-"""Registers the ``reasoning_gym`` evaluation suite."""
+"""Registers the ``reasoning_gym`` and ``reasoning_gym_hard`` evaluation suites."""
 
 from __future__ import annotations
 
@@ -10,6 +10,8 @@ from spade_core.hookspecs import hookimpl
 
 @hookimpl
 def spade_register_eval_suites(register: Callable[[Any], None]) -> None:
+    from .hard import SUITE as HARD_SUITE
     from .suite import SUITE
 
     register(SUITE)
+    register(HARD_SUITE)
