@@ -26,6 +26,7 @@ from spade_serve.server import free_port, running
 from spade_serve.sessions import SessionManager
 from spade_serve.settings import ServeSettings
 from spade_sandbox.backends import nsjail_binary
+from spade_sandbox.errors import SandboxMemoryError
 from spade_sandbox.launcher import SandboxLauncher
 from websockets.sync.client import connect
 
@@ -132,3 +133,26 @@ def test_spade_serve_runs_sessions_in_the_configured_backend(tmp_path: Path) -> 
         assert manager.pool.backend.name == "nsjail"
         assert {"rlimits", "namespaces", "landlock", "seccomp"} <= set(worker.layers)
         assert "nsjail" in {p.name() for p in psutil.Process(worker.pid).parents()}, "the worker runs inside nsjail"
+
+
+@pytest.mark.parametrize("where", ["config given", "active file"])
+def test_the_trl_adapter_runs_instances_under_the_configured_memory(
+    where: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, memory_hog_source: str, tight_sandbox_table: str
+) -> None:
+    from spade_serve.trl_env import TrlEnvironments
+
+    home = _home_with_hog(tmp_path, memory_hog_source)
+    monkeypatch.setenv("SPADE_HOME", str(home))
+    monkeypatch.chdir(home)
+    with TrlEnvironments([HOG]) as envs:
+        assert envs.factory()().reset(seed=1) is not None, "the default memory_mb lets it eat"
+    if where == "config given":
+        tight = tmp_path / "tight.toml"
+        tight.write_text(f'[spade]\nhome = "{home}"\n' + tight_sandbox_table)
+        chosen = TrlEnvironments([HOG], config=load_config(tight))
+    else:
+        (home / "spade.toml").write_text(tight_sandbox_table)
+        chosen = TrlEnvironments([HOG])
+    with chosen, pytest.raises(SandboxMemoryError) as info:
+        chosen.factory()().reset(seed=1)
+    assert info.value.kind == "memory"

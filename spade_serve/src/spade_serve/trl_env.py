@@ -65,6 +65,7 @@ from spade_core.errors import EnvContractError, SpadeError
 if TYPE_CHECKING:
     from spade_core.config import SpadeConfig
     from spade_core.plugins import SpadePlugins
+    from spade_sandbox.launcher import SandboxLauncher
     from spade_sandbox.pool import SandboxPool
 
     from .catalog import ServedEnv
@@ -524,7 +525,8 @@ class TrlEnvironments:
     environment of it; ``skill`` keeps that skill's only) choose the environments. Local by
     default: the store and plugins of ``config`` (``None``: the active configuration, as
     ``gymnasium.make`` reads it), each instance sandboxed in ``pool`` (``None``: a pool this
-    object owns and closes, with ``call_timeout_s`` as the step deadline). With ``url`` the
+    object owns and closes, made under ``config``'s ``[spade.sandbox]`` with
+    ``call_timeout_s`` as the step deadline, ``None``: the settings'). With ``url`` the
     environments are those a ``spade serve`` server lists, each instance a session on it
     (``token``: the server's bearer token; ``max_answer_bytes``: the largest listing or
     session message read from it, past which the read stops with a :class:`TrlEnvError` or
@@ -556,7 +558,7 @@ class TrlEnvironments:
         plugins: SpadePlugins | None = None,
         pool: SandboxPool | None = None,
         seeds_in_process: bool = False,
-        call_timeout_s: float = 10.0,
+        call_timeout_s: float | None = None,
         seed: int = 0,
         hang_penalty: float = HUNG_STEP_PENALTY,
         max_answer_bytes: int = 8 * 1024 * 1024,
@@ -575,6 +577,7 @@ class TrlEnvironments:
         self._pool = pool
         self._own_pool = False
         self._call_timeout_s = call_timeout_s
+        self._launcher: SandboxLauncher | None = None
         self._seeds_in_process = seeds_in_process
         self._url = url.rstrip("/") if url else None
         self._token = token
@@ -605,6 +608,9 @@ class TrlEnvironments:
             from spade_core.config import load_config
 
             config = load_config()
+        from spade_sandbox.launcher import SandboxLauncher
+
+        self._launcher = SandboxLauncher.from_config(config)
         if plugins is None:
             from spade_core.plugins import get_plugins
 
@@ -652,10 +658,8 @@ class TrlEnvironments:
     def _sandbox_pool(self) -> SandboxPool:
         with self._lock:
             if self._pool is None:
-                from spade_sandbox.limits import SandboxLimits
-                from spade_sandbox.pool import SandboxPool
-
-                self._pool = SandboxPool(SandboxLimits(call_timeout_s=self._call_timeout_s))
+                assert self._launcher is not None, "made with the local targets"
+                self._pool = self._launcher.pool(call_timeout_s=self._call_timeout_s)
                 self._own_pool = True
             return self._pool
 
