@@ -18,12 +18,12 @@ from typing import Any
 
 import typer
 from rich.console import Console
-from rich.markup import escape
 from rich.panel import Panel
 from rich.table import Table
 
 from .cli import command_config, command_plugins
 from .metadata import EnvMetadata, EnvStatus
+from .terminal import escape, printable, terminal_json
 
 
 class ImportStatus(StrEnum):
@@ -45,7 +45,7 @@ def _console() -> Console:
 
 
 def _echo_json(value: Any) -> None:
-    typer.echo(json.dumps(value, indent=2, ensure_ascii=False, default=str))
+    typer.echo(terminal_json(json.dumps(value, indent=2, ensure_ascii=False, default=str)))
 
 
 def _fmt(value: float | None, spec: str = ".2f") -> str:
@@ -253,7 +253,7 @@ def show(
     if source is not None:
         from rich.syntax import Syntax
 
-        console.print(Syntax(source, "python", line_numbers=True, word_wrap=False))
+        console.print(Syntax(printable(source), "python", line_numbers=True, word_wrap=False))
 
 
 # --- spade play -----------------------------------------------------------------------

@@ -191,8 +191,9 @@ def play_in_terminal(session: PlaySession, read_line: Callable[[], str | None], 
 
     ``read_line`` returns the next typed line, or ``None`` at end of input.
     """
-    from rich.markup import escape
     from rich.panel import Panel
+
+    from spade_core.terminal import escape
 
     def show_obs(turn: Turn, title: str) -> None:
         console.print(Panel(escape(turn.observation), title=title, title_align="left"))

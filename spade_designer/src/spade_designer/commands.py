@@ -14,9 +14,9 @@ from typing import Any
 
 import typer
 from rich.console import Console
-from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from spade_core.terminal import escape
 
 from .config import DesignerConfig
 from .records import RoundResult

@@ -19,8 +19,8 @@ def register(cli: typer.Typer) -> None:
         active), 1 when the sandbox would refuse it without --allow-insecure.
         """
         from rich.console import Console
-        from rich.markup import escape
         from rich.table import Table
+        from spade_core.terminal import escape
 
         from .status import sandbox_status
 

@@ -83,8 +83,8 @@ def register(cli: typer.Typer) -> None:
 
 def _check(cfg: Any, console: Any, preset: str | None) -> None:
     """``spade selfplay --check``: the plan of the run and what this machine lacks for it."""
-    from rich.markup import escape
     from rich.table import Table
+    from spade_core.terminal import escape
 
     from .plan import machine_problems, plan_run
 

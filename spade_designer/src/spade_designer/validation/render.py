@@ -15,10 +15,10 @@ import re
 from collections import Counter
 
 from rich.console import Console, Group
-from rich.markup import escape
 from rich.panel import Panel
 from rich.table import Table
 from spade_core.metadata import Finding, ValidationReport
+from spade_core.terminal import escape
 
 from .codes import STAGE_ORDER
 
