@@ -16,7 +16,7 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
-from spade_core.terminal import escape
+from spade_core.terminal import escape, terminal_json
 
 from .config import DesignerConfig
 from .records import RoundResult
@@ -171,7 +171,7 @@ def design(
         out = result.to_json()
         out["wall_s"] = round(elapsed, 3)
         out["cpu_s"] = round(cpu, 3)
-        typer.echo(json.dumps(out, indent=2, ensure_ascii=False, default=str))
+        typer.echo(terminal_json(json.dumps(out, indent=2, ensure_ascii=False, default=str)))
         return
     render_round(result, console, elapsed, cpu)
 
