@@ -112,6 +112,8 @@ class ColumnStats:
     scored: int
     episodes: int
     unavailable: list[str]
+    #: Normal 95% interval of the mean over the scored groups (over problems, for Avg@k).
+    interval: tuple[float, float] = (0.0, 1.0)
 
 
 def column_stats(groups: dict[str, list[EpisodeResult]], column_of: dict[str, str]) -> dict[str, ColumnStats]:
@@ -126,9 +128,11 @@ def column_stats(groups: dict[str, list[EpisodeResult]], column_of: dict[str, st
         unavailable = [g for g in names if all(e.error is not None and e.turns == 0 for e in groups.get(g, []))]
         scored = [g for g in names if g not in unavailable]
         rates = [sum(e.success for e in groups[g]) / len(groups[g]) for g in scored]
-        out[column] = ColumnStats(success_rate=sum(rates) / len(rates) if rates else 0.0, tasks=len(names),
-                                  scored=len(scored), episodes=sum(len(groups.get(g, [])) for g in names),
-                                  unavailable=unavailable)
+        mean = sum(rates) / len(rates) if rates else 0.0
+        half = Z95 * math.sqrt(sum((r - mean) ** 2 for r in rates) / (len(rates) - 1) / len(rates)) if len(rates) > 1 else 0.0
+        out[column] = ColumnStats(success_rate=mean, tasks=len(names), scored=len(scored),
+                                  episodes=sum(len(groups.get(g, [])) for g in names), unavailable=unavailable,
+                                  interval=(max(0.0, mean - half), min(1.0, mean + half)) if rates else (0.0, 1.0))
     return out
 
 

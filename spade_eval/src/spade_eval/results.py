@@ -71,10 +71,10 @@ def result_table(result: EvalResult) -> Table:
 def columns_table(result: EvalResult) -> Table:
     """The suite's summary columns: mean win rate of each column's tasks."""
     table = Table(title=f"{result.suite}: columns (mean of the tasks' win rates)", title_justify="left")
-    for col in ("column", "win rate", "tasks scored", "episodes", "unavailable"):
+    for col in ("column", "win rate [95% CI]", "tasks scored", "episodes", "unavailable"):
         table.add_column(col, justify="left" if col in ("column", "unavailable") else "right", no_wrap=col != "unavailable")
     for name, c in result.columns.items():
-        table.add_row(name, f"{c.success_rate:.1%}", f"{c.scored}/{c.tasks}", str(c.episodes),
+        table.add_row(name, f"{c.success_rate:.1%} {_ci(*c.interval)}", f"{c.scored}/{c.tasks}", str(c.episodes),
                       ", ".join(g.split("/")[-1] for g in c.unavailable) or "-")
     return table
 
