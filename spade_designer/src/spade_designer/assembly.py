@@ -47,19 +47,13 @@ def create_memory(config: DesignerConfig, plugins: SpadePlugins, store: EnvStore
 
 def create_validator(spade_config: SpadeConfig) -> Validator:
     """The validation pipeline with its own sandbox pool, configured by ``[validation]``
-    and the sandbox settings of ``[spade]``."""
-    from spade_sandbox import SandboxLimits, SandboxPool
+    and ``[spade.sandbox]``."""
+    from spade_sandbox.launcher import SandboxLauncher
 
     from .validation import ValidationConfig, Validator
 
     vconfig = ValidationConfig.from_section(spade_config.section("validation"))
-    sandbox = spade_config.sandbox
-    pool = SandboxPool(
-        limits=SandboxLimits(call_timeout_s=vconfig.sandbox_call_timeout_s),
-        backend=sandbox.backend,
-        allow_insecure=sandbox.allow_insecure,
-    )
-    return Validator(pool, vconfig)
+    return Validator(config=vconfig, launcher=SandboxLauncher.from_config(spade_config))
 
 
 def assemble_designer(

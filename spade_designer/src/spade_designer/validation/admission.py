@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from spade_core.config import SpadeConfig
     from spade_core.store import EnvStore
+    from spade_sandbox.launcher import SandboxLauncher
 
 from spade_core.metadata import EnvMetadata, EnvStatus, ValidationReport
 
@@ -49,8 +50,10 @@ class AdmittedView:
 class PipelineAdmission:
     """An ``spade_core.admission.AdmissionValidator`` over :class:`Validator`."""
 
-    def __init__(self, config: ValidationConfig | None = None, validator: Validator | None = None) -> None:
-        self.validator = validator or Validator(config=config)
+    def __init__(
+        self, config: ValidationConfig | None = None, validator: Validator | None = None, launcher: SandboxLauncher | None = None
+    ) -> None:
+        self.validator = validator or Validator(config=config, launcher=launcher)
         self._views: dict[int, AdmittedView] = {}
 
     def validate(self, items: Sequence[tuple[str, EnvMetadata]], store: EnvStore) -> list[ValidationReport]:
@@ -64,5 +67,8 @@ class PipelineAdmission:
 
 
 def admission_validator(spade_config: SpadeConfig) -> PipelineAdmission:
-    """The admission check for a ``SpadeConfig`` (its ``[validation]`` table)."""
-    return PipelineAdmission(ValidationConfig.from_section(spade_config.section("validation")))
+    """The admission check for a ``SpadeConfig`` (its ``[validation]`` and ``[spade.sandbox]`` tables)."""
+    from spade_sandbox.launcher import SandboxLauncher
+
+    config = ValidationConfig.from_section(spade_config.section("validation"))
+    return PipelineAdmission(config, launcher=SandboxLauncher.from_config(spade_config))

@@ -102,7 +102,10 @@ def validate_command(
     got = _load(ctx, target, seed)
     store, meta = got.store, got.metadata
     try:
-        with Validator(config=got.config) as validator:
+        from spade_core.cli import command_config
+        from spade_sandbox.launcher import SandboxLauncher
+
+        with Validator(config=got.config, launcher=SandboxLauncher.from_config(command_config(ctx))) as validator:
             report = validator.validate(
                 got.source, metadata=meta, domain=domain or got.domain, hint=hint, store=store
             )
@@ -129,7 +132,13 @@ def fuzz_command(
     if got.store is not None:
         got.store.close()
     meta = got.metadata
-    report = fuzz(got.source, examples=examples, domain=domain or got.domain, metadata=meta, config=got.config)
+    from spade_core.cli import command_config
+    from spade_sandbox.launcher import SandboxLauncher
+
+    launcher = SandboxLauncher.from_config(command_config(ctx))
+    report = fuzz(
+        got.source, examples=examples, domain=domain or got.domain, metadata=meta, config=got.config, launcher=launcher
+    )
     _emit(report, f"fuzz {meta.id if meta else target}", as_json)
 
 

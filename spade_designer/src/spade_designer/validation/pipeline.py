@@ -34,6 +34,7 @@ from .stages import fuzz as fuzz_stage
 
 if TYPE_CHECKING:
     from spade_core.store import EnvStore
+    from spade_sandbox.launcher import SandboxLauncher
 
 _CHECKS: dict[Stage, Callable[[Run], str]] = {
     Stage.load: load.check,
@@ -56,16 +57,19 @@ class ValidationRequest:
     hint: str | None = None
 
 
-def default_pool(config: ValidationConfig) -> EnvRunner:
-    """A sandbox pool whose hard call deadline is the pipeline's ``sandbox_call_timeout_s``."""
-    from spade_sandbox import SandboxLimits, SandboxPool
+def default_pool(config: ValidationConfig, launcher: SandboxLauncher | None = None) -> EnvRunner:
+    """A sandbox pool made by ``launcher`` (``None``: ``[spade.sandbox]``'s defaults) whose
+    hard call deadline is the pipeline's ``sandbox_call_timeout_s``."""
+    from spade_sandbox.launcher import SandboxLauncher
 
-    return SandboxPool(limits=SandboxLimits(call_timeout_s=config.sandbox_call_timeout_s))  # type: ignore[return-value]
+    pool = (launcher or SandboxLauncher()).pool(call_timeout_s=config.sandbox_call_timeout_s)
+    return pool  # type: ignore[return-value]
 
 
 class Validator:
-    """Runs the pipeline. ``pool`` is a ``spade_sandbox.SandboxPool`` (created on first
-    need, and closed by :meth:`close`, when not given).
+    """Runs the pipeline. ``pool`` is a ``spade_sandbox.SandboxPool`` (when not given,
+    created on first need by ``launcher``, the ``[spade.sandbox]`` settings loaded at the
+    edge, default their defaults, and closed by :meth:`close`).
 
     ``novelty`` is the index of known environments; it is filled from ``store`` on every
     :meth:`validate` call that passes one (signatures are cached by code hash). By default
@@ -78,11 +82,13 @@ class Validator:
         pool: EnvRunner | None = None,
         config: ValidationConfig | None = None,
         *,
+        launcher: SandboxLauncher | None = None,
         novelty: NoveltyIndex | None = None,
         static_checker: Callable[..., Any] | None = None,
     ) -> None:
         self.config = config or ValidationConfig()
         self._pool = pool
+        self._launcher = launcher
         self._owns_pool = pool is None
         self._pool_lock = threading.Lock()
         # ``is None``, not ``or``: an empty index is falsy (it has a length).
@@ -97,7 +103,7 @@ class Validator:
     def pool(self) -> EnvRunner:
         with self._pool_lock:
             if self._pool is None:
-                self._pool = default_pool(self.config)
+                self._pool = default_pool(self.config, self._launcher)
             return self._pool
 
     def close(self) -> None:
@@ -165,9 +171,11 @@ class Validator:
 
     def _recipe(self) -> PoolRecipe | None:
         if self._owns_pool:
-            from spade_sandbox import SandboxLimits
+            from spade_sandbox.launcher import SandboxLauncher
 
-            return PoolRecipe(SandboxLimits(call_timeout_s=self.config.sandbox_call_timeout_s))
+            launcher = self._launcher or SandboxLauncher()
+            limits = launcher.limits(call_timeout_s=self.config.sandbox_call_timeout_s)
+            return PoolRecipe(limits, launcher.settings.allow_insecure, launcher.settings.backend)
         return pool_recipe(self._pool)
 
     def _validate_in_processes(self, runs: list[Run], width: int, recipe: PoolRecipe) -> list[ValidationReport]:
@@ -475,12 +483,14 @@ def fuzz(
     metadata: EnvMetadata | None = None,
     pool: EnvRunner | None = None,
     config: ValidationConfig | None = None,
+    launcher: SandboxLauncher | None = None,
 ) -> ValidationReport:
     """Fuzz one environment: the static, load and fuzz stages with ``examples`` Hypothesis
-    examples. For plugin authors testing their own environments."""
+    examples. For plugin authors testing their own environments. Without ``pool``, one is
+    made by ``launcher`` (see :class:`Validator`)."""
     base = config or ValidationConfig()
     cfg = base.model_copy(update={"stages": (Stage.static, Stage.load, Stage.fuzz), "fuzz_examples": examples})
-    validator = Validator(pool, cfg)
+    validator = Validator(pool, cfg, launcher=launcher)
     try:
         return validator.validate(source, metadata=metadata, domain=domain)
     finally:

@@ -35,16 +35,19 @@ CALLER_STAGES = frozenset({Stage.static, Stage.novelty})
 
 @dataclass(frozen=True)
 class PoolRecipe:
-    """How a child builds a sandbox pool equivalent to the caller's: the default
-    (``native``) backend with the caller's limits and ``allow_insecure``."""
+    """How a child builds a sandbox pool equivalent to the caller's: the caller's limits,
+    ``allow_insecure`` and backend (by its registered name), through the launcher."""
 
     limits: Any
     allow_insecure: bool = False
+    backend: str = "native"
 
     def build(self) -> Any:
-        from spade_sandbox import SandboxPool
+        from spade_core.sandbox_settings import SandboxSettings
+        from spade_sandbox.launcher import SandboxLauncher
 
-        return SandboxPool(limits=self.limits, allow_insecure=self.allow_insecure)
+        launcher = SandboxLauncher(SandboxSettings(backend=self.backend, allow_insecure=self.allow_insecure))
+        return launcher.pool(**self.limits.model_dump())
 
 
 def pool_recipe(pool: EnvRunner | None) -> PoolRecipe | None:
