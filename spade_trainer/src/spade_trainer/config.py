@@ -11,13 +11,16 @@ import json
 import tomllib
 from importlib import resources
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from .distributed.settings import RolloutExecutorSettings
 from .errors import ConfigError
 from .rewards import DesignerRewardSpec, DesignerRewardVariant, Plateau
+
+if TYPE_CHECKING:
+    from spade_core.sandbox_settings import SandboxSettings
 
 
 class _Section(BaseModel):
@@ -102,12 +105,24 @@ class OptimSettings(_Section):
     max_grad_norm: float = Field(default=1.0, gt=0)
 
 
-class SandboxSettings(_Section):
+class SandboxOverrides(_Section):
+    """``[selfplay.sandbox]``: what a run changes of ``[spade.sandbox]``
+    (:class:`spade_core.sandbox_settings.SandboxSettings`); a key left out keeps that
+    table's value. The result is the run's one sandbox setting: its rollouts, its designer's
+    validation and its periodic evaluation run under it (:meth:`applied_to`)."""
+
     #: Deadline of one step; a step past it is a hang (penalty -0.5).
     step_timeout_s: float = Field(default=30.0, gt=0)
-    memory_mb: int = Field(default=512, ge=32)
-    backend: str = "native"
-    allow_insecure: bool = False
+    memory_mb: int | None = Field(default=None, ge=32)
+    cpu_seconds: int | None = Field(default=None, ge=1)
+    backend: str | None = None
+    allow_insecure: bool | None = None
+
+    def applied_to(self, base: SandboxSettings) -> SandboxSettings:
+        """``base`` with this table's keys."""
+        return base.override(
+            memory_mb=self.memory_mb, cpu_seconds=self.cpu_seconds, backend=self.backend, allow_insecure=self.allow_insecure
+        )
 
 
 class EvalSettings(_Section):
@@ -180,7 +195,7 @@ class SelfPlayConfig(_Section):
     generation: GenerationSettings = Field(default_factory=GenerationSettings)
     reward: RewardSettings = Field(default_factory=RewardSettings)
     optim: OptimSettings = Field(default_factory=OptimSettings)
-    sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
+    sandbox: SandboxOverrides = Field(default_factory=SandboxOverrides)
     #: Where environments are stepped: the local sandbox pool, or sandbox actors on Ray.
     rollout: RolloutExecutorSettings = Field(default_factory=RolloutExecutorSettings)
     logging: LoggingSettings = Field(default_factory=LoggingSettings)

@@ -127,8 +127,11 @@ class SelfPlayRun:
             from spade_core.config import load_config
 
             spade_config = load_config()
-        #: ``[spade]`` / ``[validation]`` / ``[designer]``-level settings every stage reads (loaded once).
-        self.spade_config = spade_config
+        #: ``[spade]`` / ``[validation]`` / ``[designer]``-level settings every stage reads
+        #: (loaded once). Its ``sandbox`` is the run's: ``[spade.sandbox]`` with
+        #: ``[selfplay.sandbox]`` applied, so that rollouts, the designer's validation and the
+        #: periodic evaluation run environments under the same settings.
+        self.spade_config = spade_config.model_copy(update={"sandbox": config.sandbox.applied_to(spade_config.sandbox)})
         self.root_dir = Path(config.run_dir)
         self.rank, self.world_size = process_rank()
         self.run_dir = self.root_dir / rank_folder(self.rank)
@@ -241,10 +244,12 @@ class SelfPlayRun:
 
     def _default_backend(self) -> EnvBackend:
         # config.rollout picks the local SandboxPool or sandbox actors on Ray (ray is
-        # imported only for the latter); config.sandbox gives the limits either way.
+        # imported only for the latter); the run's sandbox settings give the limits either way.
+        from spade_sandbox.launcher import SandboxLauncher
+
         from .distributed import env_backend_for
 
-        return env_backend_for(self.config)
+        return env_backend_for(self.config, SandboxLauncher.from_config(self.spade_config))
 
     def _default_design_stage(self) -> DesignStage:
         # the designer stage, mixing writing and editing when [selfplay.designer.edit] asks for it

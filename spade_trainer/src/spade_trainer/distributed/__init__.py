@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any
 from .settings import RaySettings, RolloutExecutorSettings
 
 if TYPE_CHECKING:
+    from spade_sandbox.launcher import SandboxLauncher
+
     from ..config import SelfPlayConfig
     from .executor import RAY_INSTALL_HINT, RayEnvHandle, RayEnvPool, RayUnavailable
 
@@ -30,43 +32,34 @@ def __getattr__(name: str) -> Any:
 
 
 def build_env_backend(
-    rollout: RolloutExecutorSettings | None,
-    *,
-    step_timeout_s: float = 30.0,
-    memory_mb: int = 512,
-    backend: str = "native",
-    allow_insecure: bool = False,
+    rollout: RolloutExecutorSettings | None, launcher: SandboxLauncher | None = None, *, step_timeout_s: float = 30.0
 ) -> Any:
     """The pool that runs a self-play run's environments: a local ``SandboxPool`` for
     ``executor = "local"`` (ray is not imported), a :class:`RayEnvPool` for ``"ray"``.
 
-    The keyword arguments are the run's ``[selfplay.sandbox]`` settings; every sandbox
-    actor applies the same limits as the local pool would.
+    ``launcher`` holds the run's sandbox settings (``None``: ``[spade.sandbox]``'s
+    defaults); every sandbox actor applies the same limits and backend as the local pool
+    would. ``step_timeout_s`` is the deadline of one step.
     """
-    from spade_sandbox.limits import SandboxLimits
+    from spade_sandbox.launcher import SandboxLauncher
 
     rollout = rollout or RolloutExecutorSettings()
-    limits = SandboxLimits(call_timeout_s=step_timeout_s, memory_mb=memory_mb)
+    launcher = launcher or SandboxLauncher()
     if rollout.executor == "ray":
         from .executor import RayEnvPool
 
-        return RayEnvPool(rollout.ray, limits=limits, backend=backend, allow_insecure=allow_insecure)
-    from spade_sandbox.pool import SandboxPool
+        settings = launcher.settings
+        limits = launcher.limits(call_timeout_s=step_timeout_s)
+        return RayEnvPool(rollout.ray, limits=limits, backend=settings.backend, allow_insecure=settings.allow_insecure)
+    return launcher.pool(call_timeout_s=step_timeout_s)
 
-    return SandboxPool(limits=limits, backend=backend, allow_insecure=allow_insecure)
 
-
-def env_backend_for(config: SelfPlayConfig) -> Any:
+def env_backend_for(config: SelfPlayConfig, launcher: SandboxLauncher | None = None) -> Any:
     """The environment pool of a self-play run: ``config.rollout`` picks the executor,
-    ``config.sandbox`` the limits (what ``SelfPlayRun`` builds when given no backend)."""
-    sb = config.sandbox
-    return build_env_backend(
-        getattr(config, "rollout", None),
-        step_timeout_s=sb.step_timeout_s,
-        memory_mb=sb.memory_mb,
-        backend=sb.backend,
-        allow_insecure=sb.allow_insecure,
-    )
+    ``launcher`` (the run's sandbox settings: ``[spade.sandbox]`` with ``[selfplay.sandbox]``
+    applied) the limits and backend, ``config.sandbox.step_timeout_s`` the step deadline
+    (what ``SelfPlayRun`` builds when given no backend)."""
+    return build_env_backend(getattr(config, "rollout", None), launcher, step_timeout_s=config.sandbox.step_timeout_s)
 
 
 __all__ = [

@@ -28,14 +28,15 @@ class SandboxActor:
     """Runs environments in a local sandbox pool on behalf of a driver.
 
     ``limits`` is ``SandboxLimits.model_dump()`` (plain data), ``backend`` a registered
-    sandbox backend name.
+    sandbox backend name: the driver's launcher's, rebuilt here by a launcher.
     """
 
     def __init__(self, limits: dict[str, Any], backend: str = "native", allow_insecure: bool = False) -> None:
-        from spade_sandbox.limits import SandboxLimits
-        from spade_sandbox.pool import SandboxPool
+        from spade_core.sandbox_settings import SandboxSettings
+        from spade_sandbox.launcher import SandboxLauncher
 
-        self._pool = SandboxPool(SandboxLimits(**limits), backend=backend, allow_insecure=allow_insecure)
+        launcher = SandboxLauncher(SandboxSettings(backend=backend, allow_insecure=allow_insecure))
+        self._pool = launcher.pool(**limits)
         self._sources: dict[str, str] = {}
         self._handles: dict[int, Any] = {}
         self._next = 0
