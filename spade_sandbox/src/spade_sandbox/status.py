@@ -81,8 +81,10 @@ def _cgroup() -> str | None:
 def sandbox_status(backend: str = "native") -> SandboxStatus:
     """Probe the layers by starting one worker (with ``allow_insecure`` so the probe itself
     is not refused) and asking what it applied."""
+    from spade_core.sandbox_settings import SandboxSettings
+
     from .errors import SandboxError
-    from .pool import SandboxPool
+    from .launcher import SandboxLauncher
 
     as_root = os.geteuid() == 0
     active: list[str] = []
@@ -90,7 +92,7 @@ def sandbox_status(backend: str = "native") -> SandboxStatus:
     error = None
     worker_fast: bool | None = None
     try:
-        with SandboxPool(backend=backend, allow_insecure=True) as pool:
+        with SandboxLauncher(SandboxSettings(backend=backend, allow_insecure=True)).pool() as pool:
             h = pool.spawn("class ProbeEnv:\n    def reset(self, seed=None):\n        return 'ok', {}\n"
                            "    def step(self, a):\n        return 'ok', 0.0, True, False, {}\n")
             link = pool._link(h)

@@ -173,7 +173,9 @@ def create_ui_app(config: SpadeConfig, plugins: SpadePlugins, settings: UiSettin
 
         catalog = build_catalog(plugins, store, whole_registry=True)
         serve_settings = ServeSettings(**{"max_sessions": 64, "max_sessions_per_client": 16, **settings.serve})
-        serve_app = create_app(SessionManager(catalog, serve_settings))
+        from spade_sandbox.launcher import SandboxLauncher
+
+        serve_app = create_app(SessionManager(catalog, serve_settings, launcher=SandboxLauncher.from_config(config)))
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
