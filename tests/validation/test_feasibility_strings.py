@@ -154,3 +154,102 @@ def test_a_solution_string_with_any_whitespace_replays_the_same_as_the_list(gaps
     fail_list = [(f.code, f.seed, f.actions, f.details.get("rewards")) for f in as_list.findings if not f.ok]
     fail_string = [(f.code, f.seed, f.actions, f.details.get("rewards")) for f in as_string.findings if not f.ok]
     assert fail_list == fail_string
+
+
+# --- tool calls written in Python call syntax ---------------------------------------------
+
+def tag(tool: str, /, **arguments) -> str:
+    from spade_core.actions import ToolCall
+
+    return ToolCall(tool, arguments).to_tag()
+
+
+FS_PARAMS = {"cd": ["path"], "ls": [], "cat": ["name", "lines"]}
+
+
+def test_python_calls_are_read_in_every_numbering_and_separator_style():
+    cd, ls = tag("cd", path="/home/document"), tag("ls")
+    for text in (
+        "1. cd(path='/home/document')\n2. ls()",
+        "1) cd(path='/home/document')\n2) ls()",
+        "- cd(path='/home/document')\n- ls()",
+        "* `cd(path='/home/document')`\n* `ls()`",
+        "Step 1: cd(path='/home/document')\nStep 2: ls()",
+        ">>> cd(path='/home/document')\n>>> ls()",
+        "First go there, then look:\n```python\ncd(path='/home/document')  # go\nls()\n```\nThat lists it.",
+        'cd(path="/home/document")\nls()\n',
+    ):
+        assert solution_plans(text, "tool_call") == [[cd, ls]], text
+    same_line = solution_plans("cd(path='/home/document'); ls()", "tool_call")
+    assert same_line == [[f"{cd}\n{ls}"], [cd, ls]]  # one turn for the line, or one per call
+
+
+def test_positional_arguments_take_the_schemas_order_and_need_it():
+    text = "1. cd('/srv')\n2. cat('a.txt', 3)"
+    assert solution_plans(text, "tool_call", FS_PARAMS) == [[tag("cd", path="/srv"), tag("cat", name="a.txt", lines=3)]]
+    assert solution_plans(text, "tool_call") == []  # no schema: not readable, as before
+    assert solution_plans("cat('a', 1, 2)", "tool_call", FS_PARAMS) == []  # more than it takes
+    assert solution_plans("cat('a', name='b')", "tool_call", FS_PARAMS) == []  # given twice
+
+
+def test_answers_and_tags_keep_their_place_among_python_calls():
+    cd = tag("cd", path="/x")
+    assert solution_plans("1. cd(path='/x')\n2. answer('42')", "tool_call", FS_PARAMS) == [[cd, "<answer>42</answer>"]]
+    assert solution_plans("cd(path='/x')\n<answer>7</answer>", "tool_call") == [[cd, "<answer>7</answer>"]]
+    # a tool really named answer is a tool call
+    assert solution_plans("answer(text='hi')", "tool_call", {"answer": ["text"]}) == [[tag("answer", text="hi")]]
+
+
+def test_what_is_not_a_readable_call_keeps_todays_reading():
+    old = '<tool_call>{"name": "ls", "arguments": {}}</tool_call>'
+    assert solution_plans("Keep calling ls until you see it.", "tool_call") == []
+    both = f"1. {old}\n2. <answer>3</answer>"
+    assert solution_plans(both, "tool_call") == [[f"{old}\n<answer>3</answer>"], [old, "<answer>3</answer>"]]
+    # an argument that is not a literal, an unknown tool while the tools are known, a value
+    # JSON cannot hold: no Python reading, the tags (here none) decide as before
+    for text in ("cd(path=home)", "rm(path='/')", "cd(path={1, 2})", "cd(path=float('nan'))", "cd(**kw)"):
+        assert solution_plans(text, "tool_call", FS_PARAMS) == [], text
+    assert solution_plans("cd(path='/x')\nsudo_rm(path='/')\n" + old, "tool_call", FS_PARAMS) == [[old]]
+    # without a format, Python calls are read only when the environment has tools
+    assert solution_plans("1. reset()\n2. look()", None) == []
+    assert solution_plans("1. ls()", None, FS_PARAMS) == [[tag("ls")]]
+    assert solution_plans("\\boxed{ls()}", None, FS_PARAMS) == [["\\boxed{ls()}"]]  # boxed first, as before
+
+
+_IDENT = st.from_regex(r"[a-z_][a-z0-9_]{0,8}", fullmatch=True).filter(lambda s: not __import__("keyword").iskeyword(s))
+_SCALAR = st.one_of(st.none(), st.booleans(), st.integers(-10**12, 10**12),
+                    st.floats(allow_nan=False, allow_infinity=False), st.text(max_size=12))
+_LITERAL = st.recursive(_SCALAR, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner,
+                                                                                             max_size=3), max_leaves=8)
+_STYLE = st.sampled_from(["{i}. ", "{i}) ", "- ", "* ", "Step {i}: ", "", ">>> "])
+
+
+@settings(deadline=None)
+@given(st.lists(st.tuples(_IDENT.filter(lambda n: n != "answer"), st.dictionaries(_IDENT, _LITERAL, max_size=4)),
+                min_size=1, max_size=5),
+       _STYLE, st.booleans(), st.booleans())
+def test_any_calls_with_literal_arguments_rendered_in_python_read_back_equal(calls, style, fenced, positional):
+    lines = []
+    for i, (name, args) in enumerate(calls, 1):
+        rendered = [repr(v) for v in args.values()] if positional else [f"{k}={v!r}" for k, v in args.items()]
+        lines.append(style.format(i=i) + f"{name}({', '.join(rendered)})")
+    text = "\n".join(lines)
+    if fenced:
+        text = f"Do this:\n```python\n{text}\n```\n"
+    expected = [tag(name, **args) for name, args in calls]
+    known = {name: list(args) for name, args in calls}
+    if positional and any(known[n] != list(a) for n, a in calls):
+        return  # one name called with two argument lists: positions are ambiguous
+    assert solution_plans(text, "tool_call", known) == [expected]
+    if not positional or all(not a for _, a in calls):
+        assert solution_plans(text, "tool_call") == [expected]  # keywords need no schema
+
+
+def test_a_tool_environment_with_a_python_call_solution_is_proven_end_to_end(inprocess_runner):
+    from spade_core.metadata import EnvMetadata
+
+    head = TOOL_ENV[: TOOL_ENV.index("    def solution(self):")]
+    source = head + '    def solution(self):\n        return f"1. get_balance()\\n2. answer({self.balance})"\n'
+    meta = EnvMetadata(name="ledger", domain="test", skill="test", action_format="tool_call")
+    report = validate(source, inprocess_runner, metadata=meta)
+    assert report.passed and report.feasibility_proven, report.reasons

@@ -52,6 +52,9 @@ class Run:
     #: ``solution()`` after ``reset(seed)``, per seed (``None``: not provided).
     solutions: dict[int, list[str] | str | None] = field(default_factory=dict)
     solution_errors: dict[int, Rejection] = field(default_factory=dict)
+    #: The tools' parameter names per seed, read when ``solution()`` is a string
+    #: (:func:`.solutions.tool_params`; ``None``: no tools, or not readable).
+    tool_params: dict[int, dict[str, list[str]] | None] = field(default_factory=dict)
     #: Distinct actions the fuzzer sent, reused as probes by the degenerate checks.
     fuzz_actions: list[str] = field(default_factory=list)
     feasibility_proven: bool = False
@@ -114,6 +117,17 @@ class Run:
                     raise
                 self.solutions[seed] = None
                 self.solution_errors[seed] = rej
+            if isinstance(self.solutions[seed], str) and self.action_format != "boxed":
+                # a string may write tool calls in Python syntax: their names and positional
+                # arguments are read against this episode's tool schemas, when it has some
+                from .solutions import tool_params
+
+                try:
+                    self.tool_params[seed] = tool_params(env.tool_schemas())
+                except Rejection as rej:
+                    if rej.code in FATAL:
+                        raise
+                    self.tool_params[seed] = None
         return self.solutions[seed]
 
     def solution_plans(self, seed: int) -> list[list[str]]:
@@ -126,7 +140,7 @@ class Run:
         if isinstance(sol, str):
             from .solutions import solution_plans
 
-            return solution_plans(sol, self.action_format)
+            return solution_plans(sol, self.action_format, self.tool_params.get(seed))
         return []
 
     @property

@@ -400,6 +400,22 @@ class Instance:
             self._slow("step", seconds)
         return Step(obs, r, terminated, truncated, dict(info), seconds)
 
+    def tool_schemas(self) -> list[Any] | None:
+        """``get_tool_schemas()`` (after ``reset``: the reference base fills its tools
+        there); ``None`` when the environment has none or they are not a list of dicts.
+        Raises :class:`Rejection` as any call does (the caller decides what is fatal)."""
+        try:
+            out, _ = self._timed("get_tool_schemas", self.runner.call, "get_tool_schemas")
+        except Rejection as rej:
+            cause = rej.__cause__
+            if type(cause).__name__ == "EnvMethodMissing" or getattr(cause, "kind", None) == "missing_method":
+                return None
+            raise
+        try:
+            return contract.tool_schemas(out, EnvContractError) or None
+        except EnvContractError:
+            return None
+
     def solution(self) -> list[str] | str | None:
         """``solution()`` as a list of actions or a string; ``None`` when not provided."""
         try:
