@@ -12,6 +12,11 @@ executed. Two rules:
 * no module imports another module's private name (``from .worker import _Fatal``): what
   another module needs gets an exported name. The ones still present are named in
   :data:`KNOWN_PRIVATE_IMPORTS`.
+* no module imports another package's private module (``spade_core._metadata_models``,
+  ``from spade_sandbox import _fast``), statically or through ``importlib.import_module``
+  of a literal name: a private module is its own package's business.
+* the sandbox settings have one type (one ``class SandboxSettings`` in the packages) and
+  pools have one maker (``SandboxPool(`` is called only by ``spade_sandbox.launcher``).
 
 The checker itself is tested on throwaway package trees, so a rule it cannot see fails here.
 """
@@ -122,6 +127,31 @@ class SourceTree:
                 owner = self.resolve(source)
                 if owner is not None and owner != module:
                     found.append((owner, name, node.lineno))
+        return found
+
+    def private_module_imports(self, module: str) -> list[tuple[str, int]]:
+        """``(target, line)`` for each import of ``module`` that names a private module
+        (a dotted part starting with one ``_``) of another top-level package: the import
+        statements of :meth:`imports` and ``importlib.import_module("literal")`` calls."""
+        own = module.split(".")[0]
+        file = self.modules[module]
+        tree = ast.parse(file.read_text(encoding="utf-8"), filename=str(file))
+        targets = [(imp.target, imp.line) for imp in self.imports(module)]
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.Call)
+                and (getattr(node.func, "attr", None) or getattr(node.func, "id", None)) == "import_module"
+                and node.args
+                and isinstance(node.args[0], ast.Constant)
+                and isinstance(node.args[0].value, str)
+                and not node.args[0].value.startswith(".")  # relative: its own package
+            ):
+                targets.append((node.args[0].value, node.lineno))
+        found = []
+        for target, line in targets:
+            parts = target.split(".")
+            if parts[0] != own and any(p.startswith("_") and not p.startswith("__") for p in parts[1:]):
+                found.append((target, line))
         return found
 
     def resolve(self, target: str) -> str | None:
@@ -291,6 +321,27 @@ def test_no_module_imports_another_modules_private_names_beyond_the_known_ones()
     assert not gone, f"no longer imported, delete from KNOWN_PRIVATE_IMPORTS: {gone}"
 
 
+def test_no_module_imports_another_packages_private_module() -> None:
+    found = sorted(
+        f"{TREE.modules[m].relative_to(ROOT).as_posix()}:{line}: {m} imports {target}"
+        for m in TREE.modules
+        for target, line in TREE.private_module_imports(m)
+    )
+    assert not found, "private modules of another package imported (export what is needed):\n" + "\n".join(found)
+
+
+def test_the_sandbox_settings_have_one_type_and_pools_one_maker() -> None:
+    classes, makers = [], []
+    for module, file in TREE.modules.items():
+        for node in ast.walk(ast.parse(file.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ClassDef) and node.name == "SandboxSettings":
+                classes.append(module)
+            if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None)) == "SandboxPool":
+                makers.append(module)
+    assert classes == ["spade_core.sandbox_settings"]
+    assert sorted(set(makers)) == ["spade_sandbox.launcher"], "make pools with spade_sandbox.launcher.SandboxLauncher"
+
+
 def test_every_known_cycle_is_still_there() -> None:
     """A known cycle that was broken is deleted from KNOWN_CYCLES (empty today), so the list
     says what is left, as KNOWN_PRIVATE_IMPORTS does."""
@@ -370,6 +421,32 @@ def test_the_checker_finds_private_names_imported_from_another_module(tmp_path: 
     # a private module, a dunder, the module's own name, a library's name and a compiled
     # extension are not reach-ins
     assert {m: f for m, f in found.items() if f} == {"low._impl": [("low.worker", "_Fatal", 1)]}
+
+
+def test_the_checker_finds_private_modules_of_another_package(tmp_path: Path) -> None:
+    tree = _write(
+        tmp_path,
+        {
+            "low/__init__.py": "from ._hidden import X\n",
+            "low/_hidden.py": "X = 1\n",
+            "low/own.py": "from low._hidden import X\nimport importlib\nimportlib.import_module('low._hidden')\n",
+            "high/__init__.py": "",
+            "high/a.py": "from low._hidden import X\n",
+            "high/b.py": "import low._hidden\n",
+            "high/c.py": "from low import _hidden\n",
+            "high/d.py": "import importlib\ndef f():\n    return importlib.import_module('low._hidden')\n",
+            "high/e.py": "from low import X\nfrom . import _mine\nfrom low import __doc__\n"
+            "import importlib\nimportlib.import_module('._mine', 'high')\n",
+            "high/_mine.py": "",
+        },
+    )
+    found = {m: tree.private_module_imports(m) for m in tree.modules}
+    assert {m: f for m, f in found.items() if f} == {
+        "high.a": [("low._hidden", 1)],
+        "high.b": [("low._hidden", 1)],
+        "high.c": [("low._hidden", 1)],
+        "high.d": [("low._hidden", 3)],
+    }
 
 
 def test_the_rules_are_read_from_the_table(tmp_path: Path) -> None:
