@@ -12,7 +12,6 @@ from spade_core.config import load_config
 from spade_core.metadata import EnvMetadata, EnvStatus
 from spade_core.registry import make_stored_env
 from spade_core.sandbox_settings import InvalidSandboxSettings, SandboxSettings
-from spade_core.store import EnvStore
 
 from .cli_support import open_store, spade
 

@@ -54,9 +54,9 @@ def add_env(store, i, *, skill="logical_deduction", win_rate=None, regret=None, 
 
 @pytest.fixture(scope="module")
 def pool():
-    from spade_sandbox import SandboxPool
+    from spade_sandbox.launcher import SandboxLauncher
 
-    with SandboxPool() as p:
+    with SandboxLauncher().pool() as p:
         yield p
 
 

@@ -65,9 +65,9 @@ def test_clean_hint_drops_labels_code_and_extra_sentences():
 
 @pytest.fixture(scope="module")
 def pool():
-    from spade_sandbox import SandboxPool
+    from spade_sandbox.launcher import SandboxLauncher
 
-    with SandboxPool() as p:
+    with SandboxLauncher().pool() as p:
         yield p
 
 

@@ -8,12 +8,13 @@ from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
 import pytest
+from spade_sandbox.launcher import SandboxLauncher
 from spade_serve.catalog import EnvCatalog, ServedEnv
 from spade_serve.server import running
 from spade_serve.sessions import SessionManager
 from spade_serve.settings import ServeSettings
 
-from spade_sandbox import SandboxLimits, SandboxPool
+from spade_sandbox import SandboxPool
 
 from .envs import served
 
@@ -24,7 +25,7 @@ Serve = Callable[..., AbstractContextManager[tuple[str, SessionManager]]]
 def pool() -> Iterator[SandboxPool]:
     """One sandbox pool per test module (its zygote boots once); short call deadline so a
     hang is killed quickly."""
-    with SandboxPool(SandboxLimits(call_timeout_s=1.5, max_idle_workers=4)) as p:
+    with SandboxLauncher().pool(call_timeout_s=1.5, max_idle_workers=4) as p:
         yield p
 
 

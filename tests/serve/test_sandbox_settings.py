@@ -21,13 +21,13 @@ import pytest
 from spade_core.config import load_config
 from spade_core.metadata import EnvMetadata, EnvStatus
 from spade_core.store import EnvStore
+from spade_sandbox.backends import nsjail_binary
+from spade_sandbox.errors import SandboxMemoryError
+from spade_sandbox.launcher import SandboxLauncher
 from spade_serve.catalog import EnvCatalog
 from spade_serve.server import free_port, running
 from spade_serve.sessions import SessionManager
 from spade_serve.settings import ServeSettings
-from spade_sandbox.backends import nsjail_binary
-from spade_sandbox.errors import SandboxMemoryError
-from spade_sandbox.launcher import SandboxLauncher
 from websockets.sync.client import connect
 
 from .envs import COUNTER, served

@@ -28,6 +28,7 @@ from spade_sandbox.errors import (
     SandboxRequestError,
     StaticCheckError,
 )
+from spade_sandbox.launcher import SandboxLauncher
 from spade_trainer.distributed import (
     RayEnvPool,
     RaySettings,
@@ -117,7 +118,7 @@ def ray_pool() -> Iterator[RayEnvPool]:
 
 @pytest.fixture(scope="module")
 def local_pool() -> Iterator[SandboxPool]:
-    with SandboxPool(_limits()) as pool:
+    with SandboxLauncher().pool(**_limits().model_dump()) as pool:
         yield pool
 
 

@@ -19,6 +19,7 @@ from spade_core.plugins import get_plugins
 from spade_designer.validation import ValidationConfig, Validator, fuzz
 from spade_designer.validation.pipeline import reward_range_for
 from spade_sandbox.allowlist import DEFAULT_ALLOWED_MODULES
+from spade_sandbox.launcher import SandboxLauncher
 from spade_sandbox.prelude import REFERENCE_ATTRIBUTES, REFERENCE_MODULES, prelude_names
 
 from spade_sandbox import SandboxedEnv, SandboxPool
@@ -38,7 +39,7 @@ def validator():
 
 @pytest.fixture(scope="module")
 def pool():
-    with SandboxPool() as p:
+    with SandboxLauncher().pool() as p:
         yield p
 
 

@@ -22,9 +22,9 @@ by_name = pytest.mark.parametrize("seed_env", SEED_ENVS, ids=[s.name for s in SE
 
 @pytest.fixture(scope="module")
 def pool() -> Iterator[object]:
-    from spade_sandbox import SandboxPool
+    from spade_sandbox.launcher import SandboxLauncher
 
-    with SandboxPool() as p:
+    with SandboxLauncher().pool() as p:
         yield p
 
 

@@ -10,7 +10,9 @@ from spade_tooluse.catalog import seed_envs
 
 sandbox = pytest.importorskip("spade_sandbox")
 try:
-    from spade_sandbox import SandboxedEnv, SandboxPool, check_source
+    from spade_sandbox.launcher import SandboxLauncher
+
+    from spade_sandbox import SandboxedEnv, SandboxPool, check_source  # noqa: F401 (what this test needs exists)
 except (ImportError, AttributeError):  # the sandbox package is still landing
     pytest.skip("spade_sandbox has no SandboxPool yet", allow_module_level=True)
 
@@ -32,7 +34,7 @@ def test_a_seed_without_the_allow_list_is_refused():
 
 @pytest.mark.slow
 def test_a_seed_env_replays_its_solution_inside_a_sandbox_worker():
-    pool = SandboxPool()
+    pool = SandboxLauncher().pool()
     try:
         for name in ("tooluse.bank_ledger", "tooluse.file_system"):
             handle = pool.spawn(SEEDS[name].source(), allowed_modules=ALLOWED)
@@ -74,7 +76,7 @@ def test_a_reference_style_env_runs_in_the_sandbox_after_adding_the_base_import(
     source = with_base_import(REFERENCE_STYLE)
     report = check_source(source, allowed_modules=ALLOWED)
     assert report.ok, report.findings
-    pool = SandboxPool()
+    pool = SandboxLauncher().pool()
     try:
         handle = pool.spawn(source, allowed_modules=ALLOWED)
         pool.reset(handle, seed=4)
