@@ -695,23 +695,78 @@ def bench_domain_worker_memory() -> list[Row]:
     return [Row(f"worker USS, tool-use env ({envs[0].stem})", "< 8 MB", uss, uss, "MiB", None, "", uss < 8)]
 
 
+MATH_VERIFY_ENV = '''
+from math_verify import parse, verify
+
+class CheckEnv:
+    def reset(self, seed=None):
+        return "1/2 as a decimal?", {}
+    def step(self, action):
+        right = verify(parse("$\\\\frac{1}{2}$"), parse(action))
+        return "checked", float(right), True, False, {}
+'''
+
+
+def bench_math_verify_worker(rounds: int = 5) -> list[Row]:
+    """What allowing ``math_verify`` (the games domain does) costs: the zygote imports the
+    library and its facade once (sympy, latex2sympy2_extended), and each worker forked from
+    it shares those pages. Each round opens a fresh pool and spawns three code versions of
+    the same environment with and without the import (a stand-in that never imports it),
+    and the stand-in in a pool where the module is allowed (what a games seed pays):
+    the first spawn (the zygote's import), the later ones, and a worker's USS and PSS after
+    one checked answer, and the RSS of the zygote (the worker's parent)."""
+    plain = MATH_VERIFY_ENV.replace("from math_verify import parse, verify",
+                                    "def parse(x):\n    return x\n\ndef verify(a, b):\n    return a == b")
+    cases = {"without": (plain, ()), "with": (MATH_VERIFY_ENV, ("math_verify",)),
+             "allowed, unused": (plain, ("math_verify",))}
+    found: dict[str, dict[str, list[float]]] = {k: {} for k in cases}
+    for _ in range(rounds):
+        for case, (source, allowed) in cases.items():
+            with SandboxPool() as pool:
+                times, handles = [], []
+                for version in range(3):
+                    t0 = time.perf_counter()
+                    h = pool.spawn(source + f"\n# version {version}\n", allowed_modules=allowed)
+                    times.append((time.perf_counter() - t0) * 1000)
+                    handles.append(h)
+                pool.reset(handles[-1], seed=0)
+                assert pool.step(handles[-1], "\\boxed{0.5}")[1] == (1.0 if source is MATH_VERIFY_ENV else 0.0)
+                info = psutil.Process(pool.worker_of(handles[-1]).pid).memory_full_info()
+                zygote = psutil.Process(pool.worker_of(handles[-1]).pid).parent().memory_info().rss
+                for key, value in (("first spawn", times[0]), ("later spawn", statistics.median(times[1:])),
+                                   ("USS", info.uss / 2**20), ("PSS", info.pss / 2**20), ("zygote RSS", zygote / 2**20)):
+                    found[case].setdefault(key, []).append(value)
+    rows = []
+    for key, unit in (("first spawn", "ms"), ("later spawn", "ms"), ("USS", "MiB"), ("PSS", "MiB"), ("zygote RSS", "MiB")):
+        base = statistics.median(found["without"][key])
+        for case, label in (("with", "imported and used"), ("allowed, unused", "allowed, env never imports it")):
+            rows.append(Row(f"math_verify {label}: {key}", "-", statistics.median(found[case][key]),
+                            max(found[case][key]), f"{unit} (p90 col = max)", base, "not allowed"))
+    return rows
+
+
 def main(only: str = "all") -> None:
     """Run every section (``only="all"``), or only the per-call ones (``only="steps"``: the
-    step round trips and batched steps, with their floors)."""
+    step round trips and batched steps, with their floors), or only what allowing
+    ``math_verify`` costs (``only="math_verify"``)."""
     console = Console()
     gc.collect()
     load = os.getloadavg()
     rows: list[Row] = []
     with Progress(console=console, transient=True) as progress:
-        if only == "all":
+        if only == "math_verify":
+            rows += bench_math_verify_worker()
+        elif only == "all":
             rows += bench_cold_start(progress)
             rows += bench_first_start(progress)
-        base = in_process_step_us()
-        rows += bench_round_trip(progress)
-        rows += bench_batched(progress, base)
+        if only != "math_verify":
+            base = in_process_step_us()
+            rows += bench_round_trip(progress)
+            rows += bench_batched(progress, base)
         if only == "all":
             rows += bench_scale(progress)
             rows += bench_domain_worker_memory()
+            rows += bench_math_verify_worker()
             rows += bench_backends(progress)
     end_load = os.getloadavg()
     table = Table(expand=True, title=f"spade_sandbox (native backend, {len(os.sched_getaffinity(0))} CPUs, "
@@ -738,6 +793,6 @@ def main(only: str = "all") -> None:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) > 2 or (len(sys.argv) == 2 and sys.argv[1] not in ("all", "steps")):
-        sys.exit("usage: python -m bench.bench_sandbox [all|steps]")
+    if len(sys.argv) > 2 or (len(sys.argv) == 2 and sys.argv[1] not in ("all", "steps", "math_verify")):
+        sys.exit("usage: python -m bench.bench_sandbox [all|steps|math_verify]")
     main(sys.argv[1] if len(sys.argv) == 2 else "all")

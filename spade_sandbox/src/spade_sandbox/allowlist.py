@@ -53,6 +53,14 @@ WRAPPER_EXCLUDED: dict[str, frozenset[str]] = {
     "string": frozenset({"Formatter"}),
 }
 
+#: Allow-listed modules whose real objects reach the interpreter's ``eval``: code that
+#: imports the name gets the public names of the facade module instead (imported in its
+#: place, trusted). ``math_verify.parse`` returns sympy expressions, and an expression's
+#: methods ``sympify`` strings through ``eval`` with the real builtins.
+MODULE_FACADES: dict[str, str] = {
+    "math_verify": "spade_sandbox.facades.math_verify",
+}
+
 #: Single-underscore attributes of library objects that reach a module's namespace or the
 #: real ``eval``: ``enum.Enum._convert_("X", "posix", ...)`` builds members from any module in
 #: ``sys.modules``; ``typing.ForwardRef._evaluate`` and ``typing._eval_type`` run ``eval`` with

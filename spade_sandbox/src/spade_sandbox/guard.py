@@ -33,6 +33,7 @@ from .allowlist import (
     FORBIDDEN_DUNDER_DEFINITIONS,
     FORBIDDEN_PRIVATE_ATTRIBUTES,
     FRAME_ATTRIBUTES,
+    MODULE_FACADES,
     SAFE_DUNDER_ATTRIBUTES,
     SAFE_DUNDER_NAMES,
     WRAPPER_EXCLUDED,
@@ -279,12 +280,15 @@ PRINTED: list[str] = []
 
 def preimport(names: Iterable[str]) -> list[str]:
     """Import ``names`` into this process (the zygote, before forking); returns the names
-    that failed to import. ``pkg.*`` entries import ``pkg``."""
+    that failed to import. ``pkg.*`` entries import ``pkg``; a name with a facade
+    (:data:`MODULE_FACADES`) imports its facade too."""
     failed = []
     for name in names:
         real = name[:-2] if name.endswith(".*") else name
         try:
             importlib.import_module(real)
+            if real in MODULE_FACADES:
+                importlib.import_module(MODULE_FACADES[real])
         except Exception:  # a broken helper module must not take the zygote down
             failed.append(name)
     return failed
@@ -292,12 +296,14 @@ def preimport(names: Iterable[str]) -> list[str]:
 
 def module_wrapper(name: str, allowed: frozenset[str]) -> types.ModuleType:
     """A module object holding the public attributes of the already-imported module
-    ``name``; attributes that are modules appear only if they are allow-listed too."""
+    ``name`` (of its facade, for a name in :data:`MODULE_FACADES`); attributes that are
+    modules appear only if they are allow-listed too."""
     cache_key = name + "|" + ",".join(sorted(allowed))
     cached = _wrappers.get(cache_key)
     if cached is not None:
         return cached
-    real = sys.modules.get(name)
+    facade = MODULE_FACADES.get(name)
+    real = sys.modules.get(facade or name)
     if real is None:
         raise ImportError(f"module {name!r} was not pre-imported by the sandbox")
     wrapper = types.ModuleType(name, getattr(real, "__doc__", None))
@@ -315,9 +321,10 @@ def module_wrapper(name: str, allowed: frozenset[str]) -> types.ModuleType:
             else:
                 continue
         setattr(wrapper, attr, value)
-    # Submodules imported directly (``import collections.abc``) are reached as attributes.
+    # Submodules imported directly (``import collections.abc``) are reached as attributes
+    # (a facade's module has none: its name stands for the facade alone).
     prefix = name + "."
-    for modname in list(sys.modules):
+    for modname in list(sys.modules) if facade is None else ():
         if modname.startswith(prefix) and "." not in modname[len(prefix) :] and module_allowed(modname, allowed):
             setattr(wrapper, modname[len(prefix) :], module_wrapper(modname, allowed))
     _wrappers[cache_key] = wrapper

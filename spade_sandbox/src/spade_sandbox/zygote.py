@@ -127,6 +127,8 @@ class Zygote:
         self.statuses: dict[int, tuple[int, bool, bool]] = {}
         self.seccomp_program = compile_program()
         self.imported: set[str] = set()
+        #: Allow sets whose module wrappers and builtins are built here (see prepare_guard).
+        self.prepared: set[frozenset[str]] = set()
 
     # --- children -------------------------------------------------------------------
     def reap(self, *_: Any) -> None:
@@ -199,6 +201,23 @@ class Zygote:
             gc.freeze()
         return failed
 
+    def prepare_guard(self, extra: list[str]) -> None:
+        """Build the module wrappers and builtins of the allow set ``extra`` widens once,
+        here, before forking: its workers share them instead of each building its own (a
+        worker of the games domain's set kept 2.6 MiB more private memory building them)."""
+        allowed = DEFAULT_ALLOWED_MODULES | frozenset(extra)
+        if allowed in self.prepared:
+            return
+        for name in sorted(allowed):
+            real = name[:-2] if name.endswith(".*") else name
+            if real in sys.modules:
+                module_wrapper(real, allowed)
+        make_builtins(allowed)
+        self.prepared.add(allowed)
+        if gc.isenabled():
+            gc.collect()
+            gc.freeze()
+
     def fork_worker(self, hardening: dict[str, Any]) -> Spare:
         """Fork a worker that hardens itself and then waits for its load request."""
         parent_end, child_end = protocol.pipe_channels()
@@ -243,6 +262,8 @@ class Zygote:
                 protocol.error_reply("unavailable", f"allowed module(s) cannot be imported: {', '.join(failed)}"),
             )
             return
+        if allowed:
+            self.prepare_guard(allowed)
         hardening = {"layers": spec.get("layers", {}), "require_secure": spec.get("require_secure", True)}
         key = _hardening_key(hardening)
         worker = self.spare

@@ -48,6 +48,10 @@ def games_domain() -> Domain:
         prompt_spec=PROMPT_SPEC,
         action_format=ActionFormat.boxed,
         seed_envs=seed_envs(),
+        # The paper's environment contract checks math answers with
+        # ``from math_verify import parse, verify``; the sandbox hands out its facade
+        # (spade_sandbox.facades.math_verify), whose parsed answers are opaque.
+        allowed_modules=frozenset({"math_verify"}),
         fuzz_strategy=actions,
         garbage_actions=GARBAGE_ACTIONS,
         eval_suites={
