@@ -274,3 +274,23 @@ def psutil_pid_exists(pid: int) -> bool:
             return False
         time.sleep(0.05)
     return True
+
+
+def test_whether_an_error_ends_its_worker_is_a_property_of_its_class():
+    """What the pool, ``spade serve``'s sessions and the TRL adapter read instead of a list
+    of kinds: an error that ends the worker (every instance it held is lost) says so."""
+    from spade_sandbox.errors import (
+        ERRORS_BY_KIND,
+        EnvCodeError,
+        EnvContractViolation,
+        SandboxError,
+        StaticCheckError,
+        error_from_reply,
+    )
+
+    fatal = {kind for kind, cls in ERRORS_BY_KIND.items() if cls.worker_fatal}
+    assert fatal == {"timeout", "memory", "crash", "policy", "unavailable"}
+    assert not EnvCodeError("x").worker_fatal and not EnvContractViolation("x").worker_fatal
+    assert not StaticCheckError([]).worker_fatal and not SandboxError("x").worker_fatal
+    assert error_from_reply(["err", "memory", "out of memory"], "step()").worker_fatal
+    assert not error_from_reply(["err", "env_code", "raised"], "step()").worker_fatal

@@ -82,3 +82,15 @@ def test_sandboxed_env_works_on_the_restricted_backend(rpool):
     env.reset(seed=1)
     assert env.step("a")[3] is False and env.step("b")[3] is True
     env.close()
+
+
+def test_a_memory_error_is_the_sandbox_memory_error_and_ends_the_instance(rpool):
+    from spade_sandbox.errors import SandboxMemoryError
+
+    h = rpool.spawn(step_body("x = 'a' * (1 << 46)", name="HugeEnv"))
+    rpool.reset(h, seed=1)
+    with pytest.raises(SandboxMemoryError) as info:
+        rpool.step(h, "eat")
+    assert info.value.kind == "memory" and info.value.worker_fatal
+    with pytest.raises(SandboxCrash, match="instance lost"):
+        rpool.reset(h)

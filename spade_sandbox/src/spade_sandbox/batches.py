@@ -23,7 +23,6 @@ from .errors import SandboxError, error_from_reply
 from .handles import EnvHandle, check_seed, same_handles
 from .limits import SandboxLimits
 from .replies import (
-    FATAL_KINDS,
     ResetResult,
     StepResult,
     check_reset_reply,
@@ -318,8 +317,8 @@ class BatchCalls:
                 self._fill(results, idx, self._protocol_error(link, what))
                 return
             results[idx[err[0]]] = error_from_reply(err[1:], what)
-        if any(isinstance(results[idx[err[0]]], SandboxError) and results[idx[err[0]]].kind in FATAL_KINDS for err in errors):
-            fatal = next(results[idx[e[0]]] for e in errors if results[idx[e[0]]].kind in FATAL_KINDS)
+        if any(isinstance(results[idx[err[0]]], SandboxError) and results[idx[err[0]]].worker_fatal for err in errors):
+            fatal = next(results[idx[e[0]]] for e in errors if results[idx[e[0]]].worker_fatal)
             self._fill(results, idx, self._reply_error(link, [protocol.ERR, fatal.kind, fatal.message, fatal.env_traceback], what))
 
     @staticmethod

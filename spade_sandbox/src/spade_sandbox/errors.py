@@ -6,12 +6,15 @@ Every error is a :class:`spade_core.errors.SpadeError`. :class:`SandboxError` ca
 ``"request"``) and ``env_traceback`` (the environment's own traceback, when the failure
 happened inside environment code and the worker could still report it).
 
-Which errors leave the worker alive:
+Which errors leave the worker alive is a property of the class, ``worker_fatal``
+(``False`` unless said otherwise), read wherever that matters (the pool, ``spade serve``'s
+sessions, the TRL adapter) instead of a list of kinds:
 
 * :class:`EnvCodeError` and :class:`EnvContractViolation` — the environment raised or
   returned garbage; the worker and its other instances keep running.
 * :class:`SandboxTimeout`, :class:`SandboxMemoryError`, :class:`SandboxCrash`,
-  :class:`SandboxPolicyViolation` — the worker was killed; every instance it held is lost
+  :class:`SandboxPolicyViolation`, :class:`SandboxUnavailable` (``worker_fatal``) — the
+  worker was killed or has exited; every instance it held is lost
   and later calls on those handles raise :class:`InstanceLost` (a :class:`SandboxCrash`:
   "instance lost ...", nothing of that call ran). A worker killed by a signal the
   sandbox did not send is a :class:`WorkerKilled` (a :class:`SandboxCrash` too).
@@ -32,6 +35,10 @@ class SandboxError(SpadeError):
     """Base of every sandbox failure."""
 
     kind: str = "sandbox"
+    #: The worker that raised it is gone with every instance it held (it was killed, or
+    #: exited by itself): the pool retires it and later calls on its handles raise
+    #: :class:`InstanceLost`.
+    worker_fatal: bool = False
 
     def __init__(self, message: str, *, env_traceback: str | None = None, kind: str | None = None) -> None:
         super().__init__(message)
@@ -50,18 +57,21 @@ class SandboxTimeout(SandboxError):
     """A call exceeded its wall-clock deadline (or the worker its CPU-time limit); the worker was killed."""
 
     kind = "timeout"
+    worker_fatal = True
 
 
 class SandboxMemoryError(SandboxError):
     """The worker exceeded its memory limit; it was killed."""
 
     kind = "memory"
+    worker_fatal = True
 
 
 class SandboxCrash(SandboxError):
     """The worker died (crash, exit, signal), or the instance was lost with its worker."""
 
     kind = "crash"
+    worker_fatal = True
 
 
 class InstanceLost(SandboxCrash):
@@ -80,6 +90,7 @@ class SandboxPolicyViolation(SandboxError):
     forbidden syscall); the worker was killed."""
 
     kind = "policy"
+    worker_fatal = True
 
 
 class EnvCodeError(SandboxError):
@@ -124,6 +135,7 @@ class SandboxUnavailable(SandboxError):
     ``allow_insecure``, unknown backend, zygote failed to start...)."""
 
     kind = "unavailable"
+    worker_fatal = True
 
 
 class SandboxRequestError(SandboxError, ValueError):

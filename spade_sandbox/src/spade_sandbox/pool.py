@@ -28,7 +28,6 @@ from .errors import (
 from .handles import EnvHandle, WorkerInfo, check_seed
 from .limits import SandboxLimits
 from .replies import (  # noqa: F401 (ResetResult, StepResult, check_*_reply: imported from here by others)
-    FATAL_KINDS,
     ResetResult,
     StepResult,
     check_call_reply,
@@ -380,7 +379,7 @@ class SandboxPool(BatchCalls):
 
     def _reply_error(self, link: WorkerLink, reply: Any, what: str) -> SandboxError:
         err = error_from_reply(reply, what)
-        if err.kind in FATAL_KINDS:
+        if err.worker_fatal:
             lost = len(link.instances)
             link.shutdown()
             err.message += f" (worker {link.pid} was killed; its {lost} instance(s) are lost)"

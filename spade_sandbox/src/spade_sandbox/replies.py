@@ -26,10 +26,6 @@ from .errors import EnvContractViolation
 ResetResult = tuple[str, dict[str, Any]]
 StepResult = tuple[str, float, bool, bool, dict[str, Any]]
 
-#: Error kinds after which the worker has exited by itself.
-FATAL_KINDS = frozenset({"memory", "timeout", "policy", "unavailable", "crash"})
-
-
 def _check_info(value: Any, method: str, limit: int = 65_536) -> dict[str, Any]:
     """The worker checked the info when it converted it; this checks it again as decoded
     (a worker is untrusted): a dict, at most :data:`protocol.MAX_INFO_DEPTH` deep, at most

@@ -47,7 +47,15 @@ from .allowlist import (
     attribute_allowed,
     is_dunder,
 )
-from .errors import EnvCodeError, InstanceLost, SandboxCrash, SandboxError, SandboxTimeout, SandboxUnavailable
+from .errors import (
+    ERRORS_BY_KIND,
+    EnvCodeError,
+    InstanceLost,
+    SandboxCrash,
+    SandboxError,
+    SandboxTimeout,
+    SandboxUnavailable,
+)
 from .limits import SandboxLimits
 from .worker import Interrupt
 
@@ -257,7 +265,9 @@ class InProcessLink:
         except _Deadline:
             self._die(SandboxTimeout(f"{what} did not return within {timeout:g} s (restricted backend)"))
         except protocol.WorkerFatal as fatal:
-            cls = {"memory": SandboxError, "timeout": SandboxTimeout}.get(fatal.reply[1], SandboxCrash)
+            cls = ERRORS_BY_KIND.get(fatal.reply[1], SandboxCrash)
+            if not cls.worker_fatal:  # a fatal reply ends the worker whatever kind it names
+                cls = SandboxCrash
             self._die(cls(f"{fatal.reply[2]} (restricted backend)", kind=fatal.reply[1]))
         finally:
             fired = _WATCHDOG.disarm(token)

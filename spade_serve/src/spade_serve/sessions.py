@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from spade_core.env import ReferenceEnvAdapter, TextEnv
 from spade_core.errors import SpadeError
 from spade_core.source import instantiate, load_trusted_class
-from spade_sandbox.errors import InstanceLost, WorkerKilled
+from spade_sandbox.errors import InstanceLost, SandboxError, WorkerKilled
 
 from .catalog import EnvCatalog, ServedEnv
 from .errors import (
@@ -63,9 +63,6 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-#: Sandbox error kinds after which the worker is gone (spade_sandbox.errors): the session
-#: cannot go on, so it is closed and the client told ``session_closed``.
-_FATAL_KINDS = frozenset({"timeout", "memory", "crash", "policy", "unavailable"})
 
 
 class CallGate:
@@ -639,7 +636,9 @@ class SessionManager:
         kind = getattr(exc, "kind", None) or ("contract" if isinstance(exc, SpadeError) else "env_code")
         if kind == "request":  # the client's action was refused (too long...), not the env's fault
             return InvalidRequest(f"{method}: {getattr(exc, 'message', None) or exc}", kind="request")
-        fatal = kind in _FATAL_KINDS
+        # the worker is gone (SandboxError.worker_fatal): the session cannot go on, so it is
+        # closed and the client told ``session_closed``
+        fatal = isinstance(exc, SandboxError) and exc.worker_fatal
         error = _env_failed(exc, f"{session.env.id} {method}() failed", session_closed=fatal)
         if fatal:
             group = self._shared_group(session)

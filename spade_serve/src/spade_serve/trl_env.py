@@ -105,10 +105,22 @@ ANSWER_INSTRUCTIONS = (
 #: name of the adapter's classes is a read-only property a tool may replace.
 _RESERVED = {"reset": "is called by TRL itself", "get_reward": "is called by TRL itself",
              "answer": "is the adapter's own tool for replying to the user"}
-#: Sandbox / server error kinds after which the instance's worker or session is gone.
-_FATAL_KINDS = frozenset({"timeout", "memory", "crash", "policy", "unavailable"})
-#: Error kinds of a step that are the environment's failure: the episode ends there.
-_ENV_FAILURE_KINDS = _FATAL_KINDS | {"env_code", "missing_method", "contract"}
+#: Error kinds of the environment's own code that leave its instance alive; with the errors
+#: after which the instance is gone (:func:`_instance_gone`), a step's failure that is the
+#: environment's: the episode ends there.
+_ENV_CODE_KINDS = frozenset({"env_code", "missing_method", "contract"})
+
+
+def _instance_gone(exc: BaseException) -> bool:
+    """Whether the instance ended with ``exc``: its sandbox worker is gone (local,
+    ``SandboxError.worker_fatal``) or the server closed its session (remote)."""
+    from spade_sandbox.errors import SandboxError
+
+    from .errors import RemoteError
+
+    if isinstance(exc, SandboxError):
+        return exc.worker_fatal
+    return isinstance(exc, RemoteError) and exc.data.get("session_closed") is True
 
 
 class TrlEnvError(SpadeError):
@@ -264,7 +276,7 @@ class SpadeEnvironment:
         try:
             obs, _info = self._env.reset(seed=int(seed))
         except SpadeError as exc:
-            if getattr(exc, "kind", None) not in _FATAL_KINDS:
+            if not _instance_gone(exc):
                 raise
             self._reopen()  # the worker or session died between episodes: once more on a new one
             assert self._env is not None
@@ -295,7 +307,7 @@ class SpadeEnvironment:
             obs, reward, terminated, truncated, _info = self._env.step(action)
         except SpadeError as exc:
             kind = getattr(exc, "kind", None)
-            if not isinstance(exc, EnvContractError) and kind not in _ENV_FAILURE_KINDS:
+            if not (isinstance(exc, EnvContractError) or _instance_gone(exc) or kind in _ENV_CODE_KINDS):
                 raise  # not the environment's failure (an action over the size limit, a closed pool)
             self._steps += 1
             self._actions.append(action)
