@@ -30,6 +30,7 @@ from spade_core.hookspecs import hookimpl
 from spade_core.metadata import EnvMetadata, EnvStatus
 from spade_core.plugins import SpadePlugins, reset_plugins
 from spade_core.runners import EnvRunner
+from spade_core.sandbox_settings import SandboxSettings
 from spade_core.store import EnvStore
 
 from spade_core import registry
@@ -299,6 +300,7 @@ def test_stored_envs_run_in_the_sandbox_with_their_domain_allowed_modules(
                 "reward_range": (0.0, 2.0),
                 "class_name": "GuessNumberEnv",
                 "render_mode": None,
+                "sandbox": SandboxSettings(),  # the configuration's [spade.sandbox]
             },
         ),
     ]
