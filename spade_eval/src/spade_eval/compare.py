@@ -157,8 +157,18 @@ def _plot(path: Path, title: str, xlabel: str, ylabel: str, lines: dict[str, tup
     plt.close(fig)
 
 
-def write_compare(paths: Sequence[Path], out: Path, *, baseline: str | None = None) -> Path:
-    """Write ``compare.html`` and its PNGs into ``out``; returns the page."""
+def paper_tables_of(views: Sequence[RunView], baseline: str | None = None,
+                    paper_model: str | None = None) -> list[Any]:
+    """``--paper``: the runs in the paper's columns beside its rows (:mod:`.paper`)."""
+    from .paper import paper_report
+
+    return paper_report([(v.name, v.evals) for v in views], baseline=baseline, paper_model=paper_model)
+
+
+def write_compare(paths: Sequence[Path], out: Path, *, baseline: str | None = None, paper: bool = False,
+                  paper_model: str | None = None) -> Path:
+    """Write ``compare.html`` and its PNGs into ``out``; returns the page. With ``paper``,
+    the page opens with the paper's tables (ours beside the paper's rows)."""
     views = load_runs(paths)
     header, rows = final_table(views, baseline)
     out.mkdir(parents=True, exist_ok=True)
@@ -192,11 +202,16 @@ def write_compare(paths: Sequence[Path], out: Path, *, baseline: str | None = No
     imgs = "\n".join(f'<figure><img src="{html.escape(n)}" alt="{html.escape(t)}"><figcaption>{html.escape(t)}</figcaption></figure>'
                      for n, t in figures)
     names = ", ".join(html.escape(v.name) for v in views)
+    paper_html = "".join(
+        f"<h2>{html.escape(t.title)}</h2>" + _html_table(f"paper{i}", t.header, t.rows)
+        + "<ul>" + "".join(f"<li>{html.escape(n)}</li>" for n in t.notes) + "</ul>"
+        for i, t in enumerate(paper_tables_of(views, baseline, paper_model) if paper else []))
     page = f"""<!doctype html><html><head><meta charset="utf-8"><title>SPADE comparison</title>
 <style>body{{font-family:system-ui,sans-serif;margin:2em auto;padding:0 1.5em;max-width:1320px}} figure{{display:inline-block;margin:.5em}}
 img{{width:620px}} table{{border-collapse:collapse}} td,th{{border:1px solid #ccc;padding:.25em .7em;text-align:right}}
 td:first-child{{text-align:left}}</style></head><body>
 <h1>Runs compared: {names}</h1>
+{paper_html}
 <p>Success rate of each run's last evaluation per suite; in brackets the difference to the baseline run in points.</p>
 {table}
 <h2>Every evaluation</h2>

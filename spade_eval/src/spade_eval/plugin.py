@@ -128,16 +128,28 @@ def spade_register_commands(cli: typer.Typer) -> None:
         runs: list[Path] = typer.Argument(..., metavar="RUN...", help="Self-play run folders."),
         baseline: str | None = typer.Option(None, "--baseline", help="The run the others are compared to (default: the first)."),
         out: Path = typer.Option(Path("compare"), "--out", help="Folder for compare.html and its plots."),
+        paper: bool = typer.Option(False, "--paper", help="Also show the runs in the paper's columns beside its rows."),
+        paper_model: str | None = typer.Option(None, "--paper-model",
+                                               help="The paper's model to show (e.g. 8B; default: nearest our scale)."),
     ) -> None:
         """Compare runs: final eval table (differences to a baseline), scores over iterations and steps, admission and regret."""
         from rich.console import Console
         from rich.table import Table
 
-        from .compare import final_table, load_runs, per_iteration_table, write_compare
+        from .compare import final_table, load_runs, paper_tables_of, per_iteration_table, write_compare
 
-        page = write_compare(runs, out, baseline=baseline)
+        page = write_compare(runs, out, baseline=baseline, paper=paper, paper_model=paper_model)
         views = load_runs(runs)
         console = Console(highlight=False)
+        for t in paper_tables_of(views, baseline, paper_model) if paper else []:
+            table = Table(title=t.title, title_justify="left")
+            for h in t.header:
+                table.add_column(h, no_wrap=h == "row", overflow="fold")
+            for row in t.rows:
+                table.add_row(*row)
+            console.print(table)
+            for note in t.notes:
+                console.print(f"  {note}", markup=False)
         for title, (header, rows) in (
             ("every evaluation (success rate @ episodes the run had played)", per_iteration_table(views)),
             ("final evaluation (success rate; difference to the baseline in points)", final_table(views, baseline)),
