@@ -249,3 +249,24 @@ def test_the_runner_judges_a_reset_result_as_the_environment_contract_does(out):
         assert rej.value.actions is None and rej.value.seed == 3
     else:
         assert env.reset(3) == expected
+
+
+def test_an_error_that_ends_the_worker_is_fatal_whatever_its_subclass():
+    """The runner reads ``SandboxError.worker_fatal`` and the kind, not a class name: a
+    worker killed from outside (``WorkerKilled``) or an instance lost with it is a worker
+    crash after which nothing is retried; an unavailable sandbox is no verdict."""
+    from spade_sandbox.errors import (
+        EnvCodeError,
+        InstanceLost,
+        SandboxMemoryError,
+        SandboxTimeout,
+        SandboxUnavailable,
+        WorkerKilled,
+    )
+
+    assert classify_error(WorkerKilled("killed by signal 9"), "step") == (Reason.worker_crash, True)
+    assert classify_error(InstanceLost("instance lost"), "reset") == (Reason.worker_crash, True)
+    assert classify_error(SandboxMemoryError("out of memory"), "step") == (Reason.memory_limit, True)
+    assert classify_error(SandboxTimeout("too slow"), "step") == (Reason.call_timeout, True)
+    assert classify_error(EnvCodeError("raised"), "step") == (Reason.step_exception, False)
+    assert classify_error(SandboxUnavailable("no zygote"), "step")[1] is False

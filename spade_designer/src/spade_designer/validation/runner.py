@@ -19,6 +19,7 @@ from typing import Any, Protocol
 
 import spade_core.contract as contract
 from spade_core.errors import EnvContractError
+from spade_sandbox.errors import SandboxError, SandboxUnavailable
 
 from .codes import Reason
 
@@ -60,12 +61,13 @@ class Rejection(Exception):
         self.details = details or {}
 
 
-#: Sandbox error class name -> reason code, for errors after which the worker is gone.
+#: Sandbox error kind -> reason code, for the errors after which the worker is gone
+#: (``SandboxError.worker_fatal``; an unavailable sandbox is no verdict on the candidate).
 _FATAL = {
-    "SandboxTimeout": Reason.call_timeout,
-    "SandboxCrash": Reason.worker_crash,
-    "SandboxMemoryError": Reason.memory_limit,
-    "SandboxPolicyViolation": Reason.policy_violation,
+    "timeout": Reason.call_timeout,
+    "crash": Reason.worker_crash,
+    "memory": Reason.memory_limit,
+    "policy": Reason.policy_violation,
 }
 #: Serialises parsing across validation threads: CPython 3.11 can raise "AST constructor
 #: recursion depth mismatch" when threads parse concurrently (python/cpython#106905). The
@@ -91,14 +93,13 @@ _RAISED = {
 
 def _is_infrastructure_error(exc: BaseException) -> bool:
     """Errors that say nothing about the candidate (the sandbox itself is unavailable)."""
-    return type(exc).__name__ in {"SandboxUnavailable"}
+    return isinstance(exc, SandboxUnavailable)
 
 
 def classify_error(exc: BaseException, method: str) -> tuple[Reason, bool]:
     """Reason code of an exception raised by a runner call, and whether the worker died."""
-    name = type(exc).__name__
-    if name in _FATAL:
-        return _FATAL[name], True
+    if isinstance(exc, SandboxError) and exc.worker_fatal and exc.kind in _FATAL:
+        return _FATAL[exc.kind], True
     if isinstance(exc, EnvContractError):  # the sandbox's EnvContractViolation included
         return _contract_reason(str(exc), method), False
     return _RAISED.get(method, Reason.step_exception), False
