@@ -23,15 +23,29 @@
 #   --bfcl-categories L  final eval: comma-separated BFCL categories (default all four)
 #   --max-model-len N    context of the evaluation server (default 40960, Qwen3's; a conversation
 #                        past it fails that suite's evaluation: long_context ones reach 25 k tokens)
+#   --rg-hard-size N     final eval, Table 1's RG columns: questions per hard-split task (default 8,
+#                        the paper's; 100 tasks, the paper's sampling: temperature 0.6, 8,192 tokens)
+#   --aime-k N           final eval: samples per AIME problem for Avg@k (default 32, the paper's)
+#   --aime25-data D      AIME 2025 rows (problem, answer): a .jsonl/.parquet file or a Hub dataset id
+#                        (default math-ai/aime25; fetched once into the Hub cache by the real run)
+#   --aime26-data D      AIME 2026 rows, as above (no default: the column is not run without it)
+#   --gpqa-data D        GPQA-Diamond rows (Question, Correct Answer, Incorrect Answer 1..3): a file or
+#                        a Hub dataset id (default Idavidrein/gpqa, gpqa_diamond; gated on the Hub)
+#   --paper-model NAME   the paper's rows `spade compare --paper` shows (default: nearest MODEL's scale)
 #   --run-timeout S      seconds allowed per training run (default 7200)
 #   --skip-install       use the active environment instead of installing into .venv-gpu
+#
+# Table 1's columns and what measures each: AIME25, AIME26 (aime25/aime26 suites, Avg@k with
+# math-verify), GPQA-D (gpqa_diamond), RG-Math/Algo/Cog/Logic (reasoning_gym_hard); LCB-v6 has
+# no suite here and is listed as not run. A column whose data cannot be read is skipped with
+# its reason, and `spade compare --paper` names it as not run.
 #
 # Exit codes: 0 done (or dry run passed); 2 bad argument, invalid configuration or suite
 # option; 3 this machine lacks something (no GPU, vLLM, the model); 4 a stage failed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-usage() { sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,47p' "$0" | sed 's/^# \{0,1\}//'; }
 die() { echo "gpu_paper_recipe: $2" >&2; exit "$1"; }
 positive() {  # NAME VALUE [allow-zero]
   [[ $2 =~ ^[0-9]+$ ]] || die 2 "$1 takes a whole number, got '$2'"
@@ -41,11 +55,13 @@ positive() {  # NAME VALUE [allow-zero]
 MODEL="" DRY_RUN=0 OUT="" BASE=gpu BASELINE=baseline DOMAIN="" ITERATIONS="" EVAL_EVERY=2
 RG_SIZE=10 BFCL_SIZE=25 BFCL_CATEGORIES=base,miss_func,miss_param,long_context MAX_MODEL_LEN=40960
 RUN_TIMEOUT=7200 SKIP_INSTALL=0 EXTRA=()
+RG_HARD_SIZE=8 AIME_K=32 AIME25_DATA=math-ai/aime25 AIME26_DATA="" GPQA_DATA="" PAPER_MODEL=""
 while [ $# -gt 0 ]; do
   case "$1" in
     -h|--help) usage; exit 0 ;;
     --dry-run|--check) DRY_RUN=1 ;;
-    --out|--base|--baseline|--domain|--iterations|--eval-every|--rg-size|--bfcl-size|--bfcl-categories|--max-model-len|--run-timeout)
+    --out|--base|--baseline|--domain|--iterations|--eval-every|--rg-size|--bfcl-size|--bfcl-categories|--max-model-len|--run-timeout|\
+    --rg-hard-size|--aime-k|--aime25-data|--aime26-data|--gpqa-data|--paper-model)
       [ $# -ge 2 ] || die 2 "$1 needs a value"
       case "$1" in
         --out) OUT=$2 ;; --base) BASE=$2 ;; --baseline) BASELINE=$2 ;; --domain) DOMAIN=$2 ;;
@@ -57,6 +73,10 @@ while [ $# -gt 0 ]; do
           BFCL_CATEGORIES=$2 ;;
         --max-model-len) positive "$1" "$2"; MAX_MODEL_LEN=$2 ;;
         --run-timeout) positive "$1" "$2"; RUN_TIMEOUT=$2 ;;
+        --rg-hard-size) positive "$1" "$2"; RG_HARD_SIZE=$2 ;;
+        --aime-k) positive "$1" "$2"; AIME_K=$2 ;;
+        --aime25-data) AIME25_DATA=$2 ;; --aime26-data) AIME26_DATA=$2 ;; --gpqa-data) GPQA_DATA=$2 ;;
+        --paper-model) PAPER_MODEL=$2 ;;
       esac
       shift ;;
     --skip-install) SKIP_INSTALL=1 ;;
@@ -126,6 +146,13 @@ if [ "$MODEL_KIND" = hub ]; then
     stage_done "model download"
   fi
 fi
+if [ "$DRY_RUN" = 0 ]; then  # benchmark data named by a Hub id: into the cache once (a failure skips its column)
+  for data in "$AIME25_DATA" "$AIME26_DATA" "${GPQA_DATA:-Idavidrein/gpqa}"; do
+    [ -n "$data" ] && [ ! -e "$data" ] || continue
+    HF_HUB_OFFLINE=0 python -c 'import sys, datasets; datasets.load_dataset(sys.argv[1], "gpqa_diamond" if sys.argv[1] == "Idavidrein/gpqa" else None)' "$data" \
+      >/dev/null 2>&1 || echo "gpu_paper_recipe: could not fetch $data from the Hub (its column will say why it is skipped)"
+  done
+fi
 export HF_HUB_OFFLINE=1
 
 # --- both runs' configuration ------------------------------------------------------------
@@ -184,12 +211,63 @@ for name, (size, options) in runs.items():
     groups = sorted({i.group.split("/")[0] for i in items})
     print(f"gpu_paper_recipe: suite {name}: {len(items)} episodes in {len(groups)} groups ({', '.join(groups)})")
 PYEOF
+# --- Table 1's columns: which suite measures each, and whether its data is here ---------------
+PLAN=$(mktemp)
+trap 'rm -f "$PLAN"' EXIT
+python - "$PLAN" "$DRY_RUN" "$RG_HARD_SIZE" "$AIME_K" "$AIME25_DATA" "$AIME26_DATA" "$GPQA_DATA" <<'PYEOF' || die 2 "the Table 1 suites are not ready (see above)"
+import os
+import shlex
+import sys
+
+from spade_core.evaluation import SuiteContext
+from spade_core.plugins import get_plugins
+
+plan, dry, rg_size, k = sys.argv[1], sys.argv[2] == "1", int(sys.argv[3]), int(sys.argv[4])
+aime25, aime26, gpqa = sys.argv[5:]
+suites = get_plugins().eval_suites()
+runs = []  # (columns, suite, size, options)
+runs.append((["RG-Math", "RG-Algo", "RG-Cog", "RG-Logic"], "reasoning_gym_hard", rg_size, {}))
+runs.append((["AIME25"], "aime25", k, {"data": aime25} if aime25 else None))
+runs.append((["AIME26"], "aime26", k, {"data": aime26} if aime26 else None))
+runs.append((["GPQA-D"], "gpqa_diamond", 1, {"data": gpqa} if gpqa else {}))
+print("gpu_paper_recipe: Table 1 column LCB-v6: not run (no LiveCodeBench suite in this tree)")
+with open(plan, "w") as out:
+    for columns, name, size, options in runs:
+        what = f"Table 1 column{'s' if len(columns) > 1 else ''} {', '.join(columns)}"
+        if name not in suites:
+            sys.exit(f"gpu_paper_recipe: suite {name!r} is not installed (installed: {', '.join(sorted(suites))})")
+        if options is None:
+            print(f"gpu_paper_recipe: {what}: not run (no data: pass --{name}-data FILE or a Hub dataset id)")
+            continue
+        args = f"{name} --size {size}" + "".join(f" -o {key}={shlex.quote(str(v))}" for key, v in options.items())
+        try:
+            items = suites[name].items(SuiteContext(None, None), size=1, seed=0, **options,
+                                       **({"limit": 1} if name != "reasoning_gym_hard" else {}))
+        except Exception as exc:  # the suite's own message says what is missing
+            hub = options.get("data") or "its default Hub dataset"
+            if dry and not os.path.exists(options.get("data", "")):
+                print(f"gpu_paper_recipe: {what}: spade eval --suite {args} (data: {hub}, not in this machine's "
+                      "cache; the real run fetches it once and skips the column if it cannot)")
+                out.write(args + "\n")
+            else:
+                print(f"gpu_paper_recipe: {what}: not run ({exc})")
+            continue
+        detail = f"{len({i.label for i in items})} tasks" if name == "reasoning_gym_hard" else "data readable"
+        print(f"gpu_paper_recipe: {what}: spade eval --suite {args} ({detail})")
+        out.write(args + "\n")
+PYEOF
 check_run baseline "${baseline_cmd[@]}"
 check_run spade "${spade_cmd[@]}"
 
 stage_done "checks"
 
-final_eval=("$RG_SUITE --size $RG_SIZE" "$BFCL_SUITE --size $BFCL_SIZE -o categories=$BFCL_CATEGORIES")
+final_eval=("$RG_SUITE --size $RG_SIZE --max-new-tokens 512" "$BFCL_SUITE --size $BFCL_SIZE -o categories=$BFCL_CATEGORIES --max-new-tokens 512")
+while IFS= read -r line; do final_eval+=("$line"); done < "$PLAN"
+if [ -z "$PAPER_MODEL" ]; then
+  PAPER_MODEL=$(python -c 'import sys; from spade_eval.paper import model_scale; s = model_scale(sys.argv[1].rsplit("/", 1)[-1]); print(f"{s:g}B" if s else "")' "$MODEL")
+fi
+compare_cmd=(spade compare "$OUT/baseline" "$OUT/spade" --baseline baseline --out "$OUT/compare" --paper)
+[ -z "$PAPER_MODEL" ] || compare_cmd+=(--paper-model "$PAPER_MODEL")
 if [ "$DRY_RUN" = 1 ]; then
   echo "gpu_paper_recipe: would run, in order:"
   printf ' %q' "${baseline_cmd[@]}"; echo
@@ -200,7 +278,7 @@ if [ "$DRY_RUN" = 1 ]; then
       echo "  spade eval --suite $e --policy openai:http://127.0.0.1:<port>/v1#$run --run $OUT/$run"
     done
   done
-  echo "  spade compare $OUT/baseline $OUT/spade --baseline baseline --out $OUT/compare"
+  printf ' %q' "${compare_cmd[@]}"; echo
   echo "gpu_paper_recipe: dry run passed: arguments, both configurations and the suites validate"
   exit 0
 fi
@@ -215,7 +293,7 @@ stage_done "train spade"
 PORT=${PORT:-8011}
 SERVER=""
 stop_server() { if [ -n "$SERVER" ]; then kill "$SERVER" 2>/dev/null || true; wait "$SERVER" 2>/dev/null || true; SERVER=""; fi; }
-trap stop_server EXIT
+trap 'stop_server; rm -f "$PLAN"' EXIT
 for run in baseline spade; do
   weights=$(python -c 'import sys; from spade_eval.policy import parse_policy; print(parse_policy("run:" + sys.argv[1]).options["model"])' "$OUT/$run") \
     || die 4 "$OUT/$run has no checkpoint with weights to evaluate"
@@ -231,12 +309,12 @@ for run in baseline spade; do
   for e in "${final_eval[@]}"; do
     # shellcheck disable=SC2086  # "$e" is the suite and its options, split into words
     spade eval --suite $e --policy "openai:http://127.0.0.1:$PORT/v1#$run" --concurrency 64 \
-      --max-new-tokens 512 --run "$OUT/$run" || die 4 "spade eval --suite $e of $run failed"
+      --run "$OUT/$run" || die 4 "spade eval --suite $e of $run failed"
   done
   stop_server
   stage_done "evaluate $run"
 done
 
-spade compare "$OUT/baseline" "$OUT/spade" --baseline baseline --out "$OUT/compare" || die 4 "spade compare failed"
+"${compare_cmd[@]}" || die 4 "spade compare failed"
 stage_done "compare"
 echo "gpu_paper_recipe: finished in $(( $(date +%s) - START )) s; report in $OUT/compare/compare.html"

@@ -72,3 +72,20 @@ def test_a_folder_that_is_no_model_is_named(tmp_path: Path) -> None:
 def test_without_a_gpu_the_real_run_stops_at_once_pointing_to_the_dry_run(tmp_path: Path) -> None:
     r = recipe(tmp_path, "Qwen/Qwen3-4B", timeout=60)
     assert r.returncode == 3 and "no usable NVIDIA GPU" in r.stderr and "--dry-run" in r.stderr
+
+
+@pytest.mark.slow
+def test_the_dry_run_lists_every_table_1_column_and_the_commands_for_it(tmp_path: Path) -> None:
+    aime26 = tmp_path / "aime26.jsonl"
+    aime26.write_text('{"problem": "What is 2 + 3?", "answer": "5"}\n')
+    r = recipe(tmp_path, "Qwen/Qwen3-8B", "--dry-run", "--out", str(tmp_path / "paper"), "--iterations", "3",
+               "--domain", "tooluse", "--rg-size", "1", "--aime-k", "4", "--aime26-data", str(aime26))
+    assert r.returncode == 0, r.stdout + r.stderr
+    text = r.stdout
+    for column in ("AIME25", "AIME26", "GPQA-D", "LCB-v6", "RG-Math, RG-Algo, RG-Cog, RG-Logic"):
+        assert re.search(rf"Table 1 columns? {re.escape(column)}: ", text), column
+    assert "LCB-v6: not run (no LiveCodeBench suite in this tree)" in text
+    assert "spade eval --suite reasoning_gym_hard --size 8 (100 tasks)" in text
+    assert f"--suite aime26 --size 4 -o data={aime26} --policy openai:http://127.0.0.1:<port>/v1#spade" in text
+    assert "--suite gpqa_diamond --size 1 --policy" in text and "--suite aime25 --size 4" in text
+    assert "--paper --paper-model 8B" in text
