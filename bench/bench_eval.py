@@ -84,11 +84,11 @@ def _harness(pool: object) -> float:
 
 
 def main() -> None:
-    from spade_sandbox import SandboxPool
+    from spade_sandbox.launcher import SandboxLauncher
 
     console = Console()
     raw, harness = [], []
-    with SandboxPool() as pool:
+    with SandboxLauncher().pool() as pool:
         _raw(pool)  # warm the zygote and the imports
         for _ in range(ROUNDS):
             raw.append(_raw(pool))

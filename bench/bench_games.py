@@ -59,9 +59,9 @@ def main() -> None:
     if not console.is_terminal:  # piped output: keep every column readable
         console = Console(width=max(console.width, 180))
     try:
-        from spade_sandbox import SandboxPool
+        from spade_sandbox.launcher import SandboxLauncher
 
-        pool: Any = SandboxPool()
+        pool: Any = SandboxLauncher().pool()
     except Exception as exc:  # the sandbox column is optional; say why it is missing
         console.print(f"[yellow]sandbox unavailable ({type(exc).__name__}: {exc}); its columns stay empty")
         pool = None

@@ -150,7 +150,7 @@ def validation_table(repeat: int = 3) -> Table | None:
 
 def sandbox_table(repeat: int = 5) -> Table | None:
     try:
-        from spade_sandbox import SandboxPool
+        from spade_sandbox.launcher import SandboxLauncher
     except (ImportError, AttributeError):
         return None
     from spade_core.source import load_trusted_class
@@ -168,7 +168,7 @@ def sandbox_table(repeat: int = 5) -> Table | None:
         for a in actions:
             e.step(a)
 
-    pool = SandboxPool()
+    pool = SandboxLauncher().pool()
     handle = pool.spawn(seed.source(), allowed_modules=("spade_tooluse.base",))
 
     def sandboxed():
