@@ -75,3 +75,12 @@ def test_a_chunk_after_the_deadline_stops_the_read() -> None:
 def test_an_encoding_it_does_not_read_is_named() -> None:
     with pytest.raises(SpadeError, match="content encoding 'br'"):
         read_capped(Answer(b"x", encoding="br"), 1000, source="s")
+
+
+def test_an_answer_read_before_it_was_handed_over_is_checked_against_the_limit() -> None:
+    httpx = pytest.importorskip("httpx")
+    ready = httpx.Response(200, content=b"x" * 100)  # httpx reads a response built from bytes
+    assert ready.is_stream_consumed
+    assert read_capped(ready, 100, source="s") == b"x" * 100
+    with pytest.raises(AnswerTooLarge, match="more than the 99-byte limit"):
+        read_capped(ready, 99, source="s")
