@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 import typer
 from rich.console import Console
 from spade_core.metadata import EnvMetadata, ValidationReport
+from spade_core.terminal import terminal_json
 
 from .config import ValidationConfig
 from .errors import ValidationInputError
@@ -82,7 +83,7 @@ def _load(ctx: typer.Context, target: str, seed: int | None = None) -> Loaded:
 
 def _emit(report: ValidationReport, title: str, as_json: bool) -> None:
     if as_json:
-        typer.echo(report.model_dump_json(indent=2))
+        typer.echo(terminal_json(report.model_dump_json(indent=2)))
     else:
         print_report(report, title=title, console=Console(highlight=False))
     raise typer.Exit(0 if report.passed else 1)
