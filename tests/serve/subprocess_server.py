@@ -17,12 +17,24 @@ from spade_serve.server import free_port
 
 
 @contextmanager
-def spade_serve(*args: str, startup_timeout_s: float = 60.0) -> Iterator[tuple[str, subprocess.Popen]]:
+def spade_serve(
+    *args: str, startup_timeout_s: float = 60.0, open_files: int | None = None
+) -> Iterator[tuple[str, subprocess.Popen]]:
     """Start ``spade serve ARGS --port <free>`` on loopback; yields ``(url, process)``;
-    on exit SIGTERM, and SIGKILL if it has not left after 20 s."""
+    on exit SIGTERM, and SIGKILL if it has not left after 20 s. ``open_files``: the
+    server's open-file limit (``ulimit -n``), as a deployment might set it."""
     port = free_port()
     cmd = [sys.executable, "-m", "spade_core.cli", "serve", *args, "--port", str(port), "--log-level", "warning"]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=dict(os.environ))
+
+    def limit_files() -> None:
+        if open_files is not None:
+            import resource
+
+            resource.setrlimit(resource.RLIMIT_NOFILE, (open_files, open_files))
+
+    proc = subprocess.Popen(
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=dict(os.environ), preexec_fn=limit_files
+    )
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + startup_timeout_s
     try:

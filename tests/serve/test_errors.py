@@ -16,6 +16,8 @@ WIRE = {
     "VALIDATION_ERROR": ("InvalidRequest", 422),
     "REQUEST_TOO_LARGE": ("RequestTooLarge", 413),
     "UNAUTHORIZED": ("Unauthorized", 401),
+    "FORBIDDEN": ("Forbidden", 403),
+    "UNSUPPORTED_MEDIA_TYPE": ("UnsupportedMediaType", 415),
     "EPISODE_STATE": ("EpisodeStateError", 409),
     "EXECUTION_ERROR": ("EnvFailed", 500),
 }

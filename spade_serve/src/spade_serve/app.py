@@ -35,6 +35,7 @@ from fastapi.responses import JSONResponse, Response
 from pydantic import ValidationError
 from starlette.routing import WebSocketRoute
 
+from .access import AccessGuard, AccessRules
 from .catalog import ServedEnv
 from .errors import (
     EpisodeStateError,
@@ -323,6 +324,17 @@ def create_app(manager: SessionManager) -> FastAPI:
             opened.on_server_close = server_closed
             return opened
 
+        async def next_message() -> str:
+            """The next message; a socket holding no session is closed after
+            ``idle_timeout_s`` without one (a session's idleness is the reaper's)."""
+            if session is not None:
+                return await websocket.receive_text()
+            try:
+                return await asyncio.wait_for(websocket.receive_text(), settings.idle_timeout_s)
+            except asyncio.TimeoutError:
+                await server_closed("idle")
+                raise WebSocketDisconnect(_WS_GOING_AWAY) from None
+
         async def answer(raw: str) -> str | None:
             """The reply to one message, as JSON text; ``None`` when the connection ends.
             A function of its own so that the message, its models and the observation are
@@ -373,7 +385,7 @@ def create_app(manager: SessionManager) -> FastAPI:
         try:
             if env_ref is not None or catalog.default is not None:
                 session = await start(env_for(env_ref).id)
-            while (text := await answer(await websocket.receive_text())) is not None:
+            while (text := await answer(await next_message())) is not None:
                 await websocket.send_text(text)
         except (WebSocketDisconnect, RuntimeError):
             pass  # the client left (or the server closed the socket): the session goes below
@@ -396,6 +408,9 @@ def create_app(manager: SessionManager) -> FastAPI:
     # every WebSocket session in the server), and these endpoints take none.
     app.router.routes.append(WebSocketRoute("/ws", ws_root))
     app.router.routes.append(WebSocketRoute("/envs/{env_id}/ws", ws_env))
+    # Outermost (added last): Host, Origin and body type are checked before the token,
+    # the body limit or any route (spade_serve.access).
+    app.add_middleware(AccessGuard, rules=AccessRules.of(settings))
 
     return app
 

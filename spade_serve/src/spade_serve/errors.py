@@ -81,6 +81,15 @@ class Unauthorized(ServeError, code="UNAUTHORIZED", http_status=401):
     """The server has a bearer token and the request did not present it."""
 
 
+class Forbidden(ServeError, code="FORBIDDEN", http_status=403):
+    """The request's ``Host`` is not one this server answers to, or it comes from a web
+    page of an origin that may not call it (:mod:`spade_serve.access`)."""
+
+
+class UnsupportedMediaType(ServeError, code="UNSUPPORTED_MEDIA_TYPE", http_status=415):
+    """A request body that is not ``Content-Type: application/json``."""
+
+
 class EpisodeStateError(ServeError, code="EPISODE_STATE", http_status=409):
     """``step`` before the first ``reset``, or after the episode ended."""
 
@@ -114,6 +123,7 @@ __all__ = [
     "CapacityReached",
     "EnvFailed",
     "EpisodeStateError",
+    "Forbidden",
     "InvalidRequest",
     "RemoteError",
     "RequestTooLarge",
@@ -122,4 +132,5 @@ __all__ = [
     "SessionNotFound",
     "Unauthorized",
     "UnknownEnv",
+    "UnsupportedMediaType",
 ]
