@@ -10,6 +10,7 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 import httpx
 import psutil
@@ -18,11 +19,13 @@ from spade_serve.server import free_port
 
 @contextmanager
 def spade_serve(
-    *args: str, startup_timeout_s: float = 60.0, open_files: int | None = None
+    *args: str, startup_timeout_s: float = 60.0, open_files: int | None = None, log: Path | None = None
 ) -> Iterator[tuple[str, subprocess.Popen]]:
     """Start ``spade serve ARGS --port <free>`` on loopback; yields ``(url, process)``;
     on exit SIGTERM, and SIGKILL if it has not left after 20 s. ``open_files``: the
-    server's open-file limit (``ulimit -n``), as a deployment might set it."""
+    server's open-file limit (``ulimit -n``), as a deployment might set it; ``log``: a
+    file for its output instead of a pipe (a pipe nobody reads stops a server that logs
+    much once it is full)."""
     port = free_port()
     cmd = [sys.executable, "-m", "spade_core.cli", "serve", *args, "--port", str(port), "--log-level", "warning"]
 
@@ -32,9 +35,10 @@ def spade_serve(
 
             resource.setrlimit(resource.RLIMIT_NOFILE, (open_files, open_files))
 
-    proc = subprocess.Popen(
-        cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=dict(os.environ), preexec_fn=limit_files
-    )
+    out = open(log, "wb") if log is not None else subprocess.PIPE  # noqa: SIM115 (closed below)
+    proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=dict(os.environ), preexec_fn=limit_files)
+    if log is not None:
+        out.close()  # type: ignore[union-attr]
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + startup_timeout_s
     try:

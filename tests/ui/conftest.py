@@ -59,7 +59,7 @@ def ui_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     import uvicorn
     from spade_serve.server import free_port
 
-    from spade_ui import UiSettings, create_ui_app
+    from spade_ui import UiSettings, create_ui_app, ui_uvicorn_config
 
     root = tmp_path_factory.mktemp("ui")
     url = f"sqlite:///{root / 'store.db'}"
@@ -68,8 +68,9 @@ def ui_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     runs.mkdir()
     config = load_config(None, store_url=url)
     port = free_port()
-    app = create_ui_app(config, get_plugins(), UiSettings(port=port, runs_dir=runs))
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on"))
+    settings = UiSettings(port=port, runs_dir=runs)
+    app = create_ui_app(config, get_plugins(), settings)
+    server = uvicorn.Server(ui_uvicorn_config(app, settings))  # as `spade ui` runs it
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 30

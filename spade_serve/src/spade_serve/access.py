@@ -29,7 +29,7 @@ UNSUPPORTED_MEDIA_TYPE``; a refused WebSocket is closed before its handshake com
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -248,11 +248,16 @@ def _headers(raw: Iterable[tuple[bytes, bytes]]) -> dict[str, str]:
 
 class AccessGuard:
     """ASGI middleware applying :class:`AccessRules` to every HTTP request and WebSocket
-    before the app sees it."""
+    before the app sees it. ``rules`` is the rules, or a function giving the current ones
+    (an app whose address is decided when it is run)."""
 
-    def __init__(self, app: Any, rules: AccessRules) -> None:
+    def __init__(self, app: Any, rules: AccessRules | Callable[[], AccessRules]) -> None:
         self.app = app
-        self.rules = rules
+        self._rules = rules
+
+    @property
+    def rules(self) -> AccessRules:
+        return self._rules if isinstance(self._rules, AccessRules) else self._rules()
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] not in ("http", "websocket"):

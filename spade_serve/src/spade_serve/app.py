@@ -410,7 +410,9 @@ def create_app(manager: SessionManager) -> FastAPI:
     app.router.routes.append(WebSocketRoute("/envs/{env_id}/ws", ws_env))
     # Outermost (added last): Host, Origin and body type are checked before the token,
     # the body limit or any route (spade_serve.access).
-    app.add_middleware(AccessGuard, rules=AccessRules.of(settings))
+    # ``app.state.access_rules`` may be replaced before serving (a Space's --host, --allow-host).
+    app.state.access_rules = AccessRules.of(settings)
+    app.add_middleware(AccessGuard, rules=lambda: app.state.access_rules)
 
     return app
 

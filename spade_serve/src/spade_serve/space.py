@@ -26,6 +26,7 @@ private store (statuses as exported), builds the catalog of the ids and serves t
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -294,7 +295,12 @@ class SpaceServer:
         if not report.ok:
             bad = next(o for o in report.outcomes if o.outcome in ("failed", "rejected"))
             raise SpaceError(f"{ENVIRONMENTS}/{bad.origin}: {bad.reason}")
-        self.settings = ServeSettings.model_validate({"host": "0.0.0.0", "port": int(spec.get("port", PORT))})
+        # On the Hub the Space is reached by its own name (the Hub sets SPACE_HOST, e.g.
+        # owner-name.hf.space): answered besides IP addresses and localhost (docs/serving.md).
+        hosts = tuple(h for h in os.environ.get("SPACE_HOST", "").split(",") if h.strip())
+        self.settings = ServeSettings.model_validate(
+            {"host": "0.0.0.0", "port": int(spec.get("port", PORT)), "allow_hosts": hosts}
+        )
         catalog = build_catalog(get_plugins(), self.store, ids=spec["env_ids"])
         from spade_sandbox.launcher import SandboxLauncher
 
@@ -306,12 +312,20 @@ class SpaceServer:
         import uvicorn
 
         from .server import uvicorn_config
+        from .settings import ServeSettings
 
         parser = argparse.ArgumentParser(prog="server", description="Serve this Space's SPADE environments.")
         parser.add_argument("--host", default=self.settings.host)
         parser.add_argument("--port", type=int, default=self.settings.port)
+        parser.add_argument("--allow-host", action="append", default=[], help="A Host name to answer (repeatable).")
         args = parser.parse_args(argv)
-        settings = self.settings.model_copy(update={"host": args.host, "port": args.port})
+        hosts = self.settings.allow_hosts + tuple(args.allow_host)
+        settings = ServeSettings.model_validate(
+            {**self.settings.model_dump(), "host": args.host, "port": args.port, "allow_hosts": hosts}
+        )
+        from .access import AccessRules
+
+        self.app.state.access_rules = AccessRules.of(settings)
         uvicorn.Server(uvicorn_config(self.app, settings, log_level="info")).run()
 
 

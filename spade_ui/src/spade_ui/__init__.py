@@ -10,9 +10,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .app import UiSettings, create_ui_app
+    from .app import UiSettings, create_ui_app, ui_uvicorn_config
 
-__all__ = ["UiSettings", "create_ui_app"]
+__all__ = ["UiSettings", "create_ui_app", "ui_uvicorn_config"]
 
 
 def __getattr__(name: str) -> Any:

@@ -64,6 +64,115 @@ class UiSettings:
     #: Store environments read for one registry page (filters run over these).
     max_listed: int = 5_000
     serve: dict[str, Any] = field(default_factory=dict)
+    #: A bearer token (``spade ui --token-file``): every page and ``/play`` then need it,
+    #: from a cookie the browser gets by opening ``/?token=<token>`` once, or as
+    #: ``Authorization: Bearer``. Without one, playing is offered on loopback only.
+    token: str | None = None
+    #: As ``spade serve``'s (docs/serving.md, "Security"): Host names answered besides the
+    #: listen address, web origins whose pages may call the ui, proxies whose
+    #: ``X-Forwarded-For`` is read.
+    allow_hosts: tuple[str, ...] = ()
+    allow_origins: tuple[str, ...] = ()
+    trust_forwarded: tuple[str, ...] = ()
+
+    @property
+    def loopback_only(self) -> bool:
+        return self.serve_settings().loopback_only
+
+    def play_off(self) -> str | None:
+        """Why playing is off, or ``None`` when it is offered: off with ``--no-play``, and
+        off on an address beyond loopback without a token (anyone there could run sessions)."""
+        if not self.play:
+            return "spade ui --no-play"
+        if self.token is None and not self.loopback_only:
+            return "this ui listens beyond loopback without a token: spade ui --token-file FILE to play"
+        return None
+
+    def serve_settings(self) -> Any:
+        """The :class:`~spade_serve.settings.ServeSettings` of the mounted player and of
+        the server (address, Host/Origin rules, trusted proxies, connection limits)."""
+        from spade_serve.settings import ServeSettings
+
+        access = {"host": self.host, "port": self.port, "token": self.token, "allow_hosts": self.allow_hosts,
+                  "allow_origins": self.allow_origins, "trust_forwarded": self.trust_forwarded}
+        return ServeSettings(**{"max_sessions": 64, "max_sessions_per_client": 16, **self.serve, **access})
+
+
+def ui_uvicorn_config(app: Any, settings: UiSettings, *, log_level: str = "warning") -> Any:
+    """uvicorn's configuration for the ui app: ``spade serve``'s (connection cap, request
+    read deadline, proxy headers only from ``trust_forwarded``)."""
+    from spade_serve.server import uvicorn_config
+
+    return uvicorn_config(app, settings.serve_settings(), log_level=log_level)
+
+
+#: The cookie holding proof of the ui's token (an HMAC of it, not the token).
+TOKEN_COOKIE = "spade_ui_token"
+
+
+class _TokenGate:
+    """ASGI middleware of a ui with a token: every route but ``/static`` needs it, as
+    ``Authorization: Bearer <token>`` or as the cookie a ``GET ...?token=<token>`` sets
+    (then redirected to the same page without it). The cookie is ``HttpOnly`` and
+    ``SameSite=Lax``; pages of other origins are refused before this (Origin check). A
+    request let through carries the token on to the mounted player as ``Authorization``
+    (which checks it as ``spade serve`` does)."""
+
+    def __init__(self, app: Any, token: str) -> None:
+        import hashlib
+        import hmac
+
+        self.app = app
+        self.token = token.encode()
+        self.proof = hmac.new(self.token, b"spade-ui-cookie", hashlib.sha256).hexdigest().encode()
+
+    def _presented(self, headers: Any) -> bool:
+        import hmac
+
+        from starlette.requests import cookie_parser
+
+        scheme, _, value = headers.get("authorization", "").partition(" ")
+        if scheme.lower() == "bearer" and hmac.compare_digest(value.strip().encode(), self.token):
+            return True
+        cookie = cookie_parser(headers.get("cookie", "")).get(TOKEN_COOKIE, "")
+        return hmac.compare_digest(cookie.encode(), self.proof)
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        import hmac
+        from urllib.parse import parse_qsl, urlencode
+
+        from fastapi.responses import JSONResponse, RedirectResponse
+        from starlette.datastructures import Headers
+
+        if scope["type"] not in ("http", "websocket") or scope["path"].startswith("/static/"):
+            await self.app(scope, receive, send)
+            return
+        if self._presented(Headers(scope=scope)):
+            headers = [(k, v) for k, v in scope.get("headers") or () if k.lower() != b"authorization"]
+            headers.append((b"authorization", b"Bearer " + self.token))
+            await self.app({**scope, "headers": headers}, receive, send)
+            return
+        if scope["type"] == "websocket":
+            await send({"type": "websocket.close", "code": 1008, "reason": "this ui needs its token"})
+            return
+        query = parse_qsl(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True)
+        given = next((v for k, v in query if k == "token"), None)
+        if scope["method"] == "GET" and given is not None and hmac.compare_digest(given.encode(), self.token):
+            rest = [(k, v) for k, v in query if k != "token"]
+            location = "/" + quote(scope["path"].lstrip("/")) + ("?" + urlencode(rest) if rest else "")
+            response: Any = RedirectResponse(location, status_code=303)
+            response.set_cookie(TOKEN_COOKIE, self.proof.decode(), httponly=True, samesite="lax", path="/")
+        elif scope["path"].startswith("/play/"):
+            data = {"code": "UNAUTHORIZED", "message": "this ui needs its token ('Authorization: Bearer <token>')"}
+            response = JSONResponse({"type": "error", "data": data}, status_code=401)
+        else:
+            response = HTMLResponse(
+                '<!doctype html><title>SPADE ui: token needed</title><p id="error">This ui needs its token: open '
+                "the address <code>spade ui</code> printed, <code>/?token=&lt;the token of --token-file&gt;</code>, "
+                "once; the browser keeps it in a cookie.</p>",
+                status_code=401,
+            )
+        await response(scope, receive, send)
 
 
 def _num(value: str | None, what: str) -> float | None:
@@ -165,14 +274,14 @@ def create_ui_app(config: SpadeConfig, plugins: SpadePlugins, settings: UiSettin
     reports = _Reports()
     stack.callback(reports.close)
     serve_app = None
-    if settings.play:
+    play_off = settings.play_off()
+    if play_off is None:
         from spade_serve.app import create_app
         from spade_serve.catalog import build_catalog
         from spade_serve.sessions import SessionManager
-        from spade_serve.settings import ServeSettings
 
         catalog = build_catalog(plugins, store, whole_registry=True)
-        serve_settings = ServeSettings(**{"max_sessions": 64, "max_sessions_per_client": 16, **settings.serve})
+        serve_settings = settings.serve_settings()
         from spade_sandbox.launcher import SandboxLauncher
 
         serve_app = create_app(SessionManager(catalog, serve_settings, launcher=SandboxLauncher.from_config(config)))
@@ -204,8 +313,8 @@ def create_ui_app(config: SpadeConfig, plugins: SpadePlugins, settings: UiSettin
         app.mount("/play", serve_app)
 
     def page(request: Request, name: str, status_code: int = 200, **context: Any) -> HTMLResponse:
-        return templates.TemplateResponse(request, name, {"play": serve_app is not None, **context},
-                                          status_code=status_code)
+        return templates.TemplateResponse(request, name, {"play": serve_app is not None, "play_off": play_off,
+                                                          **context}, status_code=status_code)
 
     @app.exception_handler(HTTPException)
     async def http_error(request: Request, exc: HTTPException) -> HTMLResponse:
@@ -322,7 +431,14 @@ def create_ui_app(config: SpadeConfig, plugins: SpadePlugins, settings: UiSettin
             raise HTTPException(404, f"no plot {file!r} in the report of {name}")
         return FileResponse(path, media_type="image/png")
 
+    # Outermost last: Host, Origin and body type (spade_serve.access) for pages and the
+    # player alike, then the token when the ui has one.
+    if settings.token is not None:
+        app.add_middleware(_TokenGate, token=settings.token)
+    from spade_serve.access import AccessGuard, AccessRules
+
+    app.add_middleware(AccessGuard, rules=AccessRules.of(settings.serve_settings()))
     return app
 
 
-__all__ = ["UiSettings", "create_ui_app", "filter_rows"]
+__all__ = ["TOKEN_COOKIE", "UiSettings", "create_ui_app", "filter_rows", "ui_uvicorn_config"]

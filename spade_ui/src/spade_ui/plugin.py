@@ -17,17 +17,49 @@ def spade_register_commands(cli: typer.Typer) -> None:
         port: int = typer.Option(8100, "--port", min=0, max=65535),
         runs: Path = typer.Option(Path("runs"), "--runs", help="Folder holding self-play run folders."),
         play: bool = typer.Option(True, "--play/--no-play", help="Offer playing environments (sandboxed sessions)."),
+        token_file: Path | None = typer.Option(
+            None, "--token-file", help="File holding a token every page and the player then need (docs/ui.md)."
+        ),
+        allow_host: list[str] = typer.Option(
+            None, "--allow-host", metavar="NAME[:PORT]", help="A Host name to answer besides the listen address (repeatable)."
+        ),
+        allow_origin: list[str] = typer.Option(
+            None, "--allow-origin", metavar="URL", help="A web origin whose pages may call the ui (repeatable)."
+        ),
+        trust_forwarded: list[str] = typer.Option(
+            None, "--trust-forwarded", metavar="ADDR", help="A proxy address whose X-Forwarded-For names the client (repeatable)."
+        ),
     ) -> None:
         """Browse the registry and self-play runs in a web page (read-only)."""
         import uvicorn
         from rich.console import Console
         from spade_core.cli import command_config, command_plugins
+        from spade_core.errors import SpadeError
 
-        from .app import UiSettings, create_ui_app
+        from .app import UiSettings, create_ui_app, ui_uvicorn_config
 
-        settings = UiSettings(host=host, port=port, runs_dir=runs, play=play)
+        token = None
+        if token_file is not None:
+            try:
+                token = token_file.read_text().strip()
+            except OSError as exc:
+                raise SpadeError(f"{token_file}: cannot read the token file ({exc.strerror})") from None
+        try:
+            settings = UiSettings(
+                host=host, port=port, runs_dir=runs, play=play, token=token, allow_hosts=tuple(allow_host or ()),
+                allow_origins=tuple(allow_origin or ()), trust_forwarded=tuple(trust_forwarded or ()),
+            )
+            settings.serve_settings()  # checks the token, the names and the addresses
+        except ValueError as exc:
+            raise SpadeError(f"invalid ui settings: {exc}") from None
         app = create_ui_app(command_config(ctx), command_plugins(ctx), settings)
-        if host not in ("127.0.0.1", "localhost", "::1"):
-            Console(stderr=True).print(f"[yellow]listening on {host}: anyone who reaches it can read the registry[/]")
-        Console(stderr=True, highlight=False).print(f"SPADE ui on http://{host}:{port}/ (Ctrl-C stops it)")
-        uvicorn.run(app, host=host, port=port, log_level="warning")
+        console = Console(stderr=True, highlight=False)
+        if not settings.loopback_only:
+            console.print(f"[yellow]listening on {host}: anyone who reaches it can read the registry"
+                          + ("" if token else " (no --token-file)") + "[/]")
+        off = settings.play_off()
+        if off is not None and play:
+            console.print(f"[yellow]playing is off: {off}[/]")
+        login = "?token=<the token of --token-file> (once; the browser keeps it)" if token else ""
+        console.print(f"SPADE ui on http://{host}:{port}/{login} (Ctrl-C stops it)")
+        uvicorn.Server(ui_uvicorn_config(app, settings)).run()
