@@ -34,10 +34,11 @@ def hostile_server(**options: Any) -> Iterator[str]:
 
 
 def _serve_http(size: int, declare: bool = True, declared: int | None = None, chunk: int = 65536,
-                delay_s: float = 0.0, status: int = 200, **_: Any) -> None:
+                delay_s: float = 0.0, status: int = 200, header_lines: int = 0, **_: Any) -> None:
     """Answer every GET and POST with ``size`` bytes of JSON-looking filler, ``chunk`` bytes
     a write, ``delay_s`` apart; ``Content-Length`` is ``declared`` (default ``size``) when
-    ``declare``, else the answer runs until the connection closes."""
+    ``declare``, else the answer runs until the connection closes. ``header_lines``: that
+    many filler headers first, one a write, ``delay_s`` apart (headers trickled)."""
     import time
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -55,6 +56,14 @@ def _serve_http(size: int, declare: bool = True, declared: int | None = None, ch
             if length:
                 self.rfile.read(length)
             self.send_response(status)
+            self.flush_headers()  # the status line goes out first, then the trickle
+            try:
+                for i in range(header_lines):
+                    self.wfile.write(f"X-Filler-{i}: x\r\n".encode())
+                    self.wfile.flush()
+                    time.sleep(delay_s)
+            except (BrokenPipeError, ConnectionResetError):
+                return
             self.send_header("Content-Type", "application/json")
             if declare:
                 self.send_header("Content-Length", str(declared if declared is not None else size))

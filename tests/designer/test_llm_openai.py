@@ -193,9 +193,24 @@ def test_timeout_is_a_deadline_for_the_whole_request_not_each_read():
     with hostile_server(size=200, chunk=1, delay_s=0.05) as url:
         backend = OpenAIBackend(f"{url}/v1", timeout_s=0.5, max_retries=1, backoff_s=0.01)
         started = time.monotonic()
-        with pytest.raises(LLMBackendError, match=r"failed after 2 attempts.*still answering after the 0.5 s deadline"):
+        with pytest.raises(LLMBackendError, match=r"failed after 2 attempts.*no complete answer within the 0.5 s deadline"):
             backend.chat([conv("x")])
     assert time.monotonic() - started < 3
+
+
+def test_the_deadline_also_bounds_headers_trickled_a_line_at_a_time():
+    from hostile_server import hostile_server
+
+    # 200 header lines, one every 50 ms: each read is quick, the headers take 10 s.
+    with hostile_server(size=10, header_lines=200, delay_s=0.05) as url:
+        backend = OpenAIBackend(f"{url}/v1", timeout_s=0.5, max_retries=0)
+        assert backend.deadline_bounds_sockets
+        started = time.monotonic()
+        with pytest.raises(LLMBackendError) as caught:
+            backend.chat([conv("x")])
+        took = time.monotonic() - started
+    assert took < 3, f"the headers held the request {took:.1f} s"
+    assert "no complete answer within the 0.5 s deadline" in str(caught.value)
 
 
 def test_max_response_bytes_must_be_a_positive_integer():
