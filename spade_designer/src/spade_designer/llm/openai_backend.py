@@ -37,8 +37,9 @@ from .base import ChatBackend, Completion, Conversation, SamplingRequest, apply_
 RETRYABLE_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
 #: Answers that refuse one request for what it holds (the server serves others).
 REQUEST_FAULT_STATUS = frozenset({400, 413, 422})
-#: Default largest answer read, in bytes (a completion of 32k tokens with logprobs is ~10 MB).
-MAX_RESPONSE_BYTES = 64 * 1024 * 1024
+#: Default largest answer read, in bytes: about ten times a completion of 32k tokens with
+#: per-token logprobs (~100 bytes of JSON a token).
+MAX_RESPONSE_BYTES = 32 * 1024 * 1024
 #: How much of an error answer is read for its message.
 ERROR_BODY_BYTES = 64 * 1024
 
