@@ -53,7 +53,7 @@ def main() -> None:
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
     import torch
     from spade_designer.llm.transformers_backend import use_flush_denormal_for_process
-    from spade_serve.trl_env import TrlEnvironments
+    from spade_serve.trl_env import TrlEnvironments, episode_state
     from trl import GRPOConfig, GRPOTrainer
     from trl.chat_template_utils import qwen2_5_chat_template
 
@@ -91,8 +91,10 @@ def main() -> None:
             environment_factory=envs.environment_factory,
         )
         trainer.train()
-        played = [e for e in envs.instances if e.last_seed is not None]
-        stepped = sum(e.steps for e in played)
+        # episode_state, not e.steps: on a tool-use environment a tool may be named `steps`
+        states = [episode_state(e) for e in envs.instances]
+        played = [s for s in states if s.last_seed is not None]
+        stepped = sum(s.steps for s in played)
 
     for row in trainer.state.log_history:
         if "loss" in row:
