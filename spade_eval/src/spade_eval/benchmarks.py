@@ -63,7 +63,7 @@ def load_rows(data: str, *, split: str = "train", config: str | None = None) -> 
                                  "or pass -o data=FILE.jsonl") from exc
 
 
-def _require(rows: list[dict[str, Any]], fields: Sequence[str], data: str) -> None:
+def require_fields(rows: list[dict[str, Any]], fields: Sequence[str], data: str) -> None:
     if not rows:
         raise BenchmarkDataError(f"{data} holds no rows")
     missing = [f for f in fields if f not in rows[0]]
@@ -112,7 +112,7 @@ def aime_items(column: str, default_data: str | None):
         if not source:
             raise BenchmarkDataError(f"{column}: name the data with -o data=FILE or a Hub dataset id")
         rows = load_rows(source, split=split, config=config)
-        _require(rows, ("problem", "answer"), source)
+        require_fields(rows, ("problem", "answer"), source)
         out = []
         for n, row in enumerate(rows[:limit] if limit else rows):
             label = str(row.get("id", n))
@@ -159,7 +159,7 @@ def gpqa_items(context: SuiteContext, *, size: int = 1, seed: int = 0, data: str
     del context
     source = data or "Idavidrein/gpqa"
     rows = load_rows(source, split=split, config=None if data and Path(data).is_file() else config)
-    _require(rows, ("Question", "Correct Answer", "Incorrect Answer 1", "Incorrect Answer 2", "Incorrect Answer 3"),
+    require_fields(rows, ("Question", "Correct Answer", "Incorrect Answer 1", "Incorrect Answer 2", "Incorrect Answer 3"),
              source)
     out = []
     for n, row in enumerate(rows[:limit] if limit else rows):

@@ -29,7 +29,7 @@ SOURCES: dict[str, tuple[str, str, str] | None] = {
     "AIME25": ("aime25", "column", "AIME25"),
     "AIME26": ("aime26", "column", "AIME26"),
     "GPQA-D": ("gpqa_diamond", "column", "GPQA-D"),
-    "LCB-v6": None,
+    "LCB-v6": ("livecodebench", "column", "LCB-v6"),
     "RG-Math": ("reasoning_gym_hard", "column", "Math"),
     "RG-Algo": ("reasoning_gym_hard", "column", "Algorithmic"),
     "RG-Cog": ("reasoning_gym_hard", "column", "Cognition"),

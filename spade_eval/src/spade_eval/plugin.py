@@ -15,10 +15,11 @@ from spade_core.hookspecs import hookimpl
 @hookimpl
 def spade_register_eval_suites(register: Callable[[Any], None]) -> None:
     from .benchmarks import AIME25_SUITE, AIME26_SUITE, GPQA_SUITE
+    from .livecodebench import SUITE as LCB_SUITE
     from .suites import REGISTRY_SUITE
 
     register(REGISTRY_SUITE)
-    for suite in (AIME25_SUITE, AIME26_SUITE, GPQA_SUITE):
+    for suite in (AIME25_SUITE, AIME26_SUITE, GPQA_SUITE, LCB_SUITE):
         register(suite)
 
 
