@@ -31,21 +31,23 @@
 #   --aime26-data D      AIME 2026 rows, as above (no default: the column is not run without it)
 #   --gpqa-data D        GPQA-Diamond rows (Question, Correct Answer, Incorrect Answer 1..3): a file or
 #                        a Hub dataset id (default Idavidrein/gpqa, gpqa_diamond; gated on the Hub)
+#   --lcb-data D         LiveCodeBench rows (code_generation_lite format): a file or a Hub dataset id
+#                        (default livecodebench/code_generation_lite; the v6 problems are evaluated)
 #   --paper-model NAME   the paper's rows `spade compare --paper` shows (default: nearest MODEL's scale)
 #   --run-timeout S      seconds allowed per training run (default 7200)
 #   --skip-install       use the active environment instead of installing into .venv-gpu
 #
 # Table 1's columns and what measures each: AIME25, AIME26 (aime25/aime26 suites, Avg@k with
-# math-verify), GPQA-D (gpqa_diamond), RG-Math/Algo/Cog/Logic (reasoning_gym_hard); LCB-v6 has
-# no suite here and is listed as not run. A column whose data cannot be read is skipped with
-# its reason, and `spade compare --paper` names it as not run.
+# math-verify), GPQA-D (gpqa_diamond), LCB-v6 (livecodebench, programs run in the sandbox),
+# RG-Math/Algo/Cog/Logic (reasoning_gym_hard). A column whose data cannot be read is skipped
+# with its reason, and `spade compare --paper` names it as not run.
 #
 # Exit codes: 0 done (or dry run passed); 2 bad argument, invalid configuration or suite
 # option; 3 this machine lacks something (no GPU, vLLM, the model); 4 a stage failed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-usage() { sed -n '2,47p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,49p' "$0" | sed 's/^# \{0,1\}//'; }
 die() { echo "gpu_paper_recipe: $2" >&2; exit "$1"; }
 positive() {  # NAME VALUE [allow-zero]
   [[ $2 =~ ^[0-9]+$ ]] || die 2 "$1 takes a whole number, got '$2'"
@@ -55,13 +57,13 @@ positive() {  # NAME VALUE [allow-zero]
 MODEL="" DRY_RUN=0 OUT="" BASE=gpu BASELINE=baseline DOMAIN="" ITERATIONS="" EVAL_EVERY=2
 RG_SIZE=10 BFCL_SIZE=25 BFCL_CATEGORIES=base,miss_func,miss_param,long_context MAX_MODEL_LEN=40960
 RUN_TIMEOUT=7200 SKIP_INSTALL=0 EXTRA=()
-RG_HARD_SIZE=8 AIME_K=32 AIME25_DATA=math-ai/aime25 AIME26_DATA="" GPQA_DATA="" PAPER_MODEL=""
+RG_HARD_SIZE=8 AIME_K=32 AIME25_DATA=math-ai/aime25 AIME26_DATA="" GPQA_DATA="" PAPER_MODEL="" LCB_DATA=livecodebench/code_generation_lite
 while [ $# -gt 0 ]; do
   case "$1" in
     -h|--help) usage; exit 0 ;;
     --dry-run|--check) DRY_RUN=1 ;;
     --out|--base|--baseline|--domain|--iterations|--eval-every|--rg-size|--bfcl-size|--bfcl-categories|--max-model-len|--run-timeout|\
-    --rg-hard-size|--aime-k|--aime25-data|--aime26-data|--gpqa-data|--paper-model)
+    --rg-hard-size|--aime-k|--aime25-data|--aime26-data|--gpqa-data|--lcb-data|--paper-model)
       [ $# -ge 2 ] || die 2 "$1 needs a value"
       case "$1" in
         --out) OUT=$2 ;; --base) BASE=$2 ;; --baseline) BASELINE=$2 ;; --domain) DOMAIN=$2 ;;
@@ -76,7 +78,7 @@ while [ $# -gt 0 ]; do
         --rg-hard-size) positive "$1" "$2"; RG_HARD_SIZE=$2 ;;
         --aime-k) positive "$1" "$2"; AIME_K=$2 ;;
         --aime25-data) AIME25_DATA=$2 ;; --aime26-data) AIME26_DATA=$2 ;; --gpqa-data) GPQA_DATA=$2 ;;
-        --paper-model) PAPER_MODEL=$2 ;;
+        --paper-model) PAPER_MODEL=$2 ;; --lcb-data) LCB_DATA=$2 ;;
       esac
       shift ;;
     --skip-install) SKIP_INSTALL=1 ;;
@@ -147,7 +149,7 @@ if [ "$MODEL_KIND" = hub ]; then
   fi
 fi
 if [ "$DRY_RUN" = 0 ]; then  # benchmark data named by a Hub id: into the cache once (a failure skips its column)
-  for data in "$AIME25_DATA" "$AIME26_DATA" "${GPQA_DATA:-Idavidrein/gpqa}"; do
+  for data in "$AIME25_DATA" "$AIME26_DATA" "${GPQA_DATA:-Idavidrein/gpqa}" "$LCB_DATA"; do
     [ -n "$data" ] && [ ! -e "$data" ] || continue
     HF_HUB_OFFLINE=0 python -c 'import sys, datasets; datasets.load_dataset(sys.argv[1], "gpqa_diamond" if sys.argv[1] == "Idavidrein/gpqa" else None)' "$data" \
       >/dev/null 2>&1 || echo "gpu_paper_recipe: could not fetch $data from the Hub (its column will say why it is skipped)"
@@ -214,7 +216,7 @@ PYEOF
 # --- Table 1's columns: which suite measures each, and whether its data is here ---------------
 PLAN=$(mktemp)
 trap 'rm -f "$PLAN"' EXIT
-python - "$PLAN" "$DRY_RUN" "$RG_HARD_SIZE" "$AIME_K" "$AIME25_DATA" "$AIME26_DATA" "$GPQA_DATA" <<'PYEOF' || die 2 "the Table 1 suites are not ready (see above)"
+python - "$PLAN" "$DRY_RUN" "$RG_HARD_SIZE" "$AIME_K" "$AIME25_DATA" "$AIME26_DATA" "$GPQA_DATA" "$LCB_DATA" <<'PYEOF' || die 2 "the Table 1 suites are not ready (see above)"
 import os
 import shlex
 import sys
@@ -223,21 +225,22 @@ from spade_core.evaluation import SuiteContext
 from spade_core.plugins import get_plugins
 
 plan, dry, rg_size, k = sys.argv[1], sys.argv[2] == "1", int(sys.argv[3]), int(sys.argv[4])
-aime25, aime26, gpqa = sys.argv[5:]
+aime25, aime26, gpqa, lcb = sys.argv[5:]
 suites = get_plugins().eval_suites()
 runs = []  # (columns, suite, size, options)
 runs.append((["RG-Math", "RG-Algo", "RG-Cog", "RG-Logic"], "reasoning_gym_hard", rg_size, {}))
 runs.append((["AIME25"], "aime25", k, {"data": aime25} if aime25 else None))
 runs.append((["AIME26"], "aime26", k, {"data": aime26} if aime26 else None))
 runs.append((["GPQA-D"], "gpqa_diamond", 1, {"data": gpqa} if gpqa else {}))
-print("gpu_paper_recipe: Table 1 column LCB-v6: not run (no LiveCodeBench suite in this tree)")
+runs.append((["LCB-v6"], "livecodebench", 1, {"data": lcb, "release": "v6"} if lcb else None))
 with open(plan, "w") as out:
     for columns, name, size, options in runs:
         what = f"Table 1 column{'s' if len(columns) > 1 else ''} {', '.join(columns)}"
         if name not in suites:
             sys.exit(f"gpu_paper_recipe: suite {name!r} is not installed (installed: {', '.join(sorted(suites))})")
         if options is None:
-            print(f"gpu_paper_recipe: {what}: not run (no data: pass --{name}-data FILE or a Hub dataset id)")
+            flag = {"livecodebench": "lcb"}.get(name, name)
+            print(f"gpu_paper_recipe: {what}: not run (no data: pass --{flag}-data FILE or a Hub dataset id)")
             continue
         args = f"{name} --size {size}" + "".join(f" -o {key}={shlex.quote(str(v))}" for key, v in options.items())
         try:

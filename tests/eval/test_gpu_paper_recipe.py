@@ -84,7 +84,7 @@ def test_the_dry_run_lists_every_table_1_column_and_the_commands_for_it(tmp_path
     text = r.stdout
     for column in ("AIME25", "AIME26", "GPQA-D", "LCB-v6", "RG-Math, RG-Algo, RG-Cog, RG-Logic"):
         assert re.search(rf"Table 1 columns? {re.escape(column)}: ", text), column
-    assert "LCB-v6: not run (no LiveCodeBench suite in this tree)" in text
+    assert "--suite livecodebench --size 1 -o data=livecodebench/code_generation_lite -o release=v6" in text
     assert "spade eval --suite reasoning_gym_hard --size 8 (100 tasks)" in text
     assert f"--suite aime26 --size 4 -o data={aime26} --policy openai:http://127.0.0.1:<port>/v1#spade" in text
     assert "--suite gpqa_diamond --size 1 --policy" in text and "--suite aime25 --size 4" in text
