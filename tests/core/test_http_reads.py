@@ -84,3 +84,19 @@ def test_an_answer_read_before_it_was_handed_over_is_checked_against_the_limit()
     assert read_capped(ready, 100, source="s") == b"x" * 100
     with pytest.raises(AnswerTooLarge, match="more than the 99-byte limit"):
         read_capped(ready, 99, source="s")
+
+
+def test_a_request_deadline_bounds_headers_trickled_a_line_at_a_time() -> None:
+    httpx = pytest.importorskip("httpx")
+    from hostile_server import hostile_server
+    from spade_core.http_reads import bound_by_deadlines, request_deadline
+
+    # 200 header lines, one every 50 ms: each read is quick (a per-read timeout never
+    # fires), the headers take 10 s
+    with hostile_server(size=10, header_lines=200, delay_s=0.05) as url, httpx.Client(timeout=5) as client:
+        assert bound_by_deadlines(client)
+        started = time.monotonic()
+        with pytest.raises(httpx.ReadTimeout), request_deadline(started + 0.5):
+            client.get(url)
+        took = time.monotonic() - started
+        assert took < 3, f"the headers held the request {took:.1f} s"

@@ -123,6 +123,10 @@ def _instance_gone(exc: BaseException) -> bool:
     return isinstance(exc, RemoteError) and exc.data.get("session_closed") is True
 
 
+#: How long listing a server's environments may take, as a whole.
+_LISTING_DEADLINE_S = 30.0
+
+
 class TrlEnvError(SpadeError):
     """The adapter cannot be set up as asked (no environment matched, a tool the model
     could not be shown, a server that cannot be listed), or was used after ``close()``."""
@@ -696,15 +700,18 @@ class TrlEnvironments:
 
     def _list_remote(self) -> list[dict[str, Any]]:
         import httpx
-        from spade_core.http_reads import IDENTITY, read_capped
+        from spade_core.http_reads import IDENTITY, bound_by_deadlines, read_capped, request_deadline
 
         headers = {**IDENTITY, **({"Authorization": f"Bearer {self._token}"} if self._token else {})}
         route = f"{self._url}/envs"
+        deadline = time.monotonic() + _LISTING_DEADLINE_S  # the whole listing, headers included
         try:
-            with httpx.stream("GET", route, headers=headers, timeout=30) as response:
-                response.raise_for_status()
-                listing = json.loads(read_capped(response, self._max_answer_bytes, source=route,
-                                                 deadline=time.monotonic() + 30, deadline_s=30))
+            with httpx.Client(timeout=_LISTING_DEADLINE_S) as client:
+                bound_by_deadlines(client)
+                with request_deadline(deadline), client.stream("GET", route, headers=headers) as response:
+                    response.raise_for_status()
+                    listing = json.loads(read_capped(response, self._max_answer_bytes, source=route,
+                                                     deadline=deadline, deadline_s=_LISTING_DEADLINE_S))
         except httpx.HTTPStatusError as exc:
             raise TrlEnvError(
                 f"{route} answered {exc.response.status_code} {exc.response.reason_phrase}: "

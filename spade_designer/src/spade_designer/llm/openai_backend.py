@@ -14,7 +14,7 @@ a server that trickles its answer cannot hold a request for longer; an answer ov
 the limit, without being read into memory. The deadline bounds every socket operation of
 the request (connecting, sending, each read of the headers and of the body) by the time
 left to it: the network backend of the client's connection pool is wrapped so (see
-:class:`_DeadlineBackend`); a client given its own ``transport`` gets the deadline checked
+:func:`spade_core.http_reads.bound_by_deadlines`); a client given its own ``transport`` gets the deadline checked
 between the answer's chunks only.
 """
 
@@ -29,7 +29,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from spade_core.errors import SpadeError
-from spade_core.http_reads import IDENTITY, AnswerTooLarge, AnswerTooSlow, read_capped
+from spade_core.http_reads import (
+    IDENTITY,
+    AnswerTooLarge,
+    AnswerTooSlow,
+    bound_by_deadlines,
+    read_capped,
+    request_deadline,
+)
 
 from ..errors import LLMBackendError, LLMRequestRejected
 from .base import ChatBackend, Completion, Conversation, SamplingRequest, apply_stop
@@ -42,88 +49,6 @@ REQUEST_FAULT_STATUS = frozenset({400, 413, 422})
 MAX_RESPONSE_BYTES = 32 * 1024 * 1024
 #: How much of an error answer is read for its message.
 ERROR_BODY_BYTES = 64 * 1024
-
-
-#: The deadline (``time.monotonic()``) of the request this thread is sending, if any.
-_REQUEST = threading.local()
-
-
-def _time_left(timeout: float | None, error: type[Exception]) -> float | None:
-    """``timeout`` shortened to what is left of this thread's request deadline; ``error``
-    (an httpcore timeout, which httpx reports as its own) once nothing is left."""
-    end = getattr(_REQUEST, "deadline", None)
-    if end is None:
-        return timeout
-    left = end - time.monotonic()
-    if left <= 0:
-        raise error("the request's deadline (timeout_s) has passed")
-    return left if timeout is None else min(timeout, left)
-
-
-class _DeadlineStream:
-    """An httpcore network stream whose every operation ends by the request's deadline."""
-
-    def __init__(self, inner: Any) -> None:
-        self._inner = inner
-
-    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
-        import httpcore
-
-        return self._inner.read(max_bytes, _time_left(timeout, httpcore.ReadTimeout))
-
-    def write(self, buffer: bytes, timeout: float | None = None) -> None:
-        import httpcore
-
-        self._inner.write(buffer, _time_left(timeout, httpcore.WriteTimeout))
-
-    def close(self) -> None:
-        self._inner.close()
-
-    def start_tls(self, ssl_context: Any, server_hostname: str | None = None, timeout: float | None = None) -> Any:
-        import httpcore
-
-        return _DeadlineStream(self._inner.start_tls(ssl_context, server_hostname, _time_left(timeout, httpcore.ConnectTimeout)))
-
-    def get_extra_info(self, info: str) -> Any:
-        return self._inner.get_extra_info(info)
-
-
-class _DeadlineBackend:
-    """httpcore's network backend (its public interface) whose streams end by the deadline
-    of the request the calling thread is sending: a server trickling its headers or its
-    body a byte at a time is cut at ``timeout_s``, which a per-read timeout never does."""
-
-    def __init__(self, inner: Any) -> None:
-        self._inner = inner
-
-    def connect_tcp(self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
-                    socket_options: Any = None) -> _DeadlineStream:
-        import httpcore
-
-        timeout = _time_left(timeout, httpcore.ConnectTimeout)
-        return _DeadlineStream(self._inner.connect_tcp(host, port, timeout, local_address, socket_options))
-
-    def connect_unix_socket(self, path: str, timeout: float | None = None, socket_options: Any = None) -> _DeadlineStream:
-        import httpcore
-
-        timeout = _time_left(timeout, httpcore.ConnectTimeout)
-        return _DeadlineStream(self._inner.connect_unix_socket(path, timeout, socket_options))
-
-    def sleep(self, seconds: float) -> None:
-        self._inner.sleep(seconds)
-
-
-def _bound_by_deadlines(client: Any) -> bool:
-    """Wrap the network backend of ``client``'s default connection pool in
-    :class:`_DeadlineBackend`. httpx does not expose the pool's backend, so this reaches
-    for it and says whether it could (an httpx that stores it elsewhere: ``False``, and
-    only the answer's chunks are checked against the deadline)."""
-    pool = getattr(getattr(client, "_transport", None), "_pool", None)
-    inner = getattr(pool, "_network_backend", None)
-    if inner is None or not hasattr(inner, "connect_tcp"):
-        return False
-    pool._network_backend = _DeadlineBackend(inner)
-    return True
 
 
 @dataclass
@@ -188,7 +113,7 @@ class OpenAIBackend(ChatBackend):
         )
         #: Whether every socket operation is bounded by the request's deadline (else only
         #: the answer's chunks are checked against it).
-        self.deadline_bounds_sockets = transport is None and _bound_by_deadlines(self._client)
+        self.deadline_bounds_sockets = transport is None and bound_by_deadlines(self._client)
 
     def close(self) -> None:
         self._client.close()
@@ -224,9 +149,8 @@ class OpenAIBackend(ChatBackend):
         while True:
             wait: float | None = None
             deadline = time.monotonic() + self.timeout_s
-            _REQUEST.deadline = deadline
             try:
-                with self._client.stream("POST", url, json=body, headers=IDENTITY) as resp:
+                with request_deadline(deadline), self._client.stream("POST", url, json=body, headers=IDENTITY) as resp:
                     if resp.status_code == 200:
                         raw = read_capped(resp, self.max_response_bytes, source=url, deadline=deadline,
                                           deadline_s=self.timeout_s)
@@ -259,8 +183,6 @@ class OpenAIBackend(ChatBackend):
                     error = LLMRequestRejected if resp.status_code in REQUEST_FAULT_STATUS else LLMBackendError
                     raise error(f"{url} rejected the request: {problem}", backend=self.name)
                 wait = _retry_after(retry_after)
-            finally:
-                _REQUEST.deadline = None
             if attempt >= self.max_retries:
                 with self._usage_lock:
                     self.usage.retries += attempt
