@@ -202,7 +202,7 @@ def livecodebench_items(context: SuiteContext, *, size: int = 1, seed: int = 0, 
                         time_limit: float = 6.0, memory_mb: int = 512) -> Sequence[EvalItem]:
     """``size`` samples of each problem; their programs share one sandbox pool, closed with
     the evaluation (``context.resources``)."""
-    from spade_sandbox import SandboxLimits, SandboxPool
+    from spade_sandbox.launcher import SandboxLauncher
 
     source = data or "livecodebench/code_generation_lite"
     rows = load_rows(source, split=split, config=config)
@@ -213,9 +213,10 @@ def livecodebench_items(context: SuiteContext, *, size: int = 1, seed: int = 0, 
         since = since or RELEASE_SINCE[release]
     rows = [r for r in rows if (not since or str(r.get("contest_date", ""))[:10] >= since)
             and (not until or str(r.get("contest_date", ""))[:10] < until)]
-    limits = SandboxLimits(call_timeout_s=float(time_limit), cpu_seconds=max(1, int(time_limit) + 1),
-                           memory_mb=int(memory_mb), max_idle_workers=0)
-    pool = SandboxPool(limits, unsafe_skip_static_check=True)
+    launcher = SandboxLauncher.from_config(context.config) if context.config is not None else SandboxLauncher.active()
+    pool = launcher.program_pool(call_timeout_s=float(time_limit), cpu_seconds=max(1, int(time_limit) + 1),
+                                 memory_mb=int(memory_mb), max_idle_workers=0)
+    max_output_chars = pool.limits.max_output_chars
     if context.resources is not None:
         context.resources.callback(pool.close)
     out = []
@@ -226,7 +227,7 @@ def livecodebench_items(context: SuiteContext, *, size: int = 1, seed: int = 0, 
         func_name = (json.loads(meta) if isinstance(meta, str) else meta).get("func_name", "") or ""
         question = _prompt(row)
         out += [EvalItem(group=f"LCB-v6/{label}", seed=seed + k, label=label, max_turns=1, column="LCB-v6",
-                         make_env=lambda q=question, t=tests, f=func_name: LiveCodeEnv(q, t, f, pool, limits.max_output_chars))
+                         make_env=lambda q=question, t=tests, f=func_name: LiveCodeEnv(q, t, f, pool, max_output_chars))
                 for k in range(size)]
     return out
 

@@ -66,6 +66,17 @@ class SandboxLauncher:
         backend = resolve_backend(self.settings.backend, **options)
         return SandboxPool(self.limits(**limit_overrides), backend=backend, allow_insecure=self.settings.allow_insecure)
 
+    def program_pool(self, **limit_overrides: Any) -> SandboxPool:
+        """A pool for whole programs instead of environment classes (contest solutions that
+        import ``sys`` and read standard input): no static check and no Python guard in its
+        workers, the OS layers alone (seccomp, Landlock, namespaces, rlimits, the memory
+        cgroup). So it never runs without them: ``allow_insecure`` is off whatever the
+        settings say. Backend and limits as :meth:`pool`'s."""
+        from .backends import resolve_backend
+
+        return SandboxPool(self.limits(**limit_overrides), backend=resolve_backend(self.settings.backend),
+                           allow_insecure=False, unsafe_skip_static_check=True)
+
     def __eq__(self, other: object) -> bool:
         return isinstance(other, SandboxLauncher) and other.settings == self.settings
 
