@@ -112,7 +112,8 @@ class ColumnStats:
     scored: int
     episodes: int
     unavailable: list[str]
-    #: Normal 95% interval of the mean over the scored groups (over problems, for Avg@k).
+    #: Normal 95% interval of the mean over the scored groups (over problems, for Avg@k);
+    #: ``(0, 1)`` with fewer than two.
     interval: tuple[float, float] = (0.0, 1.0)
 
 
@@ -132,7 +133,7 @@ def column_stats(groups: dict[str, list[EpisodeResult]], column_of: dict[str, st
         half = Z95 * math.sqrt(sum((r - mean) ** 2 for r in rates) / (len(rates) - 1) / len(rates)) if len(rates) > 1 else 0.0
         out[column] = ColumnStats(success_rate=mean, tasks=len(names), scored=len(scored),
                                   episodes=sum(len(groups.get(g, [])) for g in names), unavailable=unavailable,
-                                  interval=(max(0.0, mean - half), min(1.0, mean + half)) if rates else (0.0, 1.0))
+                                  interval=(max(0.0, mean - half), min(1.0, mean + half)) if len(rates) > 1 else (0.0, 1.0))
     return out
 
 
