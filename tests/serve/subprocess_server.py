@@ -35,7 +35,7 @@ def spade_serve(
 
             resource.setrlimit(resource.RLIMIT_NOFILE, (open_files, open_files))
 
-    out = open(log, "wb") if log is not None else subprocess.PIPE  # noqa: SIM115 (closed below)
+    out = open(log, "wb") if log is not None else subprocess.PIPE
     proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=dict(os.environ), preexec_fn=limit_files)
     if log is not None:
         out.close()  # type: ignore[union-attr]

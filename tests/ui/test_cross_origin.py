@@ -68,7 +68,7 @@ def attacker() -> Iterator[str]:
     """A page of another origin (127.0.0.2, its own port)."""
 
     class Page(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802 (the standard library's name)
+        def do_GET(self) -> None:
             body = ATTACKER_PAGE.encode()
             self.send_response(200)
             self.send_header("Content-Type", "text/html; charset=utf-8")

@@ -331,7 +331,7 @@ def create_app(manager: SessionManager) -> FastAPI:
                 return await websocket.receive_text()
             try:
                 return await asyncio.wait_for(websocket.receive_text(), settings.idle_timeout_s)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 await server_closed("idle")
                 raise WebSocketDisconnect(_WS_GOING_AWAY) from None
 

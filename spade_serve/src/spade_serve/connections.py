@@ -55,6 +55,7 @@ def guarded_http_protocol(max_connections: int, read_timeout_s: float) -> type:
             self._phase = "headers"
             self._since = time.monotonic()
             self._dropped = False
+            self._upgraded = False
             super().connection_made(transport)
             if len(self.connections) > self.cap and self._open_count() > self.cap and not self._make_room():
                 self._dropped = True
@@ -72,7 +73,10 @@ def guarded_http_protocol(max_connections: int, read_timeout_s: float) -> type:
             self._follow()
 
         def handle_websocket_upgrade(self, event: Any) -> None:
-            self._cancel()  # the WebSocket protocol owns the connection from here on
+            # The WebSocket protocol owns the connection (and its transport) from here on;
+            # h11 still says SEND_BODY (the upgrade request's end was never pulled).
+            self._upgraded = True
+            self._cancel()
             super().handle_websocket_upgrade(event)
 
         def on_response_complete(self) -> None:
@@ -85,6 +89,8 @@ def guarded_http_protocol(max_connections: int, read_timeout_s: float) -> type:
         # --- the deadline -----------------------------------------------------------
         def _arm(self, phase: str) -> None:
             self._cancel()
+            if self._upgraded:
+                return
             self._phase = phase
             self._since = time.monotonic()
             self._deadline = self.loop.call_later(self.read_timeout, self._read_timed_out)
@@ -97,6 +103,8 @@ def guarded_http_protocol(max_connections: int, read_timeout_s: float) -> type:
         def _follow(self) -> None:
             """After bytes arrived: the headers are in (the body's deadline starts), the
             whole request is (no deadline until the answer), or nothing changed."""
+            if self._upgraded:
+                return
             state = self.conn.their_state
             if state is h11.IDLE:
                 return
@@ -108,7 +116,7 @@ def guarded_http_protocol(max_connections: int, read_timeout_s: float) -> type:
 
         def _read_timed_out(self) -> None:
             self._deadline = None
-            if not self.transport.is_closing() and self.conn.their_state in waiting:
+            if not self._upgraded and not self.transport.is_closing() and self.conn.their_state in waiting:
                 self._drop()
 
         # --- the cap ----------------------------------------------------------------
@@ -125,7 +133,7 @@ def guarded_http_protocol(max_connections: int, read_timeout_s: float) -> type:
             body); whether there was one."""
             best: tuple[tuple[int, float], Any] | None = None
             for conn in self.connections:
-                if conn is self or not isinstance(conn, GuardedH11Protocol) or conn._dropped:
+                if conn is self or not isinstance(conn, GuardedH11Protocol) or conn._dropped or conn._upgraded:
                     continue
                 state = conn.conn.their_state
                 if state not in waiting or (state is h11.IDLE and conn.cycle is not None and not conn.cycle.response_complete):
