@@ -214,7 +214,7 @@ def test_export_then_import_into_a_fresh_store_reproduces_it(
     fresh = tmp_path / "fresh-home"
     fresh.mkdir()
     monkeypatch.setenv("SPADE_HOME", str(fresh))
-    code, report = import_json(str(out))
+    code, report = import_json(str(out), "--trust")  # the statuses it records are kept only when trusted
     assert code == 0, report
     assert {r["outcome"] for r in report} == {"imported"}
     assert _stored() == before, "sources and complete metadata come back equal"

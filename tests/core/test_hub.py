@@ -29,7 +29,7 @@ from spade_core.hub import (
     read_hub_items,
     write_hub_folder,
 )
-from spade_core.importer import prepare
+from spade_core.importer import ImportOptions, prepare
 from spade_core.metadata import EnvMetadata, EnvStatus, StatsSnapshot, ValidationReport, code_hash
 from spade_core.published_pools import normalise_skill
 
@@ -492,9 +492,9 @@ def test_any_metadata_survives_the_export_layout_unchanged(tmp_path: Path, metas
     envs = [(src, m.model_copy(update={"code_hash": code_hash(src)})) for src, m in envs]
     with tempfile.TemporaryDirectory(dir=tmp_path) as tmp:
         write_hub_folder(envs, Path(tmp) / "out")
-        items = read_hub_items(HubRef("test", path=Path(tmp) / "out"), keep_status=True)
+        items = read_hub_items(HubRef("test", path=Path(tmp) / "out"))
         rows = pq.read_table(Path(tmp) / "out" / "data" / "train-00000-of-00001.parquet").to_pylist()
-    assert [prepare(i).metadata for i in items] == [m for _, m in envs]
+    assert [prepare(i, ImportOptions(trust=True)).metadata for i in items] == [m for _, m in envs]
     assert [prepare(i).source for i in items] == [src for src, _ in envs]
     for row, (_, m) in zip(rows, envs, strict=True):
         assert (row["id"], row["status"], row["parent_ids"], row["hint"]) == (m.id, m.status.value, m.parent_ids, m.hint)

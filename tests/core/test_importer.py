@@ -98,9 +98,11 @@ def test_unusable_rows_say_why(row: dict, reason: str) -> None:
 def test_an_export_row_is_read_back_as_the_same_metadata(meta: EnvMetadata) -> None:
     meta = meta.model_copy(update={"code_hash": code_hash(HANOI)})
     row = json.loads(json.dumps(export_row(HANOI, meta)))
-    back = prepare(RawItem("row", row))
+    back = prepare(RawItem("row", row), ImportOptions(trust=True))
     assert back.source == HANOI
     assert back.metadata == meta
+    untrusted = prepare(RawItem("row", row)).metadata
+    assert untrusted == (meta.model_copy(update={"status": EnvStatus.candidate}) if meta.status == EnvStatus.admitted else meta)
 
 
 def test_a_published_style_parquet_pool_is_read(tmp_path: Path) -> None:

@@ -315,25 +315,33 @@ def import_envs(
     ),
     domain: str | None = typer.Option(None, "--domain", help="Domain of every item (else the data's 'domain')."),
     skill: str | None = typer.Option(None, "--skill", help="Skill of every item (else the data's, else 'general')."),
-    status: ImportStatus | None = typer.Option(None, "--status", help="Status of every item (default: candidate)."),
+    status: ImportStatus | None = typer.Option(
+        None,
+        "--status",
+        help="Status of every item, replacing the data's (admitted: validated first, unless --trust). "
+        "Without it an item keeps the status the data records, except that admitted is read as candidate "
+        "unless --trust.",
+    ),
     new_version: bool = typer.Option(
         False, "--new-version", help="Store code whose id is taken by other code as the next version."
     ),
     trust: bool = typer.Option(
         False,
         "--trust",
-        help="With --status admitted: admit without running the validation pipeline; with hf:, keep the "
-        "statuses the dataset records (else what it records as admitted is read as a candidate).",
+        help="With --status admitted: admit without running the validation pipeline; without --status: keep "
+        "the statuses the data records (else what any file, folder or hf: dataset records as admitted is read "
+        "as a candidate).",
     ),
     as_json: bool = typer.Option(False, "--json", help="Print the per-item report as JSON."),
 ) -> None:
     """Import environments; every item is reported, bad items never stop the batch.
 
-    With --status admitted each item first runs through the validation pipeline: only
-    what passes is admitted, the rest is reported with the stage and reason (--trust
-    skips this). A .py file without metadata gets the domain its code implies (boxed
-    commands or a tool-use base) when one installed domain takes that format, and so
-    does a row of a published pool read with hf:."""
+    A row's own status is the data's word: what any input records as admitted is read
+    as a candidate unless --trust. With --status admitted each item first runs through
+    the validation pipeline: only what passes is admitted, the rest is reported with the
+    stage and reason (--trust skips this). A .py file without metadata gets the domain
+    its code implies (boxed commands or a tool-use base) when one installed domain takes
+    that format, and so does a row of a published pool read with hf:."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from .catalog import open_store
@@ -346,7 +354,7 @@ def import_envs(
         from .hub import parse_hub_ref, read_hub_items
 
         # The whole dataset is read and checked before anything is stored.
-        items = read_hub_items(parse_hub_ref(path), keep_status=trust)
+        items = read_hub_items(parse_hub_ref(path))
     else:
         items = list(read_items(Path(path)))
     by_format: dict[str, list[str]] = {}
@@ -356,6 +364,7 @@ def import_envs(
         domain=domain,
         skill=skill,
         status=EnvStatus(status.value) if status else None,
+        trust=trust,
         format_domains={fmt: names[0] for fmt, names in by_format.items() if len(names) == 1},
     )
     validator = None

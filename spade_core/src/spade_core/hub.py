@@ -13,9 +13,9 @@ The export layout's names are re-exported here, so this module is the public sur
 
 from __future__ import annotations
 
-import json
 import re
 import tempfile
+import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,7 +37,7 @@ from .hub_layout import (
     schema_table,
     write_hub_folder,
 )
-from .importer import RawItem
+from .importer import UNTRUSTED_STATUS_NOTE, RawItem
 from .metadata import EnvMetadata
 from .published_pools import read_published
 
@@ -201,61 +201,37 @@ def _not_cached(ref: HubRef, revision: str, cache: Path, offline: bool) -> str:
     )
 
 
-def read_hub_items(ref: HubRef, *, keep_status: bool = False) -> list[RawItem]:
+def read_hub_items(ref: HubRef, *, keep_status: bool | None = None) -> list[RawItem]:
     """Every environment of ``ref`` as import items, in a stable order.
 
     The layout is recognised by the folder: a card whose ``spade.layout`` is
     ``spade-envs`` (an export), else the published SPADE pools' layouts
     (:func:`spade_core.published_pools.read_published`). Problems with the dataset as a
     whole raise :class:`HubError` (or :class:`~spade_core.importer.ImportSourceError`)
-    before anything is imported; a bad row is an item with its own outcome.
+    before anything is imported; a bad row is an item with its own outcome. Files are read
+    only inside the dataset's folder, or inside its cache repository's folder for a
+    Hugging Face cache snapshot (:mod:`spade_core.dataset_files`).
 
-    A dataset is someone else's word: a row it records as ``admitted`` is read as a
-    ``candidate`` (with a note) unless ``keep_status`` (``spade import --trust``); the
-    import's ``--status admitted`` then decides admission through validation.
+    The items carry the statuses the dataset records. A dataset is someone else's word:
+    :func:`~spade_core.importer.prepare` reads a recorded ``admitted`` as a ``candidate``
+    unless ``ImportOptions(trust=True)`` (``spade import --trust``), as for every import
+    path. ``keep_status`` is accepted for compatibility and no longer does anything.
     """
+    if keep_status is not None:
+        warnings.warn(
+            "read_hub_items(keep_status=...) does nothing: whether a dataset's statuses are kept is "
+            "ImportOptions(trust=...) of the import",
+            DeprecationWarning,
+            stacklevel=2,
+        )
     folder = snapshot(ref)
     meta = card_metadata(folder)
     if meta is not None and isinstance(meta.get("spade"), dict):
         layout = meta["spade"].get("layout")
         if layout != LAYOUT:
             raise HubError(f"{folder / 'README.md'}: unknown spade.layout {layout!r} (this SPADE reads {LAYOUT!r})")
-        items = read_spade_layout(folder, meta)
-    else:
-        items = read_published(folder)
-    return items if keep_status else [_as_candidate(i) for i in items]
-
-
-UNTRUSTED_STATUS_NOTE = (
-    "recorded as admitted in the dataset, read as a candidate (--status admitted validates it; "
-    "--trust keeps the dataset's status)"
-)
-
-
-def _as_candidate(item: RawItem) -> RawItem:
-    if item.error is not None:
-        return item
-    row = dict(item.row)
-    changed = False
-    doc = row.get("metadata")
-    if isinstance(doc, str):
-        try:
-            parsed = json.loads(doc)
-        except json.JSONDecodeError:
-            parsed = None  # prepare() reports the bad JSON
-        if isinstance(parsed, dict) and parsed.get("status") == "admitted":
-            row["metadata"] = json.dumps({**parsed, "status": "candidate"}, ensure_ascii=False)
-            changed = True
-    elif isinstance(doc, dict) and doc.get("status") == "admitted":
-        row["metadata"] = {**doc, "status": "candidate"}
-        changed = True
-    if row.get("status") == "admitted":
-        row["status"] = "candidate"
-        changed = True
-    if not changed:
-        return item
-    return RawItem(item.origin, row, from_file=item.from_file, infer_domain=item.infer_domain,
-                   notes=(*item.notes, UNTRUSTED_STATUS_NOTE))
+        return read_spade_layout(folder, meta)
+    return read_published(folder)
 
 
 __all__ = [
@@ -266,6 +242,7 @@ __all__ = [
     "HubError",
     "HubExport",
     "HubRef",
+    "UNTRUSTED_STATUS_NOTE",
     "build_dataset_dict",
     "dataset_card",
     "export_target",

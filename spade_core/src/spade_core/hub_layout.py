@@ -28,6 +28,17 @@ from pathlib import Path
 from typing import Any
 
 from ._version import __version__
+from .dataset_files import (
+    DecodeBudget,
+    ImportSourceError,
+    OutsideDataset,
+    dataset_root,
+    iter_parquet_rows,
+    open_parquet,
+    read_text_bounded,
+    relative_inside,
+    resolve_inside,
+)
 from .errors import SpadeError
 from .importer import RawItem
 from .metadata import EnvMetadata
@@ -272,24 +283,35 @@ def write_hub_folder(
     return HubExport(target, {s: len(dd[s]) for s in dd})
 
 
+#: Largest dataset card read (its YAML header and text).
+MAX_CARD_BYTES = 16 * 1024 * 1024
+
+
 def card_metadata(folder: Path) -> dict[str, Any] | None:
-    """The YAML front matter of ``folder/README.md`` (``None`` without a card)."""
+    """The YAML front matter of ``folder/README.md`` (``None`` without a card). The card
+    is read only inside the dataset (:func:`~spade_core.dataset_files.dataset_root`)."""
     readme = folder / "README.md"
-    if not readme.is_file():
+    if not (readme.is_file() or readme.is_symlink()):
         return None
     from huggingface_hub import DatasetCard
 
     try:
-        card = DatasetCard.load(readme)
+        text = read_text_bounded(resolve_inside(readme, dataset_root(folder), str(readme)), MAX_CARD_BYTES, str(readme))
+        card = DatasetCard(text)
+    except OutsideDataset as exc:
+        raise HubError(str(exc)) from None
     except Exception as exc:  # the library raises ValueError / yaml errors for a malformed header
         raise HubError(f"{readme}: the dataset card's YAML header cannot be read: {exc}") from None
-    return card.data.to_dict()
+    data = card.data.to_dict()
+    return data if isinstance(data, dict) else None
 
 
 def read_spade_layout(folder: Path, meta: dict[str, Any]) -> list[RawItem]:
     """Every row of an export (:data:`COLUMNS`), checked as a whole first: a layout
-    newer than this version, a missing data file, an unreadable Parquet file or a missing
-    column raises :class:`HubError` before any row is returned."""
+    newer than this version, a missing data file or one outside the dataset, an
+    unreadable Parquet file, a decompression bomb or a missing column raises
+    :class:`HubError` before any row is returned. Rows are decoded a few at a time, only
+    the columns import reads (:func:`~spade_core.dataset_files.iter_parquet_rows`)."""
     spade = meta.get("spade") or {}
     version = spade.get("layout_version")
     if not isinstance(version, int) or version < 1:
@@ -300,27 +322,29 @@ def read_spade_layout(folder: Path, meta: dict[str, Any]) -> list[RawItem]:
             "upgrade spade-core"
         )
     files = list(_split_files(folder, meta))
-    import pyarrow.parquet as pq
-
+    budget = DecodeBudget.for_files(real for _, _, real in files)
     items: list[RawItem] = []
-    for split, path in files:
-        rel = path.relative_to(folder).as_posix()
+    for split, rel, real in files:
         try:
-            table = pq.read_table(path)
-        except Exception as exc:  # pyarrow raises several types for a damaged file
-            raise HubError(f"{rel}: not a readable Parquet file: {exc}") from None
-        missing = [c for c in REQUIRED_COLUMNS if c not in table.column_names]
-        if missing:
-            raise HubError(
-                f"{rel}: missing column {', '.join(map(repr, missing))} (layout {LAYOUT} v{version} needs "
-                f"{', '.join(REQUIRED_COLUMNS)}; the file has {', '.join(table.column_names) or 'none'})"
-            )
-        for i, row in enumerate(table.select(list(REQUIRED_COLUMNS)).to_pylist()):
-            items.append(RawItem(f"{split}#{i}", row))
+            pf = open_parquet(real, rel)
+            names = pf.schema_arrow.names
+            missing = [c for c in REQUIRED_COLUMNS if c not in names]
+            if missing:
+                raise HubError(
+                    f"{rel}: missing column {', '.join(map(repr, missing))} (layout {LAYOUT} v{version} needs "
+                    f"{', '.join(REQUIRED_COLUMNS)}; the file has {', '.join(names) or 'none'})"
+                )
+            for i, row, error in iter_parquet_rows(pf, rel, budget, columns=list(REQUIRED_COLUMNS)):
+                items.append(RawItem(f"{split}#{i}", row or {}, error=error))
+        except ImportSourceError as exc:
+            raise HubError(str(exc)) from None
     return items
 
 
-def _split_files(folder: Path, meta: dict[str, Any]) -> Iterator[tuple[str, Path]]:
+def _split_files(folder: Path, meta: dict[str, Any]) -> Iterator[tuple[str, str, Path]]:
+    """``(split, path shown, real path)`` of each data file the card declares; a pattern
+    that is absolute or climbs out with ``..``, or a file that links out of the dataset,
+    raises :class:`HubError`."""
     configs = meta.get("configs") or []
     default = next((c for c in configs if isinstance(c, dict) and c.get("config_name") == "default"), None)
     if default is None:
@@ -328,15 +352,26 @@ def _split_files(folder: Path, meta: dict[str, Any]) -> Iterator[tuple[str, Path
     entries = default.get("data_files") or []
     if not isinstance(entries, list) or not entries:
         raise HubError(f"{folder / 'README.md'}: the 'default' config lists no data_files")
+    root = dataset_root(folder)
     for entry in entries:
         split, pattern = (entry.get("split"), entry.get("path")) if isinstance(entry, dict) else (None, None)
-        if not isinstance(split, str) or not isinstance(pattern, str):
+        if not isinstance(split, str) or not isinstance(pattern, str) or not pattern:
             raise HubError(f"{folder / 'README.md'}: a data_files entry needs 'split' and 'path', got {entry!r}")
-        matches = sorted(folder.glob(pattern))
+        try:
+            relative_inside(pattern, f"split {split!r} names data file")
+            matches = sorted(m for m in folder.glob(pattern) if m.is_file() or m.is_symlink())
+        except OutsideDataset as exc:
+            raise HubError(f"{folder / 'README.md'}: {exc}") from None
+        except (ValueError, NotImplementedError) as exc:
+            raise HubError(f"{folder / 'README.md'}: split {split!r} names {pattern!r}, not a usable pattern ({exc})") from None
         if not matches:
             raise HubError(f"{folder}: split {split!r} names {pattern}, and no such file exists")
         for m in matches:
-            yield split, m
+            rel = m.relative_to(folder).as_posix()
+            try:
+                yield split, rel, resolve_inside(m, root, rel)
+            except OutsideDataset as exc:
+                raise HubError(str(exc)) from None
 
 
 __all__ = [

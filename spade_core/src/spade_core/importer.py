@@ -13,15 +13,23 @@ Accepted inputs (what ``spade import`` reads):
   (with ``schema_version``) in a ``metadata`` column (what ``spade export`` writes).
 
 Every row is judged on its own: a malformed line, missing code, a syntax error, no class
-ending in ``Env`` or metadata that fails validation becomes an :class:`ItemError` naming
-the row and the reason, and never stops the rest of the batch. Only a problem with the
-input as a whole (no such path, unsupported format) raises :class:`ImportSourceError`.
+ending in ``Env``, metadata that fails validation, a row too large or nested too deeply,
+or a file that is a link out of the folder becomes an :class:`ItemError` naming the row
+and the reason, and never stops the rest of the batch. Only a problem with the input as
+a whole (no such path, unsupported format, a Parquet decompression bomb) raises
+:class:`ImportSourceError`. Files are read through :mod:`spade_core.dataset_files`: links
+must stay inside the folder, rows and decoding are bounded.
+
+A row's own status is the data's word, not the user's: unless ``ImportOptions.trust``
+(``spade import --trust``) or ``ImportOptions.status`` (``--status``, which replaces it;
+``admitted`` is then validated by the CLI), a row recorded as ``admitted`` is read as a
+``candidate`` with a note. :func:`prepare` applies this rule, for every path (files,
+folders, ``hf:`` datasets) alike.
 """
 
 from __future__ import annotations
 
 import ast
-import json
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
@@ -31,8 +39,24 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import ValidationError
 
 from .admission import AdmissionValidator
+from .dataset_files import (
+    MAX_ROW_BYTES,
+    MAX_SOURCE_BYTES,
+    DecodeBudget,
+    ImportSourceError,
+    JSONNestingError,
+    JSONSyntaxError,
+    OutsideDataset,
+    dataset_root,
+    iter_json_lines,
+    iter_parquet_rows,
+    load_json,
+    nesting_error,
+    open_parquet,
+    read_text_bounded,
+    resolve_inside,
+)
 from .errors import EnvLoadError, EnvNotFound, InvalidTransition, SpadeError, StoreError
-from .locations import json_error
 from .metadata import EnvMetadata, EnvStatus, ValidationReport, code_hash
 from .source import env_class_node, parse_source
 
@@ -62,13 +86,12 @@ PASSTHROUGH_KEYS = (
 )
 #: Skill given to environments whose row names none and no ``--skill`` was passed.
 DEFAULT_SKILL = "general"
-#: Larger sources are refused: no designer writes a megabyte environment on purpose.
-MAX_SOURCE_BYTES = 1_000_000
 SUFFIXES = (".py", ".jsonl", ".parquet")
-
-
-class ImportSourceError(SpadeError):
-    """The import input as a whole cannot be read (missing path, unknown format)."""
+#: The note of a row whose recorded ``admitted`` was read as ``candidate`` (see the module docstring).
+UNTRUSTED_STATUS_NOTE = (
+    "recorded as admitted in the dataset, read as a candidate (--status admitted validates it; "
+    "--trust keeps the dataset's status)"
+)
 
 
 class ItemError(SpadeError):
@@ -106,7 +129,11 @@ class ImportOptions:
 
     domain: str | None = None
     skill: str | None = None
+    #: Replaces every row's status (``admitted`` is validated by the CLI unless ``trust``).
     status: EnvStatus | None = None
+    #: Take the statuses the data records as they are (``spade import --trust``); without
+    #: it (and without ``status``) a row recorded as ``admitted`` is read as a ``candidate``.
+    trust: bool = False
     #: Action format (``"boxed"``, ``"tool_call"``) -> the one installed domain that uses
     #: it: the domain of a ``.py`` file whose metadata names none is inferred from its code.
     format_domains: Mapping[str, str] = field(default_factory=dict)
@@ -131,89 +158,97 @@ class PreparedItem:
 
 
 def read_items(path: str | Path) -> Iterator[RawItem]:
-    """Every item under ``path`` in a stable order (see the module docstring)."""
+    """Every item under ``path`` in a stable order (see the module docstring).
+
+    Files are read only where their real path (links resolved) lies inside the folder
+    (:func:`~spade_core.dataset_files.dataset_root`): a file of a folder that links out of
+    it is a failed item; a single file that does is refused as a whole."""
     p = Path(path)
     if not p.exists():
         raise ImportSourceError(f"{p}: no such file or folder")
     if p.is_dir():
-        files = sorted(f for f in p.iterdir() if f.is_file() and f.suffix in SUFFIXES)
+        root = dataset_root(p)
+        files = sorted(f for f in p.iterdir() if f.suffix in SUFFIXES and (f.is_file() or f.is_symlink()))
         if not files:
             raise ImportSourceError(f"{p}: the folder holds no .py, .jsonl or .parquet files")
+        budget = DecodeBudget.for_files(f for f in files if f.suffix == ".parquet")
         for f in files:
-            yield from _read_file(f)
+            try:
+                real = resolve_inside(f, root)
+            except OutsideDataset as exc:
+                yield RawItem(f.name, error=exc.reason, from_file=f.suffix == ".py")
+                continue
+            yield from _read_file(f, real, root, budget)
     else:
-        yield from _read_file(p)
+        root = dataset_root(p.parent)
+        try:
+            real = resolve_inside(p, root, str(p))
+        except OutsideDataset as exc:
+            raise ImportSourceError(f"{exc} (import the file it links to by its own name)") from None
+        yield from _read_file(p, real, root, None)
 
 
-def _read_file(p: Path) -> Iterator[RawItem]:
+def _read_file(p: Path, real: Path, root: Path, budget: DecodeBudget | None) -> Iterator[RawItem]:
+    """``p`` as named (for messages), read from ``real`` (its resolved path inside ``root``)."""
     if p.suffix == ".py":
-        yield _read_py(p)
+        yield _read_py(p, real, root)
     elif p.suffix == ".jsonl":
-        yield from _read_jsonl(p)
+        yield from _read_jsonl(p, real)
     elif p.suffix == ".parquet":
-        yield from _read_parquet(p)
+        yield from _read_parquet(p, real, budget or DecodeBudget.for_files([real]))
     else:
         raise ImportSourceError(f"{p}: unsupported file type {p.suffix!r} (use .py, .jsonl, .parquet or a folder)")
 
 
-def _read_py(p: Path) -> RawItem:
+def _read_py(p: Path, real: Path, root: Path) -> RawItem:
     try:
-        code = p.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        return RawItem(p.name, error=f"cannot read: {exc}")
+        size = real.stat().st_size
+        if size > MAX_SOURCE_BYTES:
+            return RawItem(p.name, error=f"code is {size} bytes (limit {MAX_SOURCE_BYTES})", from_file=True)
+        code = read_text_bounded(real, MAX_SOURCE_BYTES, "the file")
+    except (OSError, ValueError) as exc:
+        return RawItem(p.name, error=f"cannot read: {exc}", from_file=True)
     row: dict[str, Any] = {}
     sidecar = p.with_suffix(".json")
-    if sidecar.is_file():
+    if sidecar.is_file() or sidecar.is_symlink():
+        bad = f"metadata file {sidecar.name}"
         try:
-            meta = json.loads(sidecar.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as exc:
-            return RawItem(p.name, error=f"metadata file {sidecar.name} is not valid JSON: {json_error(exc)}", from_file=True)
-        except (OSError, UnicodeDecodeError) as exc:
-            return RawItem(p.name, error=f"metadata file {sidecar.name} is not valid JSON: {exc}", from_file=True)
+            meta = load_json(read_text_bounded(resolve_inside(sidecar, root), MAX_ROW_BYTES, "it"))
+        except OutsideDataset as exc:
+            return RawItem(p.name, error=f"{bad} {exc.reason}", from_file=True)
+        except JSONSyntaxError as exc:
+            return RawItem(p.name, error=f"{bad} is not valid JSON: {exc}", from_file=True)
+        except JSONNestingError as exc:
+            return RawItem(p.name, error=f"{bad} is JSON {exc}", from_file=True)
+        except (OSError, ValueError) as exc:
+            return RawItem(p.name, error=f"cannot read {bad}: {exc}", from_file=True)
         if not isinstance(meta, dict):
-            return RawItem(p.name, error=f"metadata file {sidecar.name} must hold a JSON object", from_file=True)
+            return RawItem(p.name, error=f"{bad} must hold a JSON object", from_file=True)
         row.update(meta)
     row["code"] = code
     return RawItem(p.name, row, from_file=True)
 
 
-def _read_jsonl(p: Path) -> Iterator[RawItem]:
+def _read_jsonl(p: Path, real: Path) -> Iterator[RawItem]:
     try:
-        handle = p.open(encoding="utf-8")
+        handle = real.open("rb")
     except OSError as exc:
         raise ImportSourceError(f"{p}: cannot read: {exc}") from None
     with handle:
-        for lineno, line in enumerate(handle, start=1):
+        for lineno, row, error in iter_json_lines(handle):
             origin = f"{p.name}:{lineno}"
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line.rstrip("\r\n"))  # a place past the end stays on this line
-            except json.JSONDecodeError as exc:
-                yield RawItem(origin, error=f"malformed JSON: {json_error(exc, one_line=True)}")
-                continue
-            if not isinstance(row, dict):
+            if error is not None:
+                yield RawItem(origin, error=error)
+            elif not isinstance(row, dict):
                 yield RawItem(origin, error=f"a line must hold a JSON object, got {type(row).__name__}")
-                continue
-            yield RawItem(origin, row)
+            else:
+                yield RawItem(origin, row)
 
 
-def _read_parquet(p: Path) -> Iterator[RawItem]:
-    try:
-        import pyarrow.parquet as pq
-    except ImportError:
-        raise ImportSourceError(
-            f"{p}: reading Parquet needs pyarrow (pip install 'spade-core[parquet]')"
-        ) from None
-    try:
-        pf = pq.ParquetFile(p)
-    except Exception as exc:  # pyarrow raises several types for a damaged file
-        raise ImportSourceError(f"{p}: not a readable Parquet file: {exc}") from None
-    index = 0
-    for batch in pf.iter_batches(batch_size=512):
-        for row in batch.to_pylist():
-            yield RawItem(f"{p.name}#{index}", row)
-            index += 1
+def _read_parquet(p: Path, real: Path, budget: DecodeBudget) -> Iterator[RawItem]:
+    pf = open_parquet(real, str(p))
+    for index, row, error in iter_parquet_rows(pf, p.name, budget):
+        yield RawItem(f"{p.name}#{index}", row or {}, error=error)
 
 
 # --- preparing -----------------------------------------------------------------------
@@ -259,17 +294,45 @@ def _validation_reason(exc: ValidationError) -> str:
 
 
 def prepare(item: RawItem, options: ImportOptions = ImportOptions()) -> PreparedItem:
-    """Validate one item; raise :class:`ItemError` with the reason when it is unusable."""
-    prepared = _prepare(item, options)
+    """Validate one item; raise :class:`ItemError` with the reason when it is unusable.
+
+    Whatever the row holds, the outcome is a :class:`PreparedItem` or an :class:`ItemError`:
+    an unexpected failure on odd data is that row's failure, never the batch's. The status
+    it gets follows the one rule of the module docstring (:func:`_status_rule`)."""
+    try:
+        prepared = _prepare(item, options)
+    except ItemError:
+        raise
+    except RecursionError:
+        raise ItemError(item.origin, "the row is nested too deeply to read") from None
+    except Exception as exc:  # odd data a check above missed: still this row's outcome only
+        raise ItemError(item.origin, f"unreadable row ({type(exc).__name__}: {exc})") from None
+    prepared = _status_rule(prepared, options)
     if item.notes:
         prepared = replace(prepared, notes=item.notes + prepared.notes)
     return prepared
+
+
+def _status_rule(item: PreparedItem, options: ImportOptions) -> PreparedItem:
+    """The one place that decides which status a row's own record may give it: a dataset
+    is someone else's word, so without ``trust`` (and without ``status``, which replaced
+    the row's status already) a recorded ``admitted`` becomes ``candidate``, with a note.
+    Every import path (``.py`` + sidecar, JSONL, Parquet, folders, ``hf:``) goes through here."""
+    if options.status is not None or options.trust or item.metadata.status is not EnvStatus.admitted:
+        return item
+    meta = item.metadata.model_copy(update={"status": EnvStatus.candidate})
+    return replace(item, metadata=meta, notes=(*item.notes, UNTRUSTED_STATUS_NOTE))
 
 
 def _prepare(item: RawItem, options: ImportOptions) -> PreparedItem:
     if item.error is not None:
         raise ItemError(item.origin, item.error)
     row = item.row
+    if not isinstance(row, Mapping):
+        raise ItemError(item.origin, f"a row must be an object, got {type(row).__name__}")
+    deep = nesting_error(row)
+    if deep is not None:
+        raise ItemError(item.origin, f"the row is {deep}")
     code_key, code = _first(row, CODE_KEYS)
     if code is None:
         raise ItemError(item.origin, f"no code (looked for a column named {', '.join(CODE_KEYS)})")
@@ -289,9 +352,11 @@ def _prepare(item: RawItem, options: ImportOptions) -> PreparedItem:
     if nested is not None:
         if isinstance(nested, str):
             try:
-                nested = json.loads(nested)
-            except json.JSONDecodeError as exc:
-                raise ItemError(item.origin, f"column 'metadata' is not valid JSON: {json_error(exc)}") from None
+                nested = load_json(nested)
+            except JSONSyntaxError as exc:
+                raise ItemError(item.origin, f"column 'metadata' is not valid JSON: {exc}") from None
+            except ValueError as exc:
+                raise ItemError(item.origin, f"column 'metadata' is JSON {exc}") from None
         if not isinstance(nested, dict):
             raise ItemError(item.origin, "column 'metadata' must hold a JSON object")
         if "schema_version" in nested:  # our own document (an export)

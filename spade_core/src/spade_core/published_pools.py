@@ -23,19 +23,39 @@ Skills are written as the domains name them (``"Multi-Step Workflows"`` ->
 ``multi_step_workflows``; ``unlabelled`` is no skill); provenance (run, scale, recipe,
 step, generation, the pool's ids) becomes tags ``key:value``; the domain, which the
 pools do not record, is the one the code implies (boxed commands or a tool-use base).
-A row whose ``sha256`` does not match its code fails on its own.
+A row whose ``sha256`` does not match its code fails on its own, and so does any other
+bad row or entry (a file outside the dataset, a row too large or nested too deeply, odd
+types): the rest still import. Files are read only inside the dataset's folder, or
+inside its cache repository's folder for a Hugging Face cache snapshot, whose files are
+links into ``blobs/`` (:mod:`spade_core.dataset_files`).
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from .importer import CODE_KEYS, MAX_SOURCE_BYTES, ImportSourceError, RawItem
+from .dataset_files import (
+    MAX_JSON_DOCUMENT_BYTES,
+    MAX_SOURCE_BYTES,
+    DecodeBudget,
+    ImportSourceError,
+    JSONSyntaxError,
+    OutsideDataset,
+    dataset_root,
+    iter_json_array,
+    iter_json_lines,
+    iter_parquet_rows,
+    load_json,
+    open_parquet,
+    read_text_bounded,
+    relative_inside,
+    resolve_inside,
+)
+from .importer import CODE_KEYS, RawItem
 
 MANIFEST = "manifest.json"
 #: Manifest members that may hold the list of entries.
@@ -92,18 +112,24 @@ def published_row(entry: dict[str, Any], code: str) -> dict[str, Any] | str:
         row["skill"] = skill
     tags = [f"{k}:{entry[k]}" for k in TAG_KEYS if entry.get(k) not in (None, "")]
     if tags:
-        row["tags"] = list(row.get("tags") or []) + tags
+        own = row.get("tags")
+        if own is not None and not isinstance(own, list):
+            return f"tags must be a list of strings, got {type(own).__name__}"
+        row["tags"] = [*(own or []), *tags]
     return row
 
 
 # --- manifest layout -----------------------------------------------------------------
 
 
-def _entries(manifest: Path) -> list[Any]:
+def _entries(manifest: Path, root: Path) -> list[Any]:
     try:
-        data = json.loads(manifest.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ImportSourceError(f"{manifest.name}: not readable JSON: {exc}") from None
+        real = resolve_inside(manifest, root, MANIFEST)
+        data = load_json(read_text_bounded(real, MAX_JSON_DOCUMENT_BYTES, MANIFEST), depth_limit=None)
+    except OutsideDataset as exc:
+        raise ImportSourceError(str(exc)) from None
+    except (OSError, ValueError) as exc:
+        raise ImportSourceError(f"{MANIFEST}: not readable JSON: {exc}") from None
     if isinstance(data, list):
         return data
     if isinstance(data, dict):
@@ -111,67 +137,106 @@ def _entries(manifest: Path) -> list[Any]:
             if isinstance(data.get(key), list):
                 return data[key]
         raise ImportSourceError(
-            f"{manifest.name}: no list of environments (looked for a list, or a member named "
+            f"{MANIFEST}: no list of environments (looked for a list, or a member named "
             f"{', '.join(LIST_KEYS)}; it has {', '.join(sorted(data)) or 'no members'})"
         )
-    raise ImportSourceError(f"{manifest.name}: must hold a list or an object, got {type(data).__name__}")
+    raise ImportSourceError(f"{MANIFEST}: must hold a list or an object, got {type(data).__name__}")
 
 
-def _locate(folder: Path, entry: dict[str, Any], by_name: dict[str, list[Path]]) -> Path | str:
+def _folder_name(value: Any) -> str | None:
+    """``value`` when it is one plain folder name (a run, a generation), else ``None``."""
+    if not isinstance(value, str) or not value or value in (".", "..") or "\x00" in value:
+        return None
+    return None if "/" in value or "\\" in value else value
+
+
+def _is_file(path: Path, *, or_link: bool = False) -> bool:
+    """``path.is_file()`` (or ``is_symlink()`` with ``or_link``: a link is checked where
+    it leads later), ``False`` where the name cannot even be looked up (too long, ...)."""
+    try:
+        return path.is_file() or (or_link and path.is_symlink())
+    except (OSError, ValueError):
+        return False
+
+
+def _quoted(value: str, limit: int = 100) -> str:
+    """``repr(value)``, cut to about ``limit`` characters (a hostile entry's name can be any length)."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 4] + "...'"
+
+
+def _locate(folder: Path, root: Path, entry: dict[str, Any], by_name: dict[str, list[Path]]) -> tuple[str, Path] | str:
+    """The file an entry names, as ``(path inside the dataset, real path)``, or the reason
+    it has none: a path must stay inside the dataset as written and once links are
+    resolved (inside the cache repository for a Hugging Face cache snapshot)."""
     for key in PATH_KEYS:
         value = entry.get(key)
         if isinstance(value, str) and value:
-            path = (folder / value).resolve()
-            if not path.is_relative_to(folder.resolve()):
-                return f"{key} {value!r} points outside the dataset"
-            return path if path.is_file() else f"{key} {value!r}: no such file in the dataset"
+            try:
+                rel = relative_inside(value, key).as_posix()
+                real = resolve_inside(folder / rel, root, f"{key} {_quoted(value)}")
+            except OutsideDataset as exc:
+                return f"{key} {_quoted(value)} points outside the dataset: {exc.reason}"
+            return (rel, real) if _is_file(real) else f"{key} {_quoted(value)}: no such file in the dataset"
     name = next((entry[k] for k in FILE_KEYS if isinstance(entry.get(k), str) and entry[k]), None)
     if name is None:
         return f"the entry names no file (looked for {', '.join(PATH_KEYS + FILE_KEYS)})"
-    if "/" in name or name.startswith("."):
-        return f"file name {name!r} must be a bare name"
+    if "/" in name or "\\" in name or "\x00" in name or name.startswith("."):
+        return f"file name {_quoted(name)} must be a bare name"
+    found: list[Path] = []
     for sub, key in (("environments", "source_run"), ("games", "generation")):
-        if isinstance(entry.get(key), str):
-            candidate = folder / sub / entry[key] / name
-            if candidate.is_file():
-                return candidate
-    found = by_name.get(name, [])
-    if len(found) == 1:
-        return found[0]
+        run = _folder_name(entry.get(key))
+        if run is not None and _is_file(folder / sub / run / name, or_link=True):
+            found = [folder / sub / run / name]
+            break
     if not found:
-        return f"file {name!r} named by the manifest is not in the dataset"
-    return f"file name {name!r} is ambiguous ({len(found)} files); the entry needs a path"
+        found = by_name.get(name, [])
+    if not found:
+        return f"file {_quoted(name)} named by the manifest is not in the dataset"
+    if len(found) > 1:
+        return f"file name {_quoted(name)} is ambiguous ({len(found)} files); the entry needs a path"
+    rel = found[0].relative_to(folder).as_posix()
+    try:
+        real = resolve_inside(found[0], root, rel)
+    except OutsideDataset as exc:
+        return str(exc)
+    return (rel, real) if _is_file(real) else f"{rel}: not a file"
+
+
+def _manifest_item(folder: Path, root: Path, i: int, entry: Any, by_name: dict[str, list[Path]]) -> RawItem:
+    origin = f"{MANIFEST}#{i}"
+    if not isinstance(entry, dict):
+        return RawItem(origin, error=f"a manifest entry must be an object, got {type(entry).__name__}")
+    where = _locate(folder, root, entry, by_name)
+    if isinstance(where, str):
+        return RawItem(origin, error=where)
+    origin, real = where
+    size = real.stat().st_size
+    if size > MAX_SOURCE_BYTES:
+        return RawItem(origin, error=f"code is {size} bytes (limit {MAX_SOURCE_BYTES})")
+    try:
+        code = read_text_bounded(real, MAX_SOURCE_BYTES, "the file")
+    except (OSError, ValueError) as exc:
+        return RawItem(origin, error=f"cannot read: {exc}")
+    row = published_row(entry, code)
+    return RawItem(origin, error=row) if isinstance(row, str) else RawItem(origin, row, infer_domain=True)
 
 
 def read_manifest(folder: Path) -> list[RawItem]:
-    entries = _entries(folder / MANIFEST)
-    root = folder.resolve()
+    """Every entry of ``folder/manifest.json`` as an item; an entry that cannot be used
+    (no file, a file outside the dataset, odd values) is an item with its reason."""
+    root = dataset_root(folder)
+    entries = _entries(folder / MANIFEST, root)
     by_name: dict[str, list[Path]] = {}
     for p in sorted(folder.rglob("*.py")):
         if not any(part.startswith(".") for part in p.relative_to(folder).parts):
             by_name.setdefault(p.name, []).append(p)
     items = []
     for i, entry in enumerate(entries):
-        origin = f"{MANIFEST}#{i}"
-        if not isinstance(entry, dict):
-            items.append(RawItem(origin, error=f"a manifest entry must be an object, got {type(entry).__name__}"))
-            continue
-        where = _locate(folder, entry, by_name)
-        if isinstance(where, str):
-            items.append(RawItem(origin, error=where))
-            continue
-        where = where.resolve()
-        origin = where.relative_to(root).as_posix()
-        if where.stat().st_size > MAX_SOURCE_BYTES:
-            items.append(RawItem(origin, error=f"code is {where.stat().st_size} bytes (limit {MAX_SOURCE_BYTES})"))
-            continue
         try:
-            code = where.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            items.append(RawItem(origin, error=f"cannot read: {exc}"))
-            continue
-        row = published_row(entry, code)
-        items.append(RawItem(origin, error=row) if isinstance(row, str) else RawItem(origin, row, infer_domain=True))
+            items.append(_manifest_item(folder, root, i, entry, by_name))
+        except (OSError, ValueError, TypeError, RecursionError) as exc:  # odd values: this entry's failure only
+            items.append(RawItem(f"{MANIFEST}#{i}", error=f"unusable entry ({type(exc).__name__}: {exc})"))
     return items
 
 
@@ -182,85 +247,119 @@ def _table_files(folder: Path) -> list[Path]:
     out = []
     for p in sorted(folder.rglob("*")):
         rel = p.relative_to(folder)
-        if any(part.startswith(".") for part in rel.parts) or not p.is_file():
+        if any(part.startswith(".") for part in rel.parts) or not (p.is_file() or p.is_symlink()):
             continue
         if p.suffix in TABLE_SUFFIXES and p.name not in NOT_DATA:
             out.append(p)
     return out
 
 
-def _read_rows(path: Path, rel: str) -> tuple[list[str], Iterator[tuple[str, Any]]]:
-    """The columns of a table file and its ``(origin, row)`` pairs; whole-file problems raise."""
-    if path.suffix == ".parquet":
-        import pyarrow.parquet as pq
+Rows = Iterator[tuple[str, Any, "str | None"]]
 
-        try:
-            table = pq.read_table(path)
-        except Exception as exc:  # pyarrow raises several types for a damaged file
-            raise ImportSourceError(f"{rel}: not a readable Parquet file: {exc}") from None
-        return table.column_names, ((f"{rel}#{i}", r) for i, r in enumerate(table.to_pylist()))
+
+def _json_lines(real: Path, rel: str) -> Rows:
+    with real.open("rb") as handle:
+        for lineno, row, error in iter_json_lines(handle):
+            yield f"{rel}:{lineno}", row, error
+
+
+def _read_rows(path: Path, rel: str, budget: DecodeBudget) -> tuple[list[str], Rows]:
+    """The columns of a table file and its ``(origin, row, error)`` triples; whole-file
+    problems raise. Rows are bounded (:mod:`spade_core.dataset_files`)."""
+    if path.suffix == ".parquet":
+        pf = open_parquet(path, rel)
+        rows = ((f"{rel}#{i}", r, e) for i, r, e in iter_parquet_rows(pf, rel, budget))
+        return pf.schema_arrow.names, rows
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+        size = path.stat().st_size
+    except OSError as exc:
         raise ImportSourceError(f"{rel}: cannot read: {exc}") from None
-    rows: list[tuple[str, Any]] = []
-    whole: Any = None
-    if path.suffix == ".json":
+    listed: list[tuple[str, Any, str | None]] | None = None
+    text: str | None = None
+    if path.suffix == ".json" and size <= MAX_JSON_DOCUMENT_BYTES:
         try:
-            whole = json.loads(text)
-        except json.JSONDecodeError:
+            text = read_text_bounded(path, MAX_JSON_DOCUMENT_BYTES, rel)
+        except OSError as exc:
+            raise ImportSourceError(f"{rel}: cannot read: {exc}") from None
+        except ValueError:
+            text = None  # not UTF-8 as a whole: as JSON lines, each line is judged alone
+    if text is not None:
+        try:
+            whole: Any = load_json(text, depth_limit=None)
+        except JSONSyntaxError:
             whole = None  # JSON lines under a .json name, as some pools are written
-    if isinstance(whole, list):
-        rows = [(f"{rel}#{i}", r) for i, r in enumerate(whole)]
-    elif isinstance(whole, dict):
-        lists = [v for v in whole.values() if isinstance(v, list)]
-        if len(lists) != 1:
-            raise ImportSourceError(f"{rel}: a JSON object must hold exactly one list of rows")
-        rows = [(f"{rel}#{i}", r) for i, r in enumerate(lists[0])]
-    else:
-        for lineno, line in enumerate(text.splitlines(), start=1):
-            if not line.strip():
-                continue
+        except ValueError:  # too deep to parse whole: a list is read element by element, else as lines
+            whole = None
             try:
-                rows.append((f"{rel}:{lineno}", json.loads(line)))
-            except json.JSONDecodeError as exc:
-                rows.append((f"{rel}:{lineno}", f"malformed JSON: {exc.msg} at column {exc.colno}"))
-    columns = sorted({k for _, r in rows if isinstance(r, dict) for k in r})
-    return columns, iter(rows)
+                listed = [(f"{rel}#{i}", r, e) for i, (r, e) in enumerate(iter_json_array(text))]
+            except ValueError:
+                listed = None
+        if isinstance(whole, list):
+            listed = [(f"{rel}#{i}", r, None) for i, r in enumerate(whole)]
+        elif isinstance(whole, dict):
+            lists = [v for v in whole.values() if isinstance(v, list)]
+            if len(lists) != 1:
+                raise ImportSourceError(f"{rel}: a JSON object must hold exactly one list of rows")
+            listed = [(f"{rel}#{i}", r, None) for i, r in enumerate(lists[0])]
+    if listed is None:
+        try:
+            listed = list(_json_lines(path, rel))
+        except OSError as exc:
+            raise ImportSourceError(f"{rel}: cannot read: {exc}") from None
+    columns = sorted({k for _, r, _ in listed if isinstance(r, dict) for k in r})
+    return columns, iter(listed)
+
+
+def _table_item(origin: str, row: Any, error: str | None) -> RawItem:
+    if error is not None:
+        return RawItem(origin, error=error)
+    if not isinstance(row, dict):
+        return RawItem(origin, error=f"a row must be an object, got {type(row).__name__}")
+    code = next((row[k] for k in CODE_KEYS if isinstance(row.get(k), str)), None)
+    mapped = published_row(row, code) if code is not None else row
+    if isinstance(mapped, str):
+        return RawItem(origin, error=mapped)
+    if code is not None:
+        for k in CODE_KEYS:
+            if k != "code":
+                mapped.pop(k, None)
+    return RawItem(origin, mapped, infer_domain=True)
 
 
 def read_tables(folder: Path, files: list[Path]) -> list[RawItem]:
-    items: list[RawItem] = []
+    """Every row of the table files ``files`` of ``folder``; a file that links out of the
+    dataset is an item with its reason, a row that cannot be used another."""
+    root = dataset_root(folder)
+    inside: list[tuple[str, Path | None, str | None]] = []
     for path in files:
         rel = path.relative_to(folder).as_posix()
-        columns, rows = _read_rows(path, rel)
+        try:
+            inside.append((rel, resolve_inside(path, root, rel), None))
+        except OutsideDataset as exc:
+            inside.append((rel, None, exc.reason))
+    budget = DecodeBudget.for_files(real for _, real, _ in inside if real is not None and real.suffix == ".parquet")
+    items: list[RawItem] = []
+    for rel, real, outside in inside:
+        if real is None:
+            items.append(RawItem(rel, error=outside))
+            continue
+        columns, rows = _read_rows(real, rel, budget)
         if not any(k in columns for k in CODE_KEYS):
             raise ImportSourceError(
                 f"{rel}: missing column 'code' (looked for {', '.join(CODE_KEYS)}; "
                 f"the file has {', '.join(columns) or 'no columns'})"
             )
-        for origin, row in rows:
-            if isinstance(row, str):
-                items.append(RawItem(origin, error=row))
-            elif not isinstance(row, dict):
-                items.append(RawItem(origin, error=f"a row must be an object, got {type(row).__name__}"))
-            else:
-                code = next((row[k] for k in CODE_KEYS if isinstance(row.get(k), str)), None)
-                mapped = published_row(row, code) if code is not None else row
-                if isinstance(mapped, str):
-                    items.append(RawItem(origin, error=mapped))
-                else:
-                    if code is not None:
-                        for k in CODE_KEYS:
-                            if k != "code":
-                                mapped.pop(k, None)
-                    items.append(RawItem(origin, mapped, infer_domain=True))
+        for origin, row, error in rows:
+            try:
+                items.append(_table_item(origin, row, error))
+            except (ValueError, TypeError, RecursionError) as exc:  # odd values: this row's failure only
+                items.append(RawItem(origin, error=f"unusable row ({type(exc).__name__}: {exc})"))
     return items
 
 
 def read_published(folder: Path) -> list[RawItem]:
     """Every environment of a folder in a published layout (see the module docstring)."""
-    if (folder / MANIFEST).is_file():
+    if (folder / MANIFEST).is_file() or (folder / MANIFEST).is_symlink():
         return read_manifest(folder)
     files = _table_files(folder)
     if not files:
