@@ -1,4 +1,4 @@
-"""The seed pool: nineteen hand-written games shipped with the plugin, three or more per skill.
+"""The seed pool: twenty hand-written games shipped with the plugin, three or more per skill.
 
 Each game is a standalone reference-format source file under ``envs/`` (standard library
 only, so it runs unchanged inside the sandbox). This table is the one place that says
@@ -99,6 +99,15 @@ _ENTRIES: tuple[_Entry, ...] = (
         14,
         0.35,
         "Eliminate suspects, tools and rooms from refuted suggestions, then make one accusation.",
+    ),
+    _Entry(
+        "higher_lower",
+        "logical_deduction",
+        "higher_lower.py",
+        "HigherLowerEnv",
+        4,
+        0.05,
+        "Find a secret among three listed numbers in two guesses, told higher or lower after a miss.",
     ),
     _Entry(
         "sonar_search",

@@ -388,7 +388,18 @@ def sequence_rule(act: Act, obs: str) -> None:
     act(f"answer {extended[target - 1] if extended else terms[-1]}")
 
 
+def higher_lower(act: Act, obs: str) -> None:
+    listed = _find(r"from this list: ([\d, ]+)\.", obs).group(1)
+    candidates = [int(v) for v in listed.split(",")]
+    while True:  # halve the candidates left after each miss
+        guess = candidates[(len(candidates) - 1) // 2]
+        reply = act(str(guess))
+        way = _find(r"the secret is (higher|lower)", reply).group(1)
+        candidates = [c for c in candidates if (c > guess if way == "higher" else c < guess)]
+
+
 EXPERTS: dict[str, Expert] = {
+    "higher_lower": higher_lower,
     "polynomial_probe": polynomial_probe,
     "subset_scale": subset_scale,
     "remainder_oracle": remainder_oracle,
