@@ -15,7 +15,7 @@ Implementations:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
@@ -80,6 +80,12 @@ def batch_seed(seed: Seeds) -> int | None:
     return mixed
 
 
+#: Where a reply ends: given the token ids sampled so far, the number of them that make the
+#: reply (the rest is dropped), or ``None`` while it goes on. A policy may stop sampling a
+#: row early once it answers; the rollout engine cuts every reply by it either way.
+ReplyEnd = Callable[[Sequence[int]], "int | None"]
+
+
 @runtime_checkable
 class TokenPolicy(Protocol):
     """Batched generation from token ids."""
@@ -87,8 +93,22 @@ class TokenPolicy(Protocol):
     def generate(
         self, prompts: Sequence[Sequence[int]], *, max_new_tokens: int, sampling: Sampling, seed: Seeds
     ) -> list[Generation]:
-        """One :class:`Generation` per prompt, in order; ``seed`` as in :data:`Seeds`."""
+        """One :class:`Generation` per prompt, in order; ``seed`` as in :data:`Seeds`.
+
+        A policy may also take ``stop: ReplyEnd`` (the engine passes it when replies are cut
+        at the action's end, and only to a policy whose ``generate`` accepts it)."""
         ...
+
+
+def accepts_stop(policy: Any) -> bool:
+    """Whether ``policy.generate`` takes the optional ``stop`` rule (:data:`ReplyEnd`)."""
+    import inspect
+
+    try:
+        params = inspect.signature(policy.generate).parameters
+    except (TypeError, ValueError):
+        return False
+    return "stop" in params or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
 
 
 class InstantPolicy:
@@ -124,7 +144,8 @@ class TransformersPolicy:
         self.pad_token_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else self.stop_token_ids[0]
 
     def generate(
-        self, prompts: Sequence[Sequence[int]], *, max_new_tokens: int, sampling: Sampling, seed: Seeds
+        self, prompts: Sequence[Sequence[int]], *, max_new_tokens: int, sampling: Sampling, seed: Seeds,
+        stop: ReplyEnd | None = None,
     ) -> list[Generation]:
         import torch
 
@@ -162,6 +183,7 @@ class TransformersPolicy:
                     pad_token_id=self.pad_token_id,
                     output_logits=True,
                     return_dict_in_generate=True,
+                    stopping_criteria=_stopping(stop, width),
                 )
         finally:
             if was_training:
@@ -179,9 +201,27 @@ class TransformersPolicy:
             end = next((i + 1 for i, t in enumerate(ids) if t in stops), None)
             finished = end is not None
             ids = ids[:end] if finished else ids
+            cut = stop(ids) if stop is not None and not finished else None
+            if cut is not None:
+                ids = ids[:cut]  # the action is complete: what follows (padding) is not the reply
             lps = chosen[row, : len(ids)].tolist()
             result.append(Generation(ids, [lp if lp == lp and lp > -1e30 else -1e4 for lp in lps], finished))
         return result
+
+
+def _stopping(stop: ReplyEnd | None, width: int) -> Any:
+    """``model.generate``'s stopping criteria for a :data:`ReplyEnd` (``None``: none)."""
+    if stop is None:
+        return None
+    import torch
+    from transformers import StoppingCriteria, StoppingCriteriaList
+
+    class _ReplyEnds(StoppingCriteria):
+        def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
+            done = [stop(row) is not None for row in input_ids[:, width:].tolist()]
+            return torch.tensor(done, dtype=torch.bool, device=input_ids.device)
+
+    return StoppingCriteriaList([_ReplyEnds()])
 
 
 class VLLMPolicy:

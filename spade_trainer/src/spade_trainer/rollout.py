@@ -22,10 +22,10 @@ from typing import Any, Protocol
 
 from spade_core.metadata import ActionFormat
 
-from .actions import ACTION_INSTRUCTIONS, extract_action
+from .actions import ACTION_INSTRUCTIONS, action_end, extract_action
 from .chat import ChatFormat
 from .errors import RolloutError
-from .policy import Sampling, TokenPolicy
+from .policy import Generation, ReplyEnd, Sampling, TokenPolicy, accepts_stop
 from .rewards import HUNG_STEP_PENALTY, episode_return
 from .shaping_signals import well_formed_action
 
@@ -123,6 +123,22 @@ class TokenBudget:
             raise RolloutError(f"token budgets must be >= 1, got per_turn={self.per_turn}, per_episode={self.per_episode}")
 
 
+@dataclass(frozen=True)
+class ReplyShape:
+    r"""How the agent's replies are shaped.
+
+    ``prefill``: text the reply starts with, given to the model instead of sampled (say
+    ``\boxed{`` so that a small model acts at once); its tokens are the environment's
+    (``env_mask`` 0, never trained) and it is part of the message the action is read from.
+    ``cut_at_action``: a reply ends where its first complete action does (the closing brace
+    of ``\boxed{...}``, ``</answer>``); what a model writes after it is neither sent nor
+    trained, and sampling stops there when the policy can stop early.
+    """
+
+    prefill: str = ""
+    cut_at_action: bool = False
+
+
 def is_hang(error: BaseException) -> bool:
     """True for a sandbox deadline (the worker hung), which costs the hang penalty."""
     if isinstance(error, TimeoutError):
@@ -181,14 +197,21 @@ class RolloutEngine:
         budget: TokenBudget | None = None,
         sampling: Sampling | None = None,
         system_prompt: str = "You are an agent acting in a text environment.",
+        reply: ReplyShape | None = None,
     ) -> None:
         self.backend = backend
         self.policy = policy
         self.budget = budget or TokenBudget()
         self.sampling = sampling or Sampling()
+        self.reply = reply or ReplyShape()
         self._formats: dict[ActionFormat, ChatFormat] = {
             fmt: ChatFormat(tokenizer, f"{system_prompt} {ACTION_INSTRUCTIONS[fmt]}".strip()) for fmt in ActionFormat
         }
+        self._tokenizer = tokenizer
+        self._prefill_ids: list[int] = (
+            list(tokenizer(self.reply.prefill, add_special_tokens=False)["input_ids"]) if self.reply.prefill else []
+        )
+        self._policy_stops = accepts_stop(policy)
         self.last_stats = RolloutStats()
 
     def chat_format(self, action_format: ActionFormat) -> ChatFormat:
@@ -256,22 +279,59 @@ class RolloutEngine:
         for fmt, items in by_format.items():
             prompts = self._formats[fmt].first_prompts([t for _, t in items])
             for (i, _), ids in zip(items, prompts, strict=True):
-                episodes[i].prompt_ids = ids
+                episodes[i].prompt_ids = ids + self._prefill_ids
+
+    def reply_end(self, action_format: ActionFormat) -> ReplyEnd | None:
+        """The :data:`ReplyEnd` of replies in ``action_format`` (``None`` when replies are not
+        cut, or the format has no end marker): the fewest tokens whose text, after the
+        prefill, holds a complete action."""
+        fmt, prefill, tok = ActionFormat(action_format), self.reply.prefill, self._tokenizer
+        if not self.reply.cut_at_action or fmt is ActionFormat.free_text:
+            return None
+
+        def ends(ids: Sequence[int]) -> int | None:
+            ids = list(ids)
+            if action_end(prefill + tok.decode(ids, skip_special_tokens=True), fmt) is None:
+                return None
+            lo, hi = 1, len(ids)  # a prefix holding a complete action still holds it when longer
+            while lo < hi:
+                mid = (lo + hi) // 2
+                if action_end(prefill + tok.decode(ids[:mid], skip_special_tokens=True), fmt) is None:
+                    lo = mid + 1
+                else:
+                    hi = mid
+            return lo
+
+        return ends
+
+    def _cut(self, gen: Generation, stop: ReplyEnd | None) -> Generation:
+        """``gen`` ending where its action does (see :class:`ReplyShape`)."""
+        end = stop(gen.completion_ids) if stop is not None else None
+        if end is None or end >= len(gen.completion_ids):
+            return gen
+        return Generation(gen.completion_ids[:end], gen.logprobs[:end], False)
 
     def _turn(
         self, episodes: list[Episode], handles: list[Any], live: list[int], seed: int, stats: RolloutStats
     ) -> None:
         t0 = time.perf_counter()
+        formats = {episodes[i].spec.env.action_format for i in live}
+        # one generate call per turn: a batch of one format stops early; mixed formats are cut after
+        stop = self.reply_end(next(iter(formats))) if len(formats) == 1 else None
+        extra: dict[str, Any] = {"stop": stop} if stop is not None and self._policy_stops else {}
         gens = self.policy.generate(
             [episodes[i].prompt_ids + episodes[i].completion_ids for i in live],
             max_new_tokens=self.budget.per_turn,
             sampling=self.sampling,
             seed=[play_seed(seed, episodes[i].spec, episodes[i].turns) for i in live],
+            **extra,
         )
         stats.generate_s += time.perf_counter() - t0
         if len(gens) != len(live):
             raise RolloutError(f"policy returned {len(gens)} generations for {len(live)} prompts")
-        texts = self._formats[ActionFormat.boxed].decode([g.completion_ids for g in gens])
+        if self.reply.cut_at_action:
+            gens = [self._cut(g, self.reply_end(episodes[i].spec.env.action_format)) for i, g in zip(live, gens, strict=True)]
+        texts = [self.reply.prefill + t for t in self._formats[ActionFormat.boxed].decode([g.completion_ids for g in gens])]
         actions = []
         for i, g, text in zip(live, gens, texts, strict=True):
             ep = episodes[i]
@@ -311,6 +371,7 @@ class RolloutEngine:
             tails = self._formats[fmt].turn_ids([o for _, o, _ in items], [f for _, _, f in items])
             for (i, _, _), ids in zip(items, tails, strict=True):
                 ep = episodes[i]
+                ids = ids + self._prefill_ids  # the next reply's prefill: not the model's tokens
                 ep.completion_ids.extend(ids)
                 ep.env_mask.extend([0] * len(ids))
                 ep.logprobs.extend([0.0] * len(ids))
