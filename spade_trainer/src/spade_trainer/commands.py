@@ -69,6 +69,87 @@ def register(cli: typer.Typer) -> None:
         console.print(f"[green]done:[/] {len(records)} iterations; metrics in {cfg.run_dir / 'metrics.jsonl'}; "
                       f"`spade report {cfg.run_dir}` for plots")
 
+    experiment = typer.Typer(help="Experiments that test whether training works.", no_args_is_help=True)
+    cli.add_typer(experiment, name="experiment")
+
+    @experiment.command("learn")
+    def learn(
+        run_dir: Annotated[Path, typer.Option(help="Where learning.json, learning.md, learning.png and the log go.")],
+        seed: Annotated[Optional[list[int]], typer.Option(  # noqa: UP045
+            help="Training seed; repeat it for several (each in RUN_DIR/seed-N, with a summary in RUN_DIR).")] = None,
+        updates: Annotated[int, typer.Option(help="Policy updates per curve.")] = 12,
+        eval_every: Annotated[int, typer.Option(help="Evaluate every N updates.")] = 4,
+        groups: Annotated[int, typer.Option(help="GRPO groups per update.")] = 4,
+        group_size: Annotated[int, typer.Option(help="Plays per group.")] = 8,
+        group_instance: Annotated[str, typer.Option(
+            help="fresh: every play its own instance (the paper's); shared: a group plays one instance.")] = "fresh",
+        eval_episodes: Annotated[int, typer.Option(help="Held-out episodes per evaluation.")] = 96,
+        lr: Annotated[float, typer.Option("--lr", help="Learning rate of the trained curve.")] = 2e-5,
+        prefill: Annotated[str, typer.Option(help="Text each reply starts with (not trained).")] = "\\boxed{",
+        cut_at_action: Annotated[bool, typer.Option(help="End each reply at its action's closing brace.")] = True,
+        control: Annotated[str, typer.Option(
+            help="The learning-rate-0 control: eval (the initial weights evaluated at every point), "
+                 "full (also played and updated at lr 0) or none.")] = "eval",
+        candidates: Annotated[int, typer.Option(help="The rung's CANDIDATES knob.")] = 3,
+        guesses: Annotated[int, typer.Option(help="The rung's GUESSES knob.")] = 2,
+    ) -> None:
+        """Train the embedded model (agent only) on the games domain's bottom rung and measure
+        held-out success against a learning-rate-0 control and the best constant policy."""
+        import os
+
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+        from rich.console import Console
+
+        from .experiment import LearningExperiment, LearnSettings, summarise
+
+        console = Console()
+        seeds = list(seed or [0])
+        run_dir.mkdir(parents=True, exist_ok=True)
+        from spade_designer.llm.transformers_backend import use_flush_denormal_for_process
+
+        use_flush_denormal_for_process()
+        model = tokenizer = None
+        dirs = []
+        for n in seeds:
+            settings = LearnSettings(seed=n, updates=updates, eval_every=eval_every, groups=groups,
+                                     group_size=group_size, group_instance=group_instance,  # type: ignore[arg-type]
+                                     eval_episodes=eval_episodes, learning_rate=lr, prefill=prefill,
+                                     cut_at_action=cut_at_action, control=control,  # type: ignore[arg-type]
+                                     candidates=candidates,
+                                     guesses=guesses)
+            out = run_dir if len(seeds) == 1 else run_dir / f"seed-{n}"
+            out.mkdir(parents=True, exist_ok=True)
+            log_file = (out / "learning.log").open("w", encoding="utf-8")
+
+            def log(line: str, _f: Any = log_file) -> None:
+                console.log(line, markup=False, highlight=False)
+                _f.write(line + "\n")
+                _f.flush()
+
+            exp = LearningExperiment(settings, out, model=model, tokenizer=tokenizer, log=log)
+            result = exp.run()
+            model, tokenizer = exp._model, exp._tokenizer  # one load for every seed
+            log_file.close()
+            dirs.append(out)
+            v = result["verdict"]
+            console.print(f"seed {n}: rose {v['rose']}, above constant {v['above_constant']}, "
+                          f"control rose {v.get('control_rose')}; {out / 'learning.md'}, {out / 'learning.png'}")
+        if len(seeds) > 1:
+            summary = summarise(dirs, run_dir)
+            console.print(f"learned in {summary['learned']} of {summary['runs']} seeds: {run_dir / 'summary.md'}")
+
+    @experiment.command("summary")
+    def summary_cmd(
+        run_dirs: Annotated[list[Path], typer.Argument(help="Experiment folders holding learning.json.")],
+        out: Annotated[Path, typer.Option(help="Where summary.md / .png / .json go.")],
+    ) -> None:
+        """One table and plot of several seeds' learning experiments."""
+        from .experiment import summarise
+
+        result = summarise(run_dirs, out)
+        typer.echo(f"learned in {result['learned']} of {result['runs']} seeds: {out / 'summary.md'}")
+
     @cli.command("report")
     def report(
         run_dir: Annotated[Path, typer.Argument(help="A self-play run folder.")],

@@ -1,0 +1,486 @@
+"""The learning experiment: does the project's GRPO make the embedded model better at a game?
+
+``spade experiment learn --run-dir DIR --seed N`` trains the agent alone (no designer) on
+the bottom rung of the games domain (``higher_lower``: a secret among listed numbers,
+"higher"/"lower" after a miss) and measures, every ``eval_every`` updates, success and
+return on held-out instances with 95% intervals. Three things make the curve a test that
+can fail:
+
+* **held-out instances**: training draws instance seeds below :data:`EVAL_SEED_BASE`;
+  evaluation plays the instances from it upwards, never trained on;
+* **a control**: the same run at learning rate 0 (same code path, same samples drawn,
+  weights that cannot move), evaluated the same way: a rise there would be an artefact of
+  the measurement, not learning;
+* **the best constant policy**: the success of the single best action repeated every turn
+  on the same held-out instances. A policy that drifts to a constant reply (the failure a
+  probe of the old recipe found) cannot beat it.
+
+Evaluation samples at the training temperature with a fresh sampling seed at each
+evaluation, so consecutive evaluations of unchanged weights differ by sampling noise only
+(which the control shows). The interval of a success rate is Wilson's score interval.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from .errors import ConfigError
+from .samples import PolicySample, Role, with_advantages
+
+#: Held-out instances are seeds from here upwards; training draws below it.
+EVAL_SEED_BASE = 1_000_000_000
+LEARNING_FILE = "learning.json"
+#: The seed game the experiment trains on.
+RUNG = "higher_lower"
+
+GroupInstance = Literal["fresh", "shared"]
+ControlMode = Literal["eval", "full", "none"]
+
+
+@dataclass(frozen=True)
+class LearnSettings:
+    """One learning experiment (every field is a ``spade experiment learn`` option)."""
+
+    seed: int = 0
+    #: Policy updates of the trained run (and of its control).
+    updates: int = 12
+    eval_every: int = 4
+    #: GRPO groups per update (each a set of plays of the rung).
+    groups: int = 4
+    #: Plays per group.
+    group_size: int = 8
+    #: ``fresh``: each play of a group is its own random instance (the reference resets every
+    #: play without a seed); ``shared``: the plays of a group share one instance, so the group
+    #: baseline compares replies, not instances.
+    group_instance: GroupInstance = "fresh"
+    eval_episodes: int = 96
+    learning_rate: float = 2e-5
+    temperature: float = 1.0
+    #: Text every reply starts with (not trained); "" for none.
+    prefill: str = "\\boxed{"
+    cut_at_action: bool = True
+    max_new_tokens: int = 16
+    #: The rung's knobs.
+    candidates: int = 3
+    guesses: int = 2
+    #: The learning-rate-0 control: ``eval`` evaluates the initial weights at every
+    #: evaluation point with the trained curve's seeds (what the whole run at lr 0 measures,
+    #: since AdamW at lr 0 leaves the weights bit for bit unchanged, which the tests check);
+    #: ``full`` also plays and updates at lr 0 (twice the time); ``none`` skips it (the curve
+    #: is then not a test).
+    control: ControlMode = "eval"
+
+    def __post_init__(self) -> None:
+        if self.updates < 1 or self.eval_every < 1:
+            raise ConfigError(f"updates ({self.updates}) and eval_every ({self.eval_every}) must be >= 1")
+        if self.groups < 1 or self.group_size < 2:
+            raise ConfigError(f"groups must be >= 1 and group_size >= 2, got {self.groups}, {self.group_size}")
+        if self.group_instance not in ("fresh", "shared"):
+            raise ConfigError(f"group_instance must be 'fresh' or 'shared', got {self.group_instance!r}")
+        if self.control not in ("eval", "full", "none"):
+            raise ConfigError(f"control must be 'eval', 'full' or 'none', got {self.control!r}")
+        if self.eval_episodes < 1 or self.eval_episodes > 100_000:
+            raise ConfigError(f"eval_episodes must be in [1, 100000], got {self.eval_episodes}")
+        if not 0 <= self.learning_rate < 1:
+            raise ConfigError(f"learning_rate must be in [0, 1), got {self.learning_rate}")
+        if not 2 <= self.candidates <= 15 or not 1 <= self.guesses <= 4:
+            raise ConfigError(f"candidates must be in [2, 15] and guesses in [1, 4], got {self.candidates}, {self.guesses}")
+
+
+def wilson(successes: int, n: int, z: float = 1.959963984540054) -> tuple[float, float]:
+    """Wilson's 95% score interval of a binomial proportion (``(0, 1)`` when ``n`` is 0)."""
+    if n <= 0:
+        return 0.0, 1.0
+    p = successes / n
+    denom = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    # at 0 or n successes the bound is exactly 0 or 1 (the formula leaves rounding noise)
+    lo = 0.0 if successes <= 0 else max(0.0, centre - half)
+    hi = 1.0 if successes >= n else min(1.0, centre + half)
+    return lo, hi
+
+
+def mean_interval(values: Sequence[float], z: float = 1.959963984540054) -> tuple[float, float]:
+    """Normal 95% interval of a mean (a single value: the value itself)."""
+    n = len(values)
+    if n == 0:
+        return 0.0, 0.0
+    m = math.fsum(values) / n
+    if n == 1:
+        return m, m
+    sd = math.sqrt(math.fsum((v - m) ** 2 for v in values) / (n - 1))
+    return m - z * sd / math.sqrt(n), m + z * sd / math.sqrt(n)
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """One evaluation on the held-out instances."""
+
+    update: int
+    episodes: int
+    successes: int
+    mean_return: float
+    return_interval: tuple[float, float]
+    seconds: float
+
+    @property
+    def mean(self) -> float:
+        return self.successes / self.episodes
+
+    @property
+    def interval(self) -> tuple[float, float]:
+        return wilson(self.successes, self.episodes)
+
+    def to_json(self) -> dict[str, Any]:
+        lo, hi = self.interval
+        return {"update": self.update, "episodes": self.episodes, "mean": self.mean, "interval": [lo, hi],
+                "successes": self.successes, "mean_return": self.mean_return,
+                "return_interval": list(self.return_interval), "seconds": round(self.seconds, 3)}
+
+
+def rung_source(candidates: int, guesses: int) -> str:
+    """The rung's source at the given knobs (through the designer's knob editor, as an edit would)."""
+    from spade_core.plugins import get_plugins
+    from spade_designer.knobs import apply_values, read_knobs
+
+    games = get_plugins().domain("games")
+    seed = next((s for s in games.seed_envs if s.name == RUNG), None)
+    if seed is None:
+        raise ConfigError(f"the games domain has no seed game {RUNG!r} (is spade-games up to date?)")
+    source = seed.source()
+    knobs = read_knobs(source, seed.class_name)
+    return apply_values(source, knobs, {"CANDIDATES": candidates, "GUESSES": guesses})
+
+
+def best_constant(make_env: Callable[[], Any], actions: Sequence[str], seeds: Sequence[int]) -> tuple[str, float]:
+    """The action that, repeated every turn, succeeds most often on ``seeds``, and its success
+    rate. ``make_env()`` gives a fresh in-process :class:`~spade_core.env.TextEnv`."""
+    best, rate = "", -1.0
+    env = make_env()
+    try:
+        for action in actions:
+            wins = 0
+            for s in seeds:
+                env.reset(seed=s)
+                terminated = truncated = False
+                reward = 0.0
+                while not (terminated or truncated):
+                    _, reward, terminated, truncated, _ = env.step(action)
+                wins += terminated and reward >= 1.0
+            if wins / len(seeds) > rate:
+                best, rate = action, wins / len(seeds)
+    finally:
+        env.close()
+    return best, rate
+
+
+@dataclass
+class Curve:
+    """One run's evaluations and per-update records."""
+
+    label: str
+    learning_rate: float
+    evaluations: list[Evaluation] = field(default_factory=list)
+    updates: list[dict[str, Any]] = field(default_factory=list)
+
+
+class LearningExperiment:
+    """Runs one seed's trained and control curves; see the module docstring."""
+
+    def __init__(self, settings: LearnSettings, run_dir: Path, *, model: Any = None, tokenizer: Any = None,
+                 log: Callable[[str], None] = print) -> None:
+        self.settings = settings
+        self.run_dir = Path(run_dir)
+        self.log = log
+        self._model, self._tokenizer = model, tokenizer
+
+    # --- pieces -----------------------------------------------------------------------------
+
+    def _load(self) -> tuple[Any, Any]:
+        if self._model is None:
+            from .config import ModelSettings
+            from .models import load_policy
+
+            self._model, self._tokenizer = load_policy(ModelSettings())
+        return self._model, self._tokenizer
+
+    def _env(self) -> Any:
+        from spade_core.metadata import ActionFormat
+
+        from .rollout import PlayableEnv
+
+        s = self.settings
+        return PlayableEnv("higher_lower", rung_source(s.candidates, s.guesses), "games", skill="logical_deduction",
+                           action_format=ActionFormat.boxed, class_name="HigherLowerEnv", max_turns=4)
+
+    def _engine(self, model: Any, tokenizer: Any) -> Any:
+        from .inprocess import TrustedEnvPool
+        from .policy import Sampling, TransformersPolicy
+        from .rollout import ReplyShape, RolloutEngine, TokenBudget
+
+        s = self.settings
+        return RolloutEngine(TrustedEnvPool(), TransformersPolicy(model, tokenizer), tokenizer,
+                             budget=TokenBudget(per_turn=s.max_new_tokens, per_episode=4096),
+                             sampling=Sampling(s.temperature, 1.0),
+                             reply=ReplyShape(prefill=s.prefill, cut_at_action=s.cut_at_action))
+
+    def constant_baseline(self) -> tuple[str, float]:
+        """The best constant action over the rung's whole action vocabulary, on the held-out seeds."""
+        from spade_core.env import ReferenceEnvAdapter
+        from spade_core.source import load_trusted_class
+
+        env = self._env()
+        cls = load_trusted_class(env.source, env.class_name)
+        make = lambda: ReferenceEnvAdapter(cls(), max_turns=env.max_turns)  # noqa: E731
+        low, high = cls.LOW, cls.HIGH
+        actions = [f"\\boxed{{{v}}}" for v in range(low - 1, high + 2)]
+        return best_constant(make, actions, self.eval_seeds())
+
+    def eval_seeds(self) -> list[int]:
+        return [EVAL_SEED_BASE + i for i in range(self.settings.eval_episodes)]
+
+    def evaluate(self, engine: Any, update: int) -> Evaluation:
+        from .rollout import EpisodeSpec
+
+        t0 = time.perf_counter()
+        env = self._env()
+        specs = [EpisodeSpec(env, False, s) for s in self.eval_seeds()]
+        # a sampling seed of its own per evaluation: unchanged weights differ by noise only
+        episodes = self._play(engine, specs, seed=(self.settings.seed * 1_000_003 + 7919 * (update + 1)) % 2**31)
+        returns = [e.episode_return for e in episodes]
+        wins = sum(e.terminated and (e.rewards[-1] if e.rewards else 0.0) >= 1.0 for e in episodes)
+        return Evaluation(update, len(episodes), wins, math.fsum(returns) / len(returns), mean_interval(returns),
+                          time.perf_counter() - t0)
+
+    def _play(self, engine: Any, specs: Sequence[Any], seed: int, batch: int = 64) -> list[Any]:
+        out: list[Any] = []
+        for i in range(0, len(specs), batch):
+            out.extend(engine.run(specs[i : i + batch], seed=seed + i))
+        return out
+
+    def _train_specs(self, rng: random.Random) -> list[tuple[str, Any]]:
+        from .rollout import EpisodeSpec
+
+        s, env = self.settings, self._env()
+        specs = []
+        for g in range(s.groups):
+            shared = rng.randrange(EVAL_SEED_BASE)
+            for _ in range(s.group_size):
+                seed = shared if s.group_instance == "shared" else rng.randrange(EVAL_SEED_BASE)
+                specs.append((f"group-{g}", EpisodeSpec(env, False, seed)))
+        return specs
+
+    # --- one curve --------------------------------------------------------------------------
+
+    def run_curve(self, label: str, learning_rate: float, initial_state: dict[str, Any]) -> Curve:
+        from .policy_update import GRPOUpdate, UpdateSettings
+
+        s = self.settings
+        model, tokenizer = self._load()
+        model.load_state_dict(initial_state)
+        import torch
+
+        torch.manual_seed(s.seed)
+        engine = self._engine(model, tokenizer)
+        updater = GRPOUpdate(model, UpdateSettings(learning_rate=learning_rate, temperature=s.temperature))
+        rng = random.Random(f"{s.seed}/train")  # the same instances for the trained run and its control
+        curve = Curve(label, learning_rate)
+        curve.evaluations.append(self.evaluate(engine, 0))
+        self._log_eval(label, curve.evaluations[-1])
+        for u in range(1, s.updates + 1):
+            t0 = time.perf_counter()
+            labelled = self._train_specs(rng)
+            episodes = engine.run([spec for _, spec in labelled], seed=(s.seed * 7_919 + u) % 2**31)
+            gen_s, env_s = engine.last_stats.generate_s, engine.last_stats.env_s
+            samples = [
+                PolicySample(Role.agent, ep.prompt_ids, ep.completion_ids, ep.logprobs, ep.episode_return, group,
+                             env_mask=ep.env_mask)
+                for (group, _), ep in zip(labelled, episodes, strict=True)
+                if ep.usable and ep.model_tokens > 0 and ep.prompt_ids
+            ]
+            samples = with_advantages(samples)
+            stats = updater.step(samples)
+            wins = sum(ep.terminated and (ep.rewards[-1] if ep.rewards else 0.0) >= 1.0 for ep in episodes)
+            record = {**stats.to_json(), "update": u, "train_success": wins / len(episodes),
+                      "seconds": round(time.perf_counter() - t0, 3), "generate_s": round(gen_s, 3),
+                      "env_s": round(env_s, 3), "update_s": round(stats.seconds, 3)}
+            curve.updates.append(record)
+            self.log(f"[{label}] update {u}/{s.updates}: train success {record['train_success']:.2f}, "
+                     f"{stats.with_signal}/{stats.samples} samples with signal, "
+                     f"{'no step' if stats.skipped else f'grad norm {stats.grad_norm:.3f}'}, "
+                     f"{record['seconds']:.1f}s (generate {gen_s:.1f}s, env {env_s:.2f}s, update {stats.seconds:.1f}s)")
+            if u % s.eval_every == 0 or u == s.updates:
+                curve.evaluations.append(self.evaluate(engine, u))
+                self._log_eval(label, curve.evaluations[-1])
+        return curve
+
+    def evaluate_only(self, label: str, state: dict[str, Any], updates: Sequence[int]) -> Curve:
+        """The evaluations of fixed weights ``state`` at the given update numbers (each with
+        the sampling seed the trained curve used there)."""
+        model, tokenizer = self._load()
+        model.load_state_dict(state)
+        engine = self._engine(model, tokenizer)
+        curve = Curve(label, 0.0)
+        for u in updates:
+            curve.evaluations.append(self.evaluate(engine, u))
+            self._log_eval(label, curve.evaluations[-1])
+        return curve
+
+    def _log_eval(self, label: str, ev: Evaluation) -> None:
+        lo, hi = ev.interval
+        self.log(f"[{label}] evaluation at update {ev.update}: success {ev.mean:.3f} [{lo:.3f}, {hi:.3f}] "
+                 f"over {ev.episodes} held-out episodes ({ev.seconds:.1f}s)")
+
+    # --- the whole experiment ---------------------------------------------------------------
+
+    def run(self) -> dict[str, Any]:
+        s = self.settings
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        t0 = time.perf_counter()
+        constant_action, constant = self.constant_baseline()
+        self.log(f"best constant policy: {constant_action} succeeds on {constant:.3f} of the held-out instances")
+        model, _ = self._load()
+        initial = {k: v.detach().clone() for k, v in model.state_dict().items()}
+        trained = self.run_curve("trained", s.learning_rate, initial)
+        control = None
+        if s.control == "full":
+            control = self.run_curve("control", 0.0, initial)
+        elif s.control == "eval":
+            control = self.evaluate_only("control", initial, [e.update for e in trained.evaluations])
+        model.load_state_dict(initial)
+        result = {
+            "trained": [e.to_json() for e in trained.evaluations],
+            "control": [e.to_json() for e in control.evaluations] if control else [],
+            "constant": constant,
+            "constant_action": constant_action,
+            "settings": asdict(s),
+            "updates": {"trained": trained.updates, "control": control.updates if control else []},
+            "seconds": round(time.perf_counter() - t0, 1),
+            "verdict": verdict(trained.evaluations, control.evaluations if control else None, constant),
+        }
+        (self.run_dir / LEARNING_FILE).write_text(json.dumps(result, indent=2), encoding="utf-8")
+        write_learning_outputs(self.run_dir)
+        return result
+
+
+def verdict(trained: Sequence[Evaluation], control: Sequence[Evaluation] | None, constant: float) -> dict[str, Any]:
+    """What the intervals support: the last evaluation above the first (intervals apart),
+    above the best constant policy (its lower bound over the constant's rate), and the
+    control's last evaluation not above its first (intervals apart)."""
+    first, last = trained[0], trained[-1]
+    out: dict[str, Any] = {
+        "rose": last.interval[0] > first.interval[1],
+        "above_constant": last.interval[0] > constant,
+    }
+    if control:
+        out["control_rose"] = control[-1].interval[0] > control[0].interval[1]
+    out["learned"] = out["rose"] and out["above_constant"] and not out.get("control_rose", False)
+    return out
+
+
+def read_learning(run_dir: Path) -> dict[str, Any] | None:
+    """``run_dir/learning.json`` or ``None`` when the run has none (or it is damaged)."""
+    path = Path(run_dir) / LEARNING_FILE
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) and "trained" in data else None
+
+
+def learning_table(data: dict[str, Any]) -> str:
+    """A Markdown table of one experiment's evaluations."""
+    control = {e["update"]: e for e in data.get("control") or []}
+    rows = ["| update | trained success [95% CI] | control (lr 0) success [95% CI] | best constant |",
+            "|---|---|---|---|"]
+    for e in data["trained"]:
+        c = control.get(e["update"])
+        ctext = f"{c['mean']:.3f} [{c['interval'][0]:.3f}, {c['interval'][1]:.3f}]" if c else "-"
+        rows.append(f"| {e['update']} | {e['mean']:.3f} [{e['interval'][0]:.3f}, {e['interval'][1]:.3f}] | {ctext} "
+                    f"| {data['constant']:.3f} |")
+    return "\n".join(rows) + "\n"
+
+
+def write_learning_outputs(run_dir: Path) -> list[Path]:
+    """``learning.md`` (the table) and ``learning.png`` (the curves) beside ``learning.json``."""
+    data = read_learning(run_dir)
+    if data is None:
+        return []
+    run_dir = Path(run_dir)
+    md = run_dir / "learning.md"
+    md.write_text(learning_table(data), encoding="utf-8")
+    png = run_dir / "learning.png"
+    plot_learning([data], png)
+    return [md, png]
+
+
+def plot_learning(runs: Sequence[dict[str, Any]], out: Path, labels: Sequence[str] | None = None) -> Path:
+    """Success on held-out instances against updates: trained (solid) and control (dashed)
+    with their 95% intervals, and the best constant policy (dotted), one colour per run."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for i, data in enumerate(runs):
+        c = colours[i % len(colours)]
+        name = labels[i] if labels else f"seed {data.get('settings', {}).get('seed', i)}"
+        for key, style in (("trained", "-"), ("control", "--")):
+            evs = data.get(key) or []
+            if not evs:
+                continue
+            xs = [e["update"] for e in evs]
+            ax.plot(xs, [e["mean"] for e in evs], style, color=c, marker="o", ms=3,
+                    label=f"{name} {'trained' if key == 'trained' else 'control (lr 0)'}")
+            ax.fill_between(xs, [e["interval"][0] for e in evs], [e["interval"][1] for e in evs], color=c,
+                            alpha=0.15 if key == "trained" else 0.07)
+        ax.axhline(data["constant"], color=c, linestyle=":", linewidth=1)
+    ax.set_xlabel("policy updates")
+    ax.set_ylabel("success on held-out instances")
+    ax.set_ylim(0, 1)
+    ax.set_title("higher_lower: success with 95% intervals (dotted: best constant policy)")
+    ax.legend(fontsize=7, loc="upper left")
+    fig.tight_layout()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+    return out
+
+
+def summarise(run_dirs: Sequence[Path], out_dir: Path) -> dict[str, Any]:
+    """Several seeds' experiments in one table (``summary.md``), plot and JSON."""
+    runs = [(Path(d), read_learning(Path(d))) for d in run_dirs]
+    found = [(d, r) for d, r in runs if r is not None]
+    if not found:
+        raise ConfigError(f"none of {[str(d) for d in run_dirs]} holds a {LEARNING_FILE}")
+    rows = ["| seed | first [95% CI] | last [95% CI] | control first -> last | best constant | rose | above constant | control rose |",
+            "|---|---|---|---|---|---|---|---|"]
+    for _d, r in found:
+        t, c, v = r["trained"], r.get("control") or [], r.get("verdict") or {}
+        ctext = f"{c[0]['mean']:.3f} -> {c[-1]['mean']:.3f}" if c else "-"
+        rows.append(f"| {r['settings']['seed']} | {t[0]['mean']:.3f} [{t[0]['interval'][0]:.3f}, {t[0]['interval'][1]:.3f}] "
+                    f"| {t[-1]['mean']:.3f} [{t[-1]['interval'][0]:.3f}, {t[-1]['interval'][1]:.3f}] | {ctext} "
+                    f"| {r['constant']:.3f} | {v.get('rose')} | {v.get('above_constant')} | {v.get('control_rose')} |")
+    learned = sum(bool((r.get("verdict") or {}).get("learned")) for _, r in found)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "summary.md").write_text("\n".join(rows) + f"\n\nlearned (all three conditions) in {learned} of "
+                                        f"{len(found)} seeds\n", encoding="utf-8")
+    plot_learning([r for _, r in found], out_dir / "summary.png")
+    summary = {"seeds": [r["settings"]["seed"] for _, r in found], "learned": learned, "runs": len(found)}
+    (out_dir / "summary.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
+    return summary
+
+
+__all__ = ["EVAL_SEED_BASE", "LEARNING_FILE", "Evaluation", "LearnSettings", "LearningExperiment", "best_constant",
+           "learning_table", "mean_interval", "plot_learning", "read_learning", "rung_source",
+           "summarise", "verdict", "wilson", "write_learning_outputs"]
