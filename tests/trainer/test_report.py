@@ -67,7 +67,7 @@ def drawn(monkeypatch: pytest.MonkeyPatch) -> dict[str, object]:
 @pytest.mark.parametrize("n", [2, 400])
 def test_iteration_axes_have_integer_ticks_at_any_length(tmp_path: Path, drawn: dict, n: int) -> None:
     report.write_report(_run(tmp_path, n))
-    assert len(drawn) == 8
+    assert len(drawn) == 10  # the two diagnostics plots have an iteration axis too
     for name, ax in drawn.items():
         lo, hi = ax.get_xlim()
         ticks = [t for t in ax.get_xticks() if lo <= t <= hi]

@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .errors import ConfigError
+from .errors import ConfigError, TrainerError
 from .metrics import read_metrics
 from .run_archive import DESIGNS_FILE, TRANSCRIPTS_FILE, read_archive
 
@@ -248,6 +248,40 @@ def _plots(out: Path, run: Path, records: Sequence[dict[str, Any]], skills: dict
     return figures
 
 
+def _diagnostics(out: Path, records: Sequence[dict[str, Any]], designs: Sequence[dict[str, Any]]) -> str:
+    """The paper's diagnostics (:mod:`spade_trainer.diagnostics`): a plot and the repeats."""
+    from .diagnostics import LEARNABLE, NEAR_DUPLICATE, diagnose
+
+    d = diagnose(records, designs)
+
+    def series(values: Sequence[float | None]) -> Series:
+        pairs = [(i, v) for i, v in zip(d.iterations, values, strict=True) if v is not None]
+        return [i for i, _ in pairs], [float(v) for _, v in pairs]
+
+    f = _Figure("Learnable share and diversity of the admitted pool", "share", d.iterations)
+    f.line(f"learnable share (win rate in [{LEARNABLE[0]}, {LEARNABLE[1]}])", series(d.learnable))
+    f.line("diversity / n of the admitted pool (Vendi, 4-gram stand-in)", series(d.diversity), marker="s", style="--")
+    f.save(out / "diagnostics.png", ylim=(-0.03, 1.03))
+    f = _Figure("Distinct reward levels per environment", "levels (mean)", d.iterations)
+    f.line("distinct unhinted returns per environment", series(d.levels))
+    f.save(out / "reward_levels.png", ylim=(0, _upper(series(d.levels), floor=2.0)))
+    flag = ("<b>collapse: most recent admissions repeat earlier ones</b>" if d.collapsed
+            else "no collapse (most recent admissions are new)")
+    rows = "\n".join(f"<tr><td>{it}</td><td>{_e(env)}</td><td class=l>{_e(why)}</td></tr>"
+                      for it, env, why in d.repeated[-40:])
+    table = (f"<table id=repeats><tr><th>iteration</th><th>environment</th><th>repeats</th></tr>\n{rows}</table>"
+             if rows else "<p>No admitted environment repeats an earlier one.</p>")
+    return f"""<p id=collapse>{flag}; {sum(d.repeats)} of {sum(d.admitted)} admissions repeat a class name or
+are near-duplicates (4-gram cosine &ge; {NEAR_DUPLICATE}) of an earlier admission.</p>
+<figure><img src="diagnostics.png" alt="learnable share and diversity"><figcaption>Learnable share of the played
+environments and diversity of the admitted pool (Vendi score / n over character 4-gram vectors of the code: a
+stand-in for the paper's embeddings)</figcaption></figure>
+<figure><img src="reward_levels.png" alt="reward levels"><figcaption>Distinct unhinted returns per environment
+(1: every play scored alike, no signal)</figcaption></figure>
+{table}
+"""
+
+
 # --- the page ------------------------------------------------------------------------------
 
 
@@ -371,13 +405,86 @@ pre.code{max-height:32em} .ok{color:#1a7f37;font-weight:600} .bad{color:#b42318;
 """
 
 
+def _times_section(run: Path) -> str:
+    """Where each iteration's time went (the loop's stages, and generation within rollouts)."""
+    from .timings import STAGES, read_times
+
+    try:
+        times = read_times(run)
+    except TrainerError:
+        return "<p>No stage times recorded.</p>"
+    generate = {r["iteration"]: (r.get("timings") or {}).get("generate_s") for r in read_metrics(run)}
+    head = "".join(f"<th>{html.escape(name)}</th>" for name, _ in STAGES)
+    rows = "\n".join(
+        f"<tr><td>{t.iteration}</td>" + "".join(f"<td>{_f(t.stages[name], '.1f')}</td>" for name, _ in STAGES)
+        + f"<td>{_f(generate.get(t.iteration), '.1f')}</td><td>{_f(t.total, '.1f')}</td></tr>"
+        for t in times
+    )
+    return (f"<table id=times><tr><th>iteration</th>{head}<th>of rollouts: generate</th><th>total</th></tr>\n"
+            f"{rows}</table>")
+
+
+def learning_section(run: Path, out: Path) -> str:
+    """The learning experiment of ``run`` (``learning.json``): its table, plot and where an
+    update's time went; empty when the folder holds none."""
+    from .experiment import learning_table, plot_learning, read_learning
+
+    data = read_learning(run)
+    if data is None:
+        return ""
+    plot_learning([data], out / "learning.png")
+    table = learning_table(data).strip().splitlines()
+    cells = [[c.strip() for c in line.strip("|").split("|")] for line in table if not line.startswith("|---")]
+    rows = "\n".join("<tr>" + "".join(f"<{'th' if i == 0 else 'td'}>{html.escape(c)}</{'th' if i == 0 else 'td'}>"
+                                       for c in r) + "</tr>" for i, r in enumerate(cells))
+    updates = (data.get("updates") or {}).get("trained") or []
+
+    def mean(key: str) -> str:
+        vals = [u[key] for u in updates if isinstance(u.get(key), (int, float))]
+        return _f(sum(vals) / len(vals), ".1f") if vals else "-"
+
+    verdict = data.get("verdict") or {}
+    settings = data.get("settings") or {}
+    return f"""<h2 id=learning>Learning experiment</h2>
+<p class=lead>Held-out success of the trained agent against the learning-rate-0 control and the best constant
+policy ({_e(data.get("constant_action"))}: {_f(data.get("constant"))}); rose (intervals apart):
+<b>{_e(verdict.get("rose"))}</b>, above the best constant: <b>{_e(verdict.get("above_constant"))}</b>, control rose:
+<b>{_e(verdict.get("control_rose"))}</b>. Seed {_e(settings.get("seed"))}, {_e(settings.get("updates"))} updates of
+{_e(settings.get("groups"))} x {_e(settings.get("group_size"))} plays ({_e(settings.get("group_instance"))} instances),
+lr {_e(settings.get("learning_rate"))}.</p>
+<figure><img src="learning.png" alt="learning curve"><figcaption>Success on held-out instances with 95% intervals
+</figcaption></figure>
+<table id=learning-table>{rows}</table>
+<p>Mean seconds per update: generate {mean("generate_s")}, environments {mean("env_s")}, update {mean("update_s")},
+all {mean("seconds")}.</p>
+"""
+
+
+def _learning_page(run: Path, out: Path) -> Path:
+    section = learning_section(run, out)
+    page = f"""<!doctype html>
+<html><head><meta charset="utf-8"><title>SPADE learning report: {html.escape(run.name)}</title>
+<style>{STYLE}</style></head>
+<body><h1>Learning report: {html.escape(run.name)}</h1>
+{section}
+</body></html>
+"""
+    path = out / "report.html"
+    path.write_text(page, encoding="utf-8")
+    return path
+
+
 def write_report(run_dir: str | Path, out_dir: str | Path | None = None) -> Path:
-    """Write ``report.html`` and one PNG per plot; returns the HTML path."""
+    """Write ``report.html`` and one PNG per plot; returns the HTML path. A learning
+    experiment's folder (``learning.json``, no iterations) gets its learning page."""
     run = Path(run_dir)
+    out = Path(out_dir) if out_dir else run / "report"
+    if (run / "learning.json").is_file() and not (run / "metrics.jsonl").is_file():
+        out.mkdir(parents=True, exist_ok=True)
+        return _learning_page(run, out)
     records = read_metrics(run)
     if not records:
         raise ConfigError(f"{run / 'metrics.jsonl'} holds no iterations yet")
-    out = Path(out_dir) if out_dir else run / "report"
     out.mkdir(parents=True, exist_ok=True)
     designs = read_archive(run / DESIGNS_FILE)
     transcripts = read_archive(run / TRANSCRIPTS_FILE)
@@ -414,6 +521,11 @@ def write_report(run_dir: str | Path, out_dir: str | Path | None = None) -> Path
 {_designs_section(designs)}
 <h2>Episode transcripts (a sample, newest first)</h2>
 {_transcripts_section(transcripts)}
+<h2>Diagnostics</h2>
+{_diagnostics(out, records, designs)}
+{learning_section(run, out)}
+<h2>Where the time went (s)</h2>
+{_times_section(run)}
 <h2>Iterations</h2>
 <table id=iterations><tr><th>iteration</th><th>designed</th><th>admitted</th><th>rejected at</th><th>envs played</th>
 <th>regret</th><th>win rate</th><th>hinted win rate</th><th>pool</th><th>loss</th><th>weight change</th></tr>

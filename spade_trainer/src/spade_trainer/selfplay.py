@@ -607,6 +607,10 @@ class SelfPlayRun:
         for m in pool:
             by_skill[m.skill] += 1
         difficulties = [m.difficulty for m in chosen if m.difficulty is not None]
+        levels: dict[str, set[float]] = defaultdict(set)  # distinct unhinted returns per environment
+        for ep in eps:
+            if not ep.spec.hinted:
+                levels[ep.spec.env.env_id].add(round(ep.episode_return, 6))
         record.data.update(
             designed=n,
             valid=sum(c.valid for c in candidates),
@@ -633,7 +637,8 @@ class SelfPlayRun:
             pool_size=len(pool),
             pool_by_skill=dict(sorted(by_skill.items())),
             skills=self.skills_for(record.iteration),
-            per_env={e.env_id: {"regret": e.regret if e.measured else None, "win_rate": e.win_rate} for e in played},
+            per_env={e.env_id: {"regret": e.regret if e.measured else None, "win_rate": e.win_rate,
+                                "reward_levels": len(levels.get(e.env_id, ()))} for e in played},
         )
         self.episodes_played += len(eps)
         self.env_steps += sum(e.turns for e in eps)
