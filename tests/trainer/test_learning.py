@@ -337,3 +337,24 @@ def test_the_self_play_report_shows_where_each_iteration_s_time_went(tmp_path: P
     times = page.split("<table id=times>")[1].split("</table>")[0]
     assert "<th>rollouts</th>" in times and "<th>of rollouts: generate</th>" in times
     assert "<td>4.5</td>" in times and "<td>4.0</td>" in times
+
+
+def test_behaviour_reads_where_guesses_fell_and_whether_feedback_was_followed() -> None:
+    from spade_trainer.experiment import behaviour
+
+    def talk(*turns: str) -> list[dict[str, str]]:
+        msgs = [{"role": "system", "content": "act"},
+                {"role": "user", "content": "I picked a secret number from this list: 22, 64, 95. Guess it."}]
+        for i, t in enumerate(turns):
+            msgs.append({"role": "assistant" if i % 2 == 0 else "user", "content": t})
+        return msgs
+
+    b = behaviour([
+        talk("\\boxed{22}", "Wrong: the secret is higher than 22. 1 guess left.", "\\boxed{64}"),  # followed
+        talk("\\boxed{64}", "Wrong: the secret is higher than 64. 1 guess left.", "\\boxed{22}"),  # went the wrong way
+        talk("\\boxed{95}", "Correct!"),
+        talk("\\boxed{50}", "Wrong: 50 is not in the list; the secret is lower than 50.", "\\boxed{22}"),
+        talk("\\boxed{N}", "Invalid guess", "\\boxed{what}"),
+    ])
+    assert b["first_guess"] == {"first": 0.2, "middle": 0.2, "last": 0.2, "unlisted": 0.2, "invalid": 0.2}
+    assert b["second_guesses"] == 3 and b["followed"] == pytest.approx(2 / 3, abs=1e-4)

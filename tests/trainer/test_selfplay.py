@@ -68,11 +68,24 @@ def test_two_iterations_exercise_every_stage(tmp_path: Path) -> None:
     store = EnvStore(f"sqlite:///{tmp_path / 'run' / 'store.db'}")
     played = lines[1]["per_env"]
     assert all(store.get(i).latest_stats is not None for i in played)
+    assert all(1 <= v["reward_levels"] <= 2 * 2 for v in played.values())  # distinct unhinted returns
     designed = [m for m in store.find(status=EnvStatus.admitted) if m.name.startswith("guess_")]
     assert len(designed) == 2
     assert gym.spec(designed[0].gym_id) is not None
     store.close()
     assert latest_checkpoint(tmp_path / "run") is not None
+
+
+def test_the_agent_s_reply_shape_reaches_the_rollouts(tmp_path: Path) -> None:
+    from spade_trainer.rollout import ReplyShape
+
+    cfg = _config(tmp_path, **{"generation.agent_prefill": '"\\\\boxed{"', "generation.cut_at_action": "true"})
+    run = SelfPlayRun(cfg, design_stage_factory=ScriptedDesignStage)
+    try:
+        run.setup()
+        assert run.engine.reply == ReplyShape(prefill="\\boxed{", cut_at_action=True)
+    finally:
+        run.close()
 
 
 def test_resuming_continues_identically(tmp_path: Path) -> None:

@@ -54,6 +54,12 @@ class GenerationSettings(_Section):
     #: Cap on turns per episode (environments may declare fewer).
     max_turns: int = Field(default=25, ge=1)
     hint_max_new_tokens: int = Field(default=96, ge=8)
+    #: Text every agent reply starts with, given instead of sampled and never trained (say
+    #: ``"\\boxed{"`` for a domain whose actions are boxed); "" for none (the reference).
+    agent_prefill: str = Field(default="", max_length=64)
+    #: End each agent reply at its first complete action (``\\boxed{...}``, ``</answer>``):
+    #: what follows is neither sent nor trained, and sampling stops there.
+    cut_at_action: bool = False
 
 
 class RewardSettings(_Section):

@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import math
 import random
+import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -130,6 +131,8 @@ class Evaluation:
     mean_return: float
     return_interval: tuple[float, float]
     seconds: float
+    #: What the policy did (:func:`behaviour`).
+    behaviour: dict[str, Any] = field(default_factory=dict)
 
     @property
     def mean(self) -> float:
@@ -143,7 +146,52 @@ class Evaluation:
         lo, hi = self.interval
         return {"update": self.update, "episodes": self.episodes, "mean": self.mean, "interval": [lo, hi],
                 "successes": self.successes, "mean_return": self.mean_return,
-                "return_interval": list(self.return_interval), "seconds": round(self.seconds, 3)}
+                "return_interval": list(self.return_interval), "seconds": round(self.seconds, 3),
+                "behaviour": self.behaviour}
+
+
+_LISTED = re.compile(r"from this list: ([\d, ]+)\.")
+_GUESS = re.compile(r"\\boxed\{\s*([+-]?\d+)\s*\}")
+_TOLD = re.compile(r"the secret is (higher|lower) than (-?\d+)")
+
+
+def behaviour(conversations: Sequence[Sequence[dict[str, str]]]) -> dict[str, Any]:
+    """What a policy did on the rung, read from its episodes' messages: where its first
+    valid guess fell among the listed candidates (``first``, ``middle`` ones, ``last``, a
+    number not listed: ``unlisted``; ``invalid``: no valid guess at all), and of the second guesses that followed a miss, the
+    share that went the way the feedback said and stayed in the list (``followed``). Reading
+    the observation shows in the first; using feedback across turns in the second."""
+    first: dict[str, int] = {"first": 0, "middle": 0, "last": 0, "unlisted": 0, "invalid": 0}
+    chances = followed = 0
+    for messages in conversations:
+        user = [m["content"] for m in messages if m.get("role") == "user"]
+        replies = [m["content"] for m in messages if m.get("role") == "assistant"]
+        listed = _LISTED.search(user[0]) if user else None
+        if listed is None or not replies:
+            continue
+        candidates = [int(x) for x in listed.group(1).split(",") if x.strip()]
+        guesses = [(_GUESS.search(r), u) for r, u in zip(replies, user[1:] + [""], strict=False)]
+        valid = [(int(g.group(1)), told) for g, told in guesses if g is not None]
+        if not valid:
+            first["invalid"] += 1
+            continue
+        value = valid[0][0]
+        if value not in candidates:
+            first["unlisted"] += 1
+        elif value == candidates[0]:
+            first["first"] += 1
+        elif value == candidates[-1]:
+            first["last"] += 1
+        else:
+            first["middle"] += 1
+        told = _TOLD.search(valid[0][1])
+        if told and len(valid) > 1:
+            chances += 1
+            nxt, bound = valid[1][0], int(told.group(2))
+            followed += nxt in candidates and (nxt > bound if told.group(1) == "higher" else nxt < bound)
+    n = sum(first.values())
+    return {"first_guess": {k: round(v / n, 4) if n else None for k, v in first.items()},
+            "second_guesses": chances, "followed": round(followed / chances, 4) if chances else None}
 
 
 def rung_source(candidates: int, guesses: int) -> str:
@@ -258,7 +306,7 @@ class LearningExperiment:
         returns = [e.episode_return for e in episodes]
         wins = sum(e.terminated and (e.rewards[-1] if e.rewards else 0.0) >= 1.0 for e in episodes)
         return Evaluation(update, len(episodes), wins, math.fsum(returns) / len(returns), mean_interval(returns),
-                          time.perf_counter() - t0)
+                          time.perf_counter() - t0, behaviour([e.messages for e in episodes]))
 
     def _play(self, engine: Any, specs: Sequence[Any], seed: int, batch: int = 64) -> list[Any]:
         out: list[Any] = []
@@ -409,6 +457,21 @@ def learning_table(data: dict[str, Any]) -> str:
     return "\n".join(rows) + "\n"
 
 
+def behaviour_table(data: dict[str, Any]) -> str:
+    """A Markdown table of what the trained policy did at each evaluation (:func:`behaviour`)."""
+    rows = ["| update | first guess: first listed / middle / last / unlisted / invalid | second guess followed the feedback |",
+            "|---|---|---|"]
+    for e in data["trained"]:
+        b = e.get("behaviour") or {}
+        fg = b.get("first_guess") or {}
+        if not fg:
+            continue
+        shares = " / ".join("-" if fg.get(k) is None else f"{fg[k]:.2f}" for k in ("first", "middle", "last", "unlisted", "invalid"))
+        fol = "-" if b.get("followed") is None else f"{b['followed']:.2f} of {b.get('second_guesses')}"
+        rows.append(f"| {e['update']} | {shares} | {fol} |")
+    return "\n".join(rows) + "\n" if len(rows) > 2 else ""
+
+
 def write_learning_outputs(run_dir: Path) -> list[Path]:
     """``learning.md`` (the table) and ``learning.png`` (the curves) beside ``learning.json``."""
     data = read_learning(run_dir)
@@ -416,7 +479,7 @@ def write_learning_outputs(run_dir: Path) -> list[Path]:
         return []
     run_dir = Path(run_dir)
     md = run_dir / "learning.md"
-    md.write_text(learning_table(data), encoding="utf-8")
+    md.write_text(learning_table(data) + "\n" + behaviour_table(data), encoding="utf-8")
     png = run_dir / "learning.png"
     plot_learning([data], png)
     return [md, png]
@@ -481,6 +544,7 @@ def summarise(run_dirs: Sequence[Path], out_dir: Path) -> dict[str, Any]:
     return summary
 
 
-__all__ = ["EVAL_SEED_BASE", "LEARNING_FILE", "Evaluation", "LearnSettings", "LearningExperiment", "best_constant",
+__all__ = ["EVAL_SEED_BASE", "LEARNING_FILE", "Evaluation", "LearnSettings", "LearningExperiment", "behaviour",
+           "behaviour_table", "best_constant",
            "learning_table", "mean_interval", "plot_learning", "read_learning", "rung_source",
            "summarise", "verdict", "wilson", "write_learning_outputs"]

@@ -45,7 +45,7 @@ from .policy import Sampling, TokenPolicy
 from .ranks import collection_seed, process_rank, rank_folder, rng_digest
 from .regret import RegretEstimate, RegretEstimator, RegretMeasurement
 from .rewards import designer_reward
-from .rollout import EnvBackend, PlayableEnv, RolloutEngine, TokenBudget
+from .rollout import EnvBackend, PlayableEnv, ReplyShape, RolloutEngine, TokenBudget
 from .run_archive import ArchiveLimits, RunArchive
 from .samples import PolicySample, Role
 from .shaping import agent_terms, designer_terms
@@ -335,6 +335,7 @@ class SelfPlayRun:
             tokenizer,
             budget=TokenBudget(per_turn=gen.agent_max_new_tokens, per_episode=gen.episode_token_budget),
             sampling=Sampling(gen.temperature, gen.top_p),
+            reply=ReplyShape(prefill=gen.agent_prefill, cut_at_action=gen.cut_at_action),
         )
         self.estimator = RegretEstimator(self.engine, cfg.plays_per_condition)
         if cfg.designs:  # a fixed pool has no designer at all
