@@ -346,9 +346,11 @@ def test_a_tool_use_episode_played_to_the_end_returns_its_reward(envs: TrlEnviro
     st.booleans(),
 )
 def test_the_return_is_the_self_play_trainers_episode_return(last: float | None, terminated: bool, hung: bool) -> None:
+    from spade_core.returns import episode_return as the_rule
     from spade_trainer.rewards import episode_return as trainers
 
     assert episode_return(last, terminated, hung=hung) == trainers(last, terminated, hung=hung)
+    assert episode_return(last, terminated, hung=hung) == the_rule(last, terminated, hung=hung)
 
 
 # --- the dataset TRL routes with ---------------------------------------------------------

@@ -7,6 +7,7 @@ import math
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from spade_core.returns import is_win
 from spade_trainer.errors import RewardError
 from spade_trainer.rewards import (
     HUNG_STEP_PENALTY,
@@ -16,7 +17,6 @@ from spade_trainer.rewards import (
     centre_by_group,
     designer_reward,
     episode_return,
-    is_win,
     learning_potential,
     normalise_by_group,
     plateau,

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from spade_core.evaluation import EvalItem
+from spade_core.returns import episode_return, is_win
 
 #: A run folder's evaluation results, one JSON object a line (``spade compare`` reads them).
 EVALS_FILE = "evals.jsonl"
@@ -52,7 +53,10 @@ def wilson(successes: int, n: int, z: float = Z95) -> tuple[float, float]:
     denom = 1 + z * z / n
     centre = (p + z * z / (2 * n)) / denom
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    return max(0.0, centre - half), min(1.0, centre + half)
+    # at 0 or n successes the bound is exactly 0 or 1 (the formula leaves rounding noise)
+    lo = 0.0 if successes <= 0 else max(0.0, centre - half)
+    hi = 1.0 if successes >= n else min(1.0, centre + half)
+    return lo, hi
 
 
 @dataclass
@@ -220,11 +224,12 @@ class _Live:
                 pass
 
     def result(self) -> EpisodeResult:
-        ret = max(-1.0, min(1.0, self.reward)) if self.terminated else 0.0
-        if not math.isfinite(ret):
+        try:  # the rule every part applies; a failed episode ends unterminated (return 0)
+            ret = episode_return(self.reward, self.terminated)
+        except ValueError:  # a non-finite reward scores nothing
             ret = 0.0
         return EpisodeResult(self.item.label, self.item.group, self.item.seed, ret, self.turns,
-                             ret >= 1.0 - 1e-9, self.terminated, self.error)
+                             is_win(ret), self.terminated, self.error)
 
 
 def evaluate(

@@ -49,7 +49,6 @@ from __future__ import annotations
 import inspect
 import json
 import keyword
-import math
 import random
 import threading
 import time
@@ -61,6 +60,8 @@ from typing import TYPE_CHECKING, Any, Literal, Union
 from spade_core.actions import ToolCall, format_boxed, format_tool_calls
 from spade_core.env import TextEnv
 from spade_core.errors import EnvContractError, SpadeError
+from spade_core.returns import HUNG_STEP_PENALTY
+from spade_core.returns import episode_return as _core_return
 
 if TYPE_CHECKING:
     from spade_core.config import SpadeConfig
@@ -87,8 +88,6 @@ __all__ = [
     "tool_use_class",
 ]
 
-#: Return of an episode whose step hung past the sandbox deadline (the self-play trainer's).
-HUNG_STEP_PENALTY = -0.5
 
 #: Prepended to a boxed environment's first observation.
 ACT_INSTRUCTIONS = (
@@ -147,18 +146,10 @@ class EnvironmentFailed(RuntimeError):
 
 def episode_return(last_reward: float | None, terminated: bool, *, hung: bool = False,
                    hang_penalty: float = HUNG_STEP_PENALTY) -> float:
-    """The self-play trainer's episode return (``spade_trainer.rewards.episode_return``,
-    which serving may not import; a test holds the two equal): ``hang_penalty`` if a step
-    hung, else the last reward clipped to [-1, 1] if the environment terminated the
-    episode, else 0."""
-    if hung:
-        return float(hang_penalty)
-    if not terminated or last_reward is None:
-        return 0.0
-    value = float(last_reward)
-    if not math.isfinite(value):
-        raise EnvContractError(f"the last reward {last_reward!r} is not finite", method="step")
-    return min(1.0, max(-1.0, value))
+    """The episode return every part applies (:func:`spade_core.returns.episode_return`),
+    a non-finite reward the environment's broken contract."""
+    return _core_return(last_reward, terminated, hung=hung, hang_penalty=hang_penalty,
+                        error=lambda message: EnvContractError(message, method="step"))
 
 
 # --- the environments TRL sees -------------------------------------------------------------

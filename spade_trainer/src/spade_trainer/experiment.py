@@ -32,6 +32,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from spade_core.eval_harness import wilson
+
 from .errors import ConfigError
 from .samples import PolicySample, Role, with_advantages
 
@@ -93,20 +95,6 @@ class LearnSettings:
             raise ConfigError(f"learning_rate must be in [0, 1), got {self.learning_rate}")
         if not 2 <= self.candidates <= 15 or not 1 <= self.guesses <= 4:
             raise ConfigError(f"candidates must be in [2, 15] and guesses in [1, 4], got {self.candidates}, {self.guesses}")
-
-
-def wilson(successes: int, n: int, z: float = 1.959963984540054) -> tuple[float, float]:
-    """Wilson's 95% score interval of a binomial proportion (``(0, 1)`` when ``n`` is 0)."""
-    if n <= 0:
-        return 0.0, 1.0
-    p = successes / n
-    denom = 1 + z * z / n
-    centre = (p + z * z / (2 * n)) / denom
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    # at 0 or n successes the bound is exactly 0 or 1 (the formula leaves rounding noise)
-    lo = 0.0 if successes <= 0 else max(0.0, centre - half)
-    hi = 1.0 if successes >= n else min(1.0, centre + half)
-    return lo, hi
 
 
 def mean_interval(values: Sequence[float], z: float = 1.959963984540054) -> tuple[float, float]:

@@ -19,9 +19,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from spade_core.metadata import StatsSnapshot
+from spade_core.returns import is_win
 
 from .errors import RewardError
-from .rewards import is_win
 from .rollout import Episode, EpisodeSpec, PlayableEnv, RolloutEngine
 
 

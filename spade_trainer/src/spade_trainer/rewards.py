@@ -25,12 +25,10 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
-from .errors import RewardError
+from spade_core.returns import HUNG_STEP_PENALTY
+from spade_core.returns import episode_return as _core_return
 
-#: Return of an episode whose step hung past the sandbox deadline.
-HUNG_STEP_PENALTY = -0.5
-#: An episode whose return reaches this counts as a win (rewards are partial progress, 1.0 = success).
-WIN_THRESHOLD = 1.0 - 1e-6
+from .errors import RewardError
 
 
 def _finite(name: str, value: float) -> float:
@@ -43,22 +41,9 @@ def _finite(name: str, value: float) -> float:
 def episode_return(
     last_reward: float | None, terminated: bool, *, hung: bool = False, hang_penalty: float = HUNG_STEP_PENALTY
 ) -> float:
-    """Return of one episode.
-
-    ``hung`` wins over everything (the step never came back); otherwise the last reward,
-    clipped to [-1, 1], counts only when the environment itself ended the episode — an
-    episode cut by the turn or token budget scores 0, so stalling is never rewarded.
-    """
-    if hung:
-        return _finite("hang_penalty", hang_penalty)
-    if not terminated or last_reward is None:
-        return 0.0
-    return min(1.0, max(-1.0, _finite("last_reward", last_reward)))
-
-
-def is_win(episode_return_value: float) -> bool:
-    """An episode is won when its return reaches full reward."""
-    return episode_return_value >= WIN_THRESHOLD
+    """Return of one episode: :func:`spade_core.returns.episode_return` (the one rule, which
+    the TRL adapter and evaluation apply too), a non-finite value a :class:`RewardError`."""
+    return _core_return(last_reward, terminated, hung=hung, hang_penalty=hang_penalty, error=RewardError)
 
 
 @dataclass(frozen=True)
