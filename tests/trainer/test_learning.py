@@ -323,6 +323,7 @@ def test_spade_report_shows_the_learning_experiment(small_experiment: Callable[.
     assert (exp.run_dir / "report" / "learning.png").is_file()
     assert "<th>update</th>" in page and "control (lr 0)" in page
     assert "Mean seconds per update: generate" in page
+    assert "<table id=behaviour>" in page and "second guess followed the feedback" in page
 
 
 def test_the_self_play_report_shows_where_each_iteration_s_time_went(tmp_path: Path) -> None:

@@ -427,16 +427,23 @@ def _times_section(run: Path) -> str:
 def learning_section(run: Path, out: Path) -> str:
     """The learning experiment of ``run`` (``learning.json``): its table, plot and where an
     update's time went; empty when the folder holds none."""
-    from .experiment import learning_table, plot_learning, read_learning
+    from .experiment import behaviour_table, learning_table, plot_learning, read_learning
 
     data = read_learning(run)
     if data is None:
         return ""
     plot_learning([data], out / "learning.png")
-    table = learning_table(data).strip().splitlines()
-    cells = [[c.strip() for c in line.strip("|").split("|")] for line in table if not line.startswith("|---")]
-    rows = "\n".join("<tr>" + "".join(f"<{'th' if i == 0 else 'td'}>{html.escape(c)}</{'th' if i == 0 else 'td'}>"
-                                       for c in r) + "</tr>" for i, r in enumerate(cells))
+
+    def rows_of(markdown: str) -> str:
+        lines = markdown.strip().splitlines()
+        cells = [[c.strip() for c in line.strip("|").split("|")] for line in lines if not line.startswith("|---")]
+        return "\n".join("<tr>" + "".join(f"<{'th' if i == 0 else 'td'}>{html.escape(c)}</{'th' if i == 0 else 'td'}>"
+                                          for c in r) + "</tr>" for i, r in enumerate(cells))
+
+    rows = rows_of(learning_table(data))
+    behaviour = behaviour_table(data)
+    behaviour_html = (f"<p>What the trained policy did:</p><table id=behaviour>{rows_of(behaviour)}</table>"
+                      if behaviour else "")
     updates = (data.get("updates") or {}).get("trained") or []
 
     def mean(key: str) -> str:
@@ -455,6 +462,7 @@ lr {_e(settings.get("learning_rate"))}.</p>
 <figure><img src="learning.png" alt="learning curve"><figcaption>Success on held-out instances with 95% intervals
 </figcaption></figure>
 <table id=learning-table>{rows}</table>
+{behaviour_html}
 <p>Mean seconds per update: generate {mean("generate_s")}, environments {mean("env_s")}, update {mean("update_s")},
 all {mean("seconds")}.</p>
 """
