@@ -89,7 +89,7 @@ def test_report_writes_html_and_its_pngs(tmp_path: Path) -> None:
     page = write_report(tmp_path)
     names = sorted(p.name for p in page.parent.glob("*.png"))
     assert names == sorted(["regret.png", "win_rate.png", "admission.png", "skill_regret.png", "skill_win_rate.png",
-                            "difficulty.png", "pool.png", "rewards.png"])
+                            "difficulty.png", "pool.png", "rewards.png", "diagnostics.png", "reward_levels.png"])
     html = page.read_text()
     assert all(n in html for n in names) and "<table id=iterations>" in html
 

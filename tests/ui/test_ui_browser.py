@@ -99,7 +99,7 @@ def test_a_run_report_is_shown_with_its_plots(ui_server: str, page: Any) -> None
     assert "2 iterations (1 to 2)" in page.inner_text("#headline")
     assert "live" in page.inner_text("body")  # written just now: the page refreshes itself
     widths = page.locator("figure img").evaluate_all("imgs => imgs.map(i => i.naturalWidth)")
-    assert len(widths) == 8 and all(w > 0 for w in widths)
+    assert len(widths) == 10 and all(w > 0 for w in widths)
 
 
 def test_unknown_pages_answer_with_a_page_not_a_traceback(ui_server: str, page: Any) -> None:
