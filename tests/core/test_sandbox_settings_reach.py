@@ -16,9 +16,9 @@ from spade_core.sandbox_settings import InvalidSandboxSettings, SandboxSettings
 from .cli_support import open_store, spade
 
 pytest.importorskip("spade_sandbox")
-from spade_sandbox.errors import SandboxMemoryError  # noqa: E402
-from spade_sandbox.launcher import SandboxLauncher  # noqa: E402
-from spade_sandbox.limits import SandboxLimits  # noqa: E402
+from spade_sandbox.errors import SandboxMemoryError
+from spade_sandbox.launcher import SandboxLauncher
+from spade_sandbox.limits import SandboxLimits
 
 
 def _store_hog(source: str) -> str:

@@ -9,8 +9,8 @@ import json
 from pathlib import Path
 
 from hypothesis import given
-from rich.text import Text
 from hypothesis import strategies as st
+from rich.text import Text
 from spade_core.metadata import EnvMetadata, StatsSnapshot, ValidationReport
 from spade_core.terminal import escape, printable, terminal_json
 
