@@ -5,10 +5,13 @@ One batch of real episodes of the learning experiment's rung (``higher_lower``, 
 embedded SmolLM2-135M (or the tiny in-process model), and the same samples, with the same
 advantages, are then trained on
 
-* by :class:`spade_trainer.policy_update.GRPOUpdate` (``step`` per update), and
-* by TRL's ``GRPOTrainer`` as the self-play loop drives it (``spade_trainer.grpo.build_trainer``
-  with a source that returns these samples; one optimizer step per update, timed by a
-  callback from step begin to step end),
+* by :class:`spade_trainer.learner.Learner`, the self-play loop's update (accelerate, the
+  advantages, :class:`~spade_trainer.policy_update.GRPOUpdate`, the weight-change meter;
+  ``step`` per update), and
+* by TRL's ``GRPOTrainer`` through its public arguments: a ``rollout_func`` that returns
+  these samples and a reward function that hands back their rewards, one optimizer step
+  per update over all of them (``num_generations`` = the group size), timed by a callback
+  from step begin to step end,
 
 with every sample carrying signal (half of each group scored as won, so that neither side
 skips work), each from the same initial weights, micro-batch 8, learning rate 2e-5, ``REPEATS`` updates.
@@ -54,10 +57,11 @@ def _samples(model: Any, tok: Any) -> list[Any]:
     return with_advantages(samples)
 
 
-def _ours(model: Any, samples: list[Any], repeats: int) -> list[float]:
-    from spade_trainer.policy_update import GRPOUpdate, UpdateSettings
+def _ours(model: Any, tok: Any, samples: list[Any], repeats: int) -> list[float]:
+    from spade_trainer.learner import Learner
+    from spade_trainer.policy_update import UpdateSettings
 
-    update = GRPOUpdate(model, UpdateSettings(learning_rate=LR, micro_batch=MICRO_BATCH))
+    update = Learner(model, tok, UpdateSettings(learning_rate=LR, micro_batch=MICRO_BATCH), cpu=True, seed=0)
     times = []
     for _ in range(repeats):
         t0 = time.perf_counter()
@@ -67,8 +71,25 @@ def _ours(model: Any, samples: list[Any], repeats: int) -> list[float]:
 
 
 def _trl(model: Any, tok: Any, samples: list[Any], repeats: int) -> list[float]:
-    from spade_trainer.grpo import UpdateShape, build_trainer, grpo_config
+    import os
+    import warnings
+
+    from datasets import Dataset
     from transformers import TrainerCallback
+    from trl import GRPOConfig, GRPOTrainer
+
+    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+    group = len(samples) // len({s.group for s in samples})
+
+    def rollout(prompts: list[Any], trainer: Any) -> dict[str, Any]:
+        return {"prompt_ids": [list(s.prompt_ids) for s in samples],
+                "completion_ids": [list(s.completion_ids) for s in samples],
+                "logprobs": [list(s.logprobs) for s in samples],
+                "env_mask": [list(s.env_mask or [1] * len(s.completion_ids)) for s in samples],
+                "won": [s.reward for s in samples]}
+
+    def reward(prompts: list[Any], completions: list[Any], won: list[float], **_: Any) -> list[float]:
+        return list(won)
 
     times: list[float] = []
 
@@ -79,10 +100,20 @@ def _trl(model: Any, tok: Any, samples: list[Any], repeats: int) -> list[float]:
         def on_step_end(self, *a: Any, **k: Any) -> None:
             times.append(time.perf_counter() - self.t0)
 
-    with tempfile.TemporaryDirectory() as out:
-        shape = UpdateShape.for_samples(len(samples), MICRO_BATCH)
-        trainer = build_trainer(model, tok, lambda _t: samples,
-                                grpo_config(out, shape, max_steps=repeats, learning_rate=LR), callbacks=[Clock()])
+    steps = len(samples) // MICRO_BATCH
+    with tempfile.TemporaryDirectory() as out, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        args = GRPOConfig(output_dir=out, per_device_train_batch_size=MICRO_BATCH, gradient_accumulation_steps=steps,
+                          steps_per_generation=steps, num_generations=group, max_steps=repeats, learning_rate=LR,
+                          use_cpu=True, beta=0.0, logging_steps=1, save_strategy="no", report_to=[],
+                          disable_tqdm=True, lr_scheduler_type="constant", shuffle_dataset=False,
+                          remove_unused_columns=False)
+        dataset = Dataset.from_dict({"prompt": [f"group {g}" for g in range(len(samples) // group)]})
+        trainer = GRPOTrainer(model=model, reward_funcs=[reward], args=args, train_dataset=dataset,  # type: ignore[list-item]
+                              processing_class=tok, rollout_func=rollout, callbacks=[Clock()])
+        from transformers.trainer_callback import PrinterCallback
+
+        trainer.remove_callback(PrinterCallback)  # its per-step dicts would bury the table
         trainer.train()
     return times
 
@@ -111,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
     tokens = sum(sum(s.env_mask or []) for s in samples)
     console.log(f"{len(samples)} samples, {live} with signal, {tokens} model tokens; timing ours")
     model.load_state_dict(initial)
-    ours = _ours(model, samples, args.repeats)
+    ours = _ours(model, tok, samples, args.repeats)
     console.log("timing TRL's GRPOTrainer")
     model.load_state_dict(initial)
     trl = _trl(model, tok, samples, args.repeats)
@@ -119,7 +150,7 @@ def main(argv: list[str] | None = None) -> int:
                         f"micro-batch {MICRO_BATCH}, {args.repeats} updates each)")
     for col in ("", "median s", "min s", "max s"):
         table.add_column(col, justify="right")
-    for name, ts in (("ours (GRPOUpdate)", ours), ("TRL GRPOTrainer", trl)):
+    for name, ts in (("ours (Learner)", ours), ("TRL GRPOTrainer", trl)):
         table.add_row(name, f"{statistics.median(ts):.2f}", f"{min(ts):.2f}", f"{max(ts):.2f}")
     console.print(table)
     console.print(f"ratio ours / TRL (median): {statistics.median(ours) / statistics.median(trl):.2f}")

@@ -78,7 +78,10 @@ def test_the_baseline_trains_the_agent_on_the_fixed_pool_without_a_designer(runs
         # two seed environments, two unhinted plays each; the agent's samples are all there is
         assert m["envs_played"] == 2 and m["episodes"] == 4 and m["win_rate"] is not None
         assert m["samples"]["designer_samples"] == 0 and m["samples"]["agent_samples"] >= 1
-        assert m["train"]["loss"] is not None
+        # the update took every agent sample; it skipped its passes only when none carried signal
+        assert m["train"]["samples"] == m["samples"]["agent_samples"]
+        assert m["train"]["skipped"] == (m["samples"]["nonzero_advantages"] == 0)
+        assert m["train"]["skipped"] or m["train"]["loss"] is not None
     for m in read_jsonl(spade / "metrics.jsonl"):
         assert m["designed"] == 2 and m["episodes"] == 8  # hinted and unhinted plays
         assert m["samples"]["designer_samples"] >= 1

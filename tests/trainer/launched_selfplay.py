@@ -1,5 +1,5 @@
 """The self-play run that the multi-process test starts under ``accelerate launch``:
-the tiny preset with the scripted design stage, real sandbox, store and TRL steps.
+the tiny preset with the scripted design stage, real sandbox, store and GRPO steps.
 
     accelerate launch --config_file CONFIG -m trainer.launched_selfplay \
         --run-dir RUN --iterations N [--resume] --out OUT
@@ -40,7 +40,7 @@ def main() -> None:
     )
     run = SelfPlayRun(cfg, design_stage_factory=ScriptedDesignStage, console=Console(stderr=True))
     records = run.run(resume=args.resume)
-    acc = run.trainer.accelerator
+    acc = run.learner.accelerator
     args.out.mkdir(parents=True, exist_ok=True)
     torch.save(
         {
@@ -49,9 +49,9 @@ def main() -> None:
             "distributed_type": str(acc.distributed_type),
             "process_index": acc.process_index,
             "num_processes": acc.num_processes,
-            "weights": {k: v.detach().clone() for k, v in run.trainer.model.state_dict().items()},
+            "weights": {k: v.detach().clone() for k, v in run.learner.model.state_dict().items()},
             "records": [r.to_json() for r in records],
-            "global_step": run.trainer.state.global_step,
+            "global_step": run.learner.steps,
         },
         args.out / f"rank-{run.rank}.pt",
     )

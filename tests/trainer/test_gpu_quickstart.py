@@ -15,7 +15,6 @@ import pytest
 import torch
 from spade_trainer.config import load_selfplay_config
 from spade_trainer.errors import ConfigError, TrainerError
-from spade_trainer.grpo import CHECKPOINTING, unknown_grpo_arguments
 from spade_trainer.plan import machine_problems, plan_run
 from spade_trainer.timings import read_times, times_table
 
@@ -25,29 +24,23 @@ SCRIPT = ROOT / "scripts" / "gpu_quickstart.sh"
 
 def test_the_gpu_preset_plans_vllm_generation_and_a_bf16_update_on_cuda() -> None:
     plan = plan_run(load_selfplay_config(preset="gpu"))
-    cfg, args = plan.config, plan.trainer_args
+    cfg = plan.config
     assert (cfg.model.source, cfg.model.device, cfg.model.dtype) == ("embedded", "cuda", "bfloat16")
     assert cfg.generation.backend == "vllm" and cfg.generation.vllm_mode == "colocate"
-    assert args["use_vllm"] is True and args["vllm_mode"] == "colocate"
-    assert args["vllm_gpu_memory_utilization"] == cfg.generation.vllm_gpu_memory_utilization
-    assert args["bf16"] is True and args["use_cpu"] is False and args[CHECKPOINTING] is True
-    assert args["max_steps"] == cfg.iterations == 6
-    assert args["save_strategy"] == "steps" and args["save_steps"] == cfg.checkpoint_every
-    # one optimizer step per iteration over every sample of the iteration
-    assert args["gradient_accumulation_steps"] * args["per_device_train_batch_size"] == plan.shape.capacity
-    assert plan.shape.capacity >= cfg.expected_samples
+    assert plan.vllm is not None and plan.vllm.mode == "colocate"
+    assert plan.vllm.gpu_memory_utilization == cfg.generation.vllm_gpu_memory_utilization
+    assert plan.activation_checkpointing is True  # on a GPU: memory
+    assert cfg.iterations == 6 and cfg.checkpoint_every == 3
+    assert plan.update.learning_rate == cfg.optim.learning_rate
+    assert plan.update.micro_batch == cfg.optim.micro_batch
 
 
-@pytest.mark.parametrize("preset", ["gpu", "quickstart", "tiny"])
-def test_every_trainer_argument_of_a_preset_is_an_option_of_this_trl(preset: str) -> None:
+@pytest.mark.parametrize("preset", ["quickstart", "tiny"])
+def test_a_cpu_preset_plans_transformers_generation_without_recomputation(preset: str) -> None:
     plan = plan_run(load_selfplay_config(preset=preset))
-    assert unknown_grpo_arguments(plan.trainer_args) == []
-
-
-def test_an_option_trl_does_not_have_is_named() -> None:
-    assert unknown_grpo_arguments({"learning_rate": 1e-6, "vllm_gpu_memory_fraction": 0.3}) == [
-        "vllm_gpu_memory_fraction"
-    ]
+    assert plan.vllm is None and plan.activation_checkpointing is False
+    rows = dict(plan.rows())
+    assert f"lr {plan.update.learning_rate:g}" in rows["update"]
 
 
 def test_a_designer_table_the_designer_rejects_fails_the_plan() -> None:

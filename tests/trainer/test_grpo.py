@@ -1,19 +1,17 @@
-"""Specification of the GRPO step: per-role advantages, env-token masking, a real TRL update."""
+"""Specification of the GRPO step: per-role advantages, env-token masking, a real update
+through the self-play loop's learner, its checkpoint."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
 import pytest
 import torch
-from hypothesis import given
-from hypothesis import strategies as st
 from spade_trainer.errors import TrainerError
-from spade_trainer.samples import PolicySample, Role, fit_to_capacity, with_advantages
-
-os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+from spade_trainer.learner import Learner, ParameterDelta
+from spade_trainer.policy_update import UpdateSettings
+from spade_trainer.samples import PolicySample, Role, with_advantages
 
 
 def _sample(role: Role, reward: float, group: str, n: int = 3, mask: list[int] | None = None) -> PolicySample:
@@ -36,25 +34,12 @@ def test_roles_never_share_a_group() -> None:
     assert [s.advantage for s in out] == [0.0, 0.0]  # each alone in its own role's group
 
 
-@given(st.lists(st.floats(-1, 1), min_size=1, max_size=12), st.integers(1, 16))
-def test_fitting_to_capacity_pads_with_zero_advantage_or_drops_the_weakest(advs: list[float], cap: int) -> None:
-    samples = [PolicySample(Role.agent, [1], [2] * (i + 1), [0.0] * (i + 1), 0.0, "e", advantage=a)
-               for i, a in enumerate(advs)]
-    out, padded, dropped, _ = fit_to_capacity(samples, cap)
-    assert len(out) == cap and padded == max(0, cap - len(advs)) and dropped == max(0, len(advs) - cap)
-    assert all(s.advantage == 0.0 for s in out[len(out) - padded:])
-    if dropped:
-        kept = sorted(abs(s.advantage) for s in out)
-        lost = sorted(abs(a) for a in advs)[:dropped]
-        assert max(lost) <= min(kept) + 1e-12
-
-
 def test_a_sample_with_mismatched_mask_is_refused() -> None:
     with pytest.raises(TrainerError, match="env_mask"):
         PolicySample(Role.agent, [1], [2, 3], [0.0, 0.0], 0.0, "e", env_mask=[1])
 
 
-# --- real TRL updates on a tiny in-process model -------------------------------------------
+# --- real updates on a tiny in-process model --------------------------------------------------
 
 
 def _logp(model: Any, prompt: list[int], completion: list[int]) -> float:
@@ -63,13 +48,8 @@ def _logp(model: Any, prompt: list[int], completion: list[int]) -> float:
     return sum(logits[len(prompt) - 1 + i, t].item() for i, t in enumerate(completion))
 
 
-def _train(model: Any, tok: Any, samples: list[PolicySample], tmp: Path, lr: float = 1e-2) -> Any:
-    from spade_trainer.grpo import UpdateShape, build_trainer, grpo_config
-
-    shape = UpdateShape.for_samples(len(samples), 2)
-    trainer = build_trainer(model, tok, lambda _t: samples, grpo_config(str(tmp), shape, max_steps=1, learning_rate=lr))
-    trainer.train()
-    return trainer
+def _learner(model: Any, tok: Any, lr: float = 1e-2) -> Learner:
+    return Learner(model, tok, UpdateSettings(learning_rate=lr, micro_batch=2), cpu=True, seed=0)
 
 
 def test_one_update_raises_the_better_sample_and_lowers_the_worse(tiny_model: Any, tiny_tokenizer: Any,
@@ -87,10 +67,12 @@ def test_one_update_raises_the_better_sample_and_lowers_the_worse(tiny_model: An
         PolicySample(Role.agent, agent_p, agent_c[:1], [0.0], 0.0, "env", env_mask=[1]),
     ]
     before_good, before_bad = _logp(tiny_model, p, good), _logp(tiny_model, p, bad)
-    trainer = _train(tiny_model, tok, samples, tmp_path)
+    learner = _learner(tiny_model, tok)
+    report = learner.step(samples)
     assert _logp(tiny_model, p, good) > before_good
     assert _logp(tiny_model, p, bad) < before_bad
-    assert trainer.state.global_step == 1
+    assert learner.steps == 1 and report.fill["samples"] == 4 and report.fill["nonzero_advantages"] == 4
+    assert report.param_delta_l2 is not None and report.param_delta_l2 > 0
 
 
 def test_environment_tokens_carry_no_gradient(tiny_model: Any, tiny_tokenizer: Any, tmp_path: Path) -> None:
@@ -99,7 +81,8 @@ def test_environment_tokens_carry_no_gradient(tiny_model: Any, tiny_tokenizer: A
     flat = PolicySample(Role.agent, [5, 6], [7, 8, 9], [0.0] * 3, 0.0, "f", env_mask=[1, 1, 1])
     partner = PolicySample(Role.agent, [5, 6], [7, 8, 10], [0.0] * 3, 0.0, "e", env_mask=[0, 0, 0])
     before = [p.detach().clone() for p in tiny_model.parameters()]
-    _train(tiny_model, tiny_tokenizer, [masked, partner, flat, flat], tmp_path)
+    report = _learner(tiny_model, tiny_tokenizer).step([masked, partner, flat, flat])
+    assert report.update.skipped  # no trained token carries signal: no forward or backward pass at all
     assert all(torch.equal(a, b.detach()) for a, b in zip(before, tiny_model.parameters(), strict=True))
 
 
@@ -107,8 +90,6 @@ def test_environment_tokens_carry_no_gradient(tiny_model: Any, tiny_tokenizer: A
 
 
 def test_parameter_delta_is_the_l2_norm_of_the_weight_change() -> None:
-    from spade_trainer.grpo import ParameterDelta
-
     torch.manual_seed(0)
     layer = torch.nn.Linear(4, 3)
     opt = torch.optim.SGD(layer.parameters(), lr=0.1)
@@ -130,25 +111,62 @@ def test_parameter_delta_is_the_l2_norm_of_the_weight_change() -> None:
 
 
 def test_parameter_delta_refuses_what_is_not_a_torch_optimizer() -> None:
-    from spade_trainer.errors import TrainerError
-    from spade_trainer.grpo import ParameterDelta
-
     with pytest.raises(TrainerError, match="not a torch optimizer"):
         ParameterDelta().attach(object())
 
 
-def test_the_config_uses_this_transformers_name_for_checkpointing(tmp_path: Path) -> None:
-    """Transformers 5 renamed gradient_checkpointing: the old name warned in every run."""
-    import dataclasses
-    import warnings
+# --- the learner's checkpoint -------------------------------------------------------------------
 
-    from spade_trainer.grpo import CHECKPOINTING, UpdateShape, grpo_config
-    from trl import GRPOConfig
 
-    fields = {f.name for f in dataclasses.fields(GRPOConfig)}
-    assert CHECKPOINTING in fields
-    assert CHECKPOINTING == "activation_checkpointing" or "activation_checkpointing" not in fields
-    with warnings.catch_warnings():
-        warnings.filterwarnings("error", message=".*checkpointing.* is deprecated", category=FutureWarning)
-        config = grpo_config(str(tmp_path), UpdateShape.for_samples(2, 2), max_steps=1)
-    assert getattr(config, CHECKPOINTING) is False  # on a CPU: no recomputation
+def _samples(tok: Any) -> list[PolicySample]:
+    p = tok("Guess.", add_special_tokens=False)["input_ids"]
+    c = tok("\\boxed{2}", add_special_tokens=False)["input_ids"]
+    return [PolicySample(Role.agent, p, c, [0.0] * len(c), r, "env") for r in (1.0, 0.0)]
+
+
+def test_a_checkpoint_restores_weights_optimizer_steps_and_random_state(tiny_tokenizer: Any, tmp_path: Path) -> None:
+    from spade_trainer.tiny import build_tiny_model
+
+    tok = tiny_tokenizer
+    first = _learner(build_tiny_model(tok), tok, lr=1e-3)
+    first.step(_samples(tok))
+    first.save(tmp_path / "checkpoint-1")
+    after_save = torch.rand(3)
+    first.step(_samples(tok))  # the straight run's second step
+    straight = {k: v.detach().clone() for k, v in first.model.state_dict().items()}
+
+    torch.manual_seed(123)  # a fresh process's other random state
+    second = _learner(build_tiny_model(tok), tok, lr=1e-3)
+    second.load(tmp_path / "checkpoint-1")
+    assert second.steps == 1
+    assert torch.equal(torch.rand(3), after_save)  # the random state continues where it was saved
+    second.step(_samples(tok))
+    # the same weights only if the optimizer's moments were restored too
+    assert all(torch.allclose(v, straight[k], atol=1e-7) for k, v in second.model.state_dict().items())
+
+
+def test_a_checkpoint_is_a_model_folder_transformers_loads(tiny_tokenizer: Any, tmp_path: Path) -> None:
+    from spade_trainer.tiny import build_tiny_model
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    learner = _learner(build_tiny_model(tiny_tokenizer), tiny_tokenizer)
+    learner.step(_samples(tiny_tokenizer))
+    learner.save(tmp_path / "checkpoint-1")
+    loaded = AutoModelForCausalLM.from_pretrained(tmp_path / "checkpoint-1")
+    AutoTokenizer.from_pretrained(tmp_path / "checkpoint-1")
+    mine = learner.model.state_dict()
+    assert all(torch.equal(v, mine[k]) for k, v in loaded.state_dict().items())
+
+
+def test_a_checkpoint_of_another_model_is_refused(tiny_tokenizer: Any, tmp_path: Path) -> None:
+    from spade_trainer.errors import CheckpointError
+    from spade_trainer.learner import load_model_folder
+    from spade_trainer.tiny import build_tiny_model
+
+    learner = _learner(build_tiny_model(tiny_tokenizer), tiny_tokenizer)
+    learner.save(tmp_path / "c")
+    other = torch.nn.Linear(3, 3)
+    with pytest.raises(CheckpointError, match="does not fit this model"):
+        load_model_folder(other, tmp_path / "c")
+    with pytest.raises(CheckpointError, match="no model.safetensors"):
+        load_model_folder(other, tmp_path)

@@ -1,6 +1,6 @@
 """Checkpoints and resume under a multi-process launch, for real: ``accelerate launch`` starts
 two CPU processes (DDP over gloo) that run the tiny self-play config with the scripted
-design stage, real sandbox, stores and TRL steps.
+design stage, real sandbox, stores and GRPO steps.
 
 Three launches: two iterations straight; one iteration; a resume of that run to the
 second iteration. The resumed launch must end where the straight one did, on both ranks,
@@ -124,7 +124,7 @@ def test_a_checkpoint_holds_every_ranks_state(launches: dict[str, Any]) -> None:
         state = json.loads((checkpoint / sub / STATE_FILE).read_text())
         assert state["iteration"] == 2 and state["world_size"] == 2
         assert (checkpoint / sub / STORE_FILE).is_file()
-        assert (checkpoint / f"rng_state_{r}.pth").is_file()
+        assert (checkpoint / f"random_states_{r}.pkl").is_file()  # accelerate's, one per process
 
 
 def test_a_two_process_checkpoint_refuses_a_one_process_resume(

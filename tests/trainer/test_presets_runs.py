@@ -54,7 +54,8 @@ def test_a_fixed_pool_from_another_store_trains_the_agent_alone(tmp_path: Path) 
     (m,) = _metrics(tmp_path / "run")
     assert m["designed"] == 0 and m["envs_played"] == 1 and m["episodes"] == 2  # K = 2 unhinted plays
     assert list(m["per_env"]) == [kept] and m["per_env"][kept]["regret"] is None
-    assert m["samples"]["designer_samples"] == 0 and m["train"]["loss"] is not None
+    # the update was handed the agent's samples alone (it passes only when one carries signal)
+    assert m["samples"]["designer_samples"] == 0 and m["train"]["samples"] == m["samples"]["agent_samples"] == 2
     with EnvStore(f"sqlite:///{tmp_path / 'run' / 'store.db'}", create=False) as store:
         (only,) = store.find(status=EnvStatus.admitted)
         assert only.id == kept and only.hint == "Try small numbers first."
@@ -86,7 +87,7 @@ def test_without_designer_training_designs_are_rewarded_but_not_trained(tmp_path
     assert m["designed"] == 2 and m["admitted"] == 1 and m["regret_mean"] is not None
     assert m["designer_reward_mean"] is not None  # rewarded and logged as usual
     assert m["designer_samples_trained"] == 0 and m["samples"]["designer_samples"] == 0
-    assert m["samples"]["agent_samples"] == 4 and m["train"]["loss"] is not None
+    assert m["samples"]["agent_samples"] == 4 and m["train"]["samples"] == 4
 
 
 @pytest.mark.parametrize(("ablation", "corpus", "memory"), [

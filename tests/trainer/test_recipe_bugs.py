@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import random
 import sys
-from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
@@ -22,9 +21,7 @@ from spade_designer.llm.base import Completion
 from spade_designer.records import Attempt, CandidateResult
 from spade_trainer.config import load_selfplay_config
 from spade_trainer.designer_stage import candidate
-from spade_trainer.grpo import SelfPlayRollout
 from spade_trainer.inprocess import TrustedEnvPool
-from spade_trainer.plan import plan_run
 from spade_trainer.policy import Sampling, VLLMPolicy
 from spade_trainer.regret import RegretEstimate, RegretEstimator
 from spade_trainer.rewards import designer_reward
@@ -99,15 +96,6 @@ def test_when_every_attempt_fails_each_is_graded_by_its_own_stage() -> None:
 # --- 2. sample selection ----------------------------------------------------------------------
 
 
-class _Trainer:
-    """What SelfPlayRollout needs of TRL's trainer: where the advantages go."""
-
-    advantages: list[float] | None = None
-
-    def set_pending_advantages(self, advantages: list[float]) -> None:
-        self.advantages = advantages
-
-
 def _iteration_of_the_gpu_preset() -> list[PolicySample]:
     """Every design admitted: 2 skills x 4 designs, and the 8 new environments x 4 plays."""
     rng = random.Random(3)
@@ -118,25 +106,19 @@ def _iteration_of_the_gpu_preset() -> list[PolicySample]:
     return designer + agent
 
 
-def test_the_gpu_update_keeps_every_designer_sample(tmp_path: Path) -> None:
-    cfg = load_selfplay_config(preset="gpu")
-    capacity = plan_run(cfg, tmp_path).shape.capacity
+def test_the_update_trains_every_sample_of_an_iteration(tiny_model: Any, tiny_tokenizer: Any) -> None:
+    # TRL's fixed batch once cut a surplus (the designer's samples first): the learner's step
+    # takes the whole iteration, whatever its size
+    from spade_trainer.learner import Learner
+    from spade_trainer.policy_update import UpdateSettings
+
     samples = _iteration_of_the_gpu_preset()
-    rollout = SelfPlayRollout(lambda trainer: samples)
-    out = rollout(["slot"] * capacity, _Trainer())
-    kept_roles = out["role"][: len(samples)]
-    assert rollout.last_fill["dropped"] == 0
-    assert kept_roles.count("designer") == 8 and kept_roles.count("agent") == 32
-
-
-def test_a_surplus_is_cut_from_each_role_in_proportion() -> None:
-    samples = with_advantages(_iteration_of_the_gpu_preset())
-    rollout = SelfPlayRollout(lambda trainer: samples)
-    out = rollout(["slot"] * 30, _Trainer())
-    fill = rollout.last_fill
-    assert fill["dropped"] == 10
-    assert fill["dropped_designer"] == 2 and fill["dropped_agent"] == 8  # 8:32 of the 40 samples
-    assert out["role"].count("designer") == 6
+    report = Learner(tiny_model, tiny_tokenizer, UpdateSettings(learning_rate=1e-4, micro_batch=4), cpu=True,
+                     seed=0).step(samples)
+    assert report.fill["samples"] == report.update.samples == 40
+    assert report.fill["designer_samples"] == 8 and report.fill["agent_samples"] == 32
+    assert report.update.with_signal == report.fill["nonzero_advantages"] > 8
+    assert report.update.tokens == sum(len(s.completion_ids) for s in with_advantages(samples) if s.advantage)
 
 
 # --- 3. one seed per request ------------------------------------------------------------------

@@ -61,7 +61,7 @@ def test_two_iterations_exercise_every_stage(tmp_path: Path) -> None:
         assert update["param_delta_l2"] > 0 and update["param_delta_max"] > 0
         assert rec["timings"]["update_s"] >= 0
     assert first["pool_size"] >= 19
-    assert run.trainer.state.global_step == 2
+    assert run.learner.steps == 2
     # the store recorded stats for every played environment; designed envs are registered
     from spade_core.store import EnvStore
 
@@ -90,11 +90,11 @@ def test_the_agent_s_reply_shape_reaches_the_rollouts(tmp_path: Path) -> None:
 
 def test_resuming_continues_identically(tmp_path: Path) -> None:
     straight = _run(_config(tmp_path / "a", iterations=2))
-    w_straight = [p.detach().clone() for p in straight.trainer.model.parameters()]
+    w_straight = [p.detach().clone() for p in straight.learner.model.parameters()]
     _run(_config(tmp_path / "b", iterations=1))
     resumed = _run(_config(tmp_path / "b", iterations=2), resume=True)
     assert resumed.records[0].iteration == 2
-    w_resumed = list(resumed.trainer.model.parameters())
+    w_resumed = list(resumed.learner.model.parameters())
     assert all(torch.allclose(a, b, atol=1e-6) for a, b in zip(w_straight, w_resumed, strict=True))
     a = [json.loads(x) for x in (tmp_path / "a" / "run" / "metrics.jsonl").read_text().splitlines()]
     b = [json.loads(x) for x in (tmp_path / "b" / "run" / "metrics.jsonl").read_text().splitlines()]

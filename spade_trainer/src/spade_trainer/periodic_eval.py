@@ -28,7 +28,6 @@ if TYPE_CHECKING:
     from spade_core.config import SpadeConfig
     from spade_core.plugins import SpadePlugins
     from spade_designer.llm.base import LLMBackend
-    from trl import GRPOTrainer
 
     from .config import EvalSettings
 
@@ -45,18 +44,6 @@ def eval_suite(settings: EvalSettings, plugins: SpadePlugins) -> EpisodeSuite:
         raise ConfigError(f"eval.options: suite {suite.name!r} takes no option {', '.join(unknown)} "
                           f"(it takes: {', '.join(suite.options) or 'none'})")
     return suite
-
-
-def sync_generation_weights(trainer: GRPOTrainer) -> None:
-    """Load the updated weights into vLLM before generating outside a training step.
-
-    TRL loads them lazily, when it next generates for training (GRPOTrainer's own check of
-    ``global_step`` against ``_last_loaded_step``); an evaluation right after an update would
-    otherwise measure the weights before it. A transformers policy reads the live model.
-    """
-    if getattr(trainer, "use_vllm", False) and trainer.state.global_step != trainer._last_loaded_step:
-        trainer.vllm_generation.sync_weights()
-        trainer._last_loaded_step = trainer.state.global_step
 
 
 class PeriodicEvaluation:

@@ -1,10 +1,10 @@
 """What a self-play configuration would run, and what this machine lacks for it, found
 without loading a model or starting anything (``spade selfplay --check``).
 
-:func:`plan_run` is also how :meth:`~.selfplay.SelfPlayRun.setup` derives the trainer's
-arguments, so a check reports exactly what a run would use. It fails with a
-:class:`~.errors.ConfigError` on settings that cannot run anywhere (an option this TRL no
-longer has, a designer table the designer rejects); :func:`machine_problems` lists what
+:func:`plan_run` is also how :meth:`~.selfplay.SelfPlayRun.setup` derives the learner's
+settings, so a check reports exactly what a run would use. It fails with a
+:class:`~.errors.ConfigError` on settings that cannot run anywhere (a designer table the
+designer rejects, an evaluation suite that is not installed); :func:`machine_problems` lists what
 this machine lacks for the configuration (a CUDA device, vLLM, a package), so a GPU
 script can stop in seconds instead of after installing and loading a model.
 """
@@ -15,29 +15,33 @@ import importlib.util
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
 from .config import SelfPlayConfig
 from .errors import ConfigError
-from .grpo import CHECKPOINTING, UpdateShape, grpo_config_kwargs, unknown_grpo_arguments
+from .learner import VLLMSettings
+from .policy_update import UpdateSettings
 
 if TYPE_CHECKING:
     from spade_core.plugins import SpadePlugins
 
-#: Sub-folder of the run folder that holds the trainer's checkpoints.
+#: Sub-folder of the run folder that holds the checkpoints.
 CHECKPOINTS = "checkpoints"
 
 
 @dataclass(frozen=True)
 class RunPlan:
-    """A validated configuration and the update it implies."""
+    """A validated configuration and the learner it implies."""
 
     config: SelfPlayConfig
-    shape: UpdateShape
-    #: Keyword arguments of TRL's ``GRPOConfig`` (every key is one of its fields).
-    trainer_args: dict[str, Any]
+    #: The GRPO step's settings.
+    update: UpdateSettings
+    #: Recompute activations in the backward pass (on a GPU: memory; on a CPU it only costs time).
+    activation_checkpointing: bool
+    #: How generation reaches vLLM; ``None`` with ``generation.backend = "transformers"``.
+    vllm: VLLMSettings | None
 
     def rows(self) -> list[tuple[str, str]]:
         """``(what, value)`` lines describing the run, for a table."""
@@ -60,9 +64,10 @@ class RunPlan:
             ("episodes per iteration", plays),
             ("token budgets", f"design {g.designer_max_new_tokens}, agent turn {g.agent_max_new_tokens}, "
                               f"episode {g.episode_token_budget}, {g.max_turns} turns"),
-            ("update", f"{self.shape.capacity} sample slots, micro batch {self.shape.micro_batch}, "
-                       f"{self.shape.steps_per_generation} accumulation steps, lr {c.optim.learning_rate:g}"),
-            ("activation checkpointing", str(self.trainer_args[CHECKPOINTING])),
+            ("update", f"one GRPO step on every sample (about {c.expected_samples} per iteration), micro batch "
+                       f"{self.update.micro_batch}, lr {self.update.learning_rate:g}, "
+                       f"grad norm {self.update.max_grad_norm:g}"),
+            ("activation checkpointing", str(self.activation_checkpointing)),
             ("rollout executor", c.rollout.executor),
             ("evaluation", _eval_row(c)),
             ("run folder", str(c.run_dir)),
@@ -88,39 +93,18 @@ def _eval_row(c: SelfPlayConfig) -> str:
             f"{' and before the first' if e.at_start else ''}, size {e.size}, seed {e.seed}")
 
 
-def plan_run(config: SelfPlayConfig, run_dir: Path | None = None, *, plugins: SpadePlugins | None = None) -> RunPlan:
-    """The plan of ``config``; ``run_dir`` is this process's own folder (default the run
-    folder), where TensorBoard logs go. With an evaluation configured, its suite must be
-    one of ``plugins``' (default: the installed plugins)."""
+def plan_run(config: SelfPlayConfig, *, plugins: SpadePlugins | None = None) -> RunPlan:
+    """The plan of ``config``. With an evaluation configured, its suite must be one of
+    ``plugins``' (default: the installed plugins)."""
     cfg = config
-    root = Path(cfg.run_dir)
-    own = Path(run_dir) if run_dir is not None else root
-    shape = UpdateShape.for_samples(cfg.expected_samples, cfg.optim.micro_batch)
     gen = cfg.generation
-    report_to = [*(["tensorboard"] if cfg.logging.tensorboard else []), *(["wandb"] if cfg.logging.wandb else [])]
-    extra: dict[str, Any] = {"temperature": gen.temperature if gen.temperature > 0 else 1.0,
-                             "max_grad_norm": cfg.optim.max_grad_norm}
-    if gen.backend == "vllm":
-        extra["vllm_gpu_memory_utilization"] = gen.vllm_gpu_memory_utilization
-    kwargs = grpo_config_kwargs(
-        str(root / CHECKPOINTS),
-        shape,
-        max_steps=cfg.iterations,
-        learning_rate=cfg.optim.learning_rate,
-        seed=cfg.seed,
-        use_cpu=cfg.model.device == "cpu",
-        bf16=cfg.model.dtype == "bfloat16",
-        use_vllm=gen.backend == "vllm",
-        vllm_mode=gen.vllm_mode,
-        save_steps=cfg.checkpoint_every,
-        report_to=report_to,
-        logging_dir=str(own / "tensorboard") if cfg.logging.tensorboard else None,
-        **extra,
-    )
-    unknown = unknown_grpo_arguments(kwargs)
-    if unknown:
-        raise ConfigError(f"this TRL's GRPOConfig has no option {unknown}: the trainer and TRL disagree "
-                          "(install the TRL version of spade-trainer's tests)")
+    update = UpdateSettings(learning_rate=cfg.optim.learning_rate, max_grad_norm=cfg.optim.max_grad_norm,
+                            micro_batch=cfg.optim.micro_batch,
+                            temperature=gen.temperature if gen.temperature > 0 else 1.0)
+    vllm = (VLLMSettings(mode=gen.vllm_mode, gpu_memory_utilization=gen.vllm_gpu_memory_utilization,
+                         max_new_tokens=max(gen.agent_max_new_tokens, gen.designer_max_new_tokens),
+                         temperature=update.temperature)
+            if gen.backend == "vllm" else None)
     _check_designer_table(cfg)
     if cfg.eval.every > 0:
         from .periodic_eval import eval_suite
@@ -130,7 +114,7 @@ def plan_run(config: SelfPlayConfig, run_dir: Path | None = None, *, plugins: Sp
 
             plugins = get_plugins()
         eval_suite(cfg.eval, plugins)
-    return RunPlan(cfg, shape, kwargs)
+    return RunPlan(cfg, update, cfg.model.device != "cpu", vllm)
 
 
 def _check_designer_table(cfg: SelfPlayConfig) -> None:

@@ -3,20 +3,33 @@
 This is the policy-gradient step as a component a loop calls (torch only, no trainer
 framework): given :class:`~.samples.PolicySample` objects that already carry their
 advantages, it scores their completions under the current weights and takes one optimizer
-step on the clipped surrogate
+step on GRPO's surrogate for one step per batch
 
-    L = - sum_t mask_t * min(r_t A, clip(r_t, 1 - eps, 1 + eps) A) / sum_t mask_t
+    L = - sum_t mask_t * r_t * A / sum_t mask_t,   r_t = exp(logp_t - stopgrad(logp_t))
 
-where ``r_t = exp(logp_t - logp_old_t)`` (``logp_old`` are the sampling logprobs the
-rollout recorded, at the sampling temperature), ``mask`` is ``env_mask`` (model tokens
+(the ratio is 1 and its gradient is that of ``logp_t``: PPO's clip never acts in the first
+step on a batch, so it is left out, as in TRL's GRPO with one iteration per generation).
+``logp`` is taken at the sampling temperature; ``mask`` is ``env_mask`` (model tokens
 only; prompts, prefills and environment turns are never trained) and the sum runs over the
-whole batch (token-level mean, as DAPO and TRL's default loss). Samples whose advantage is
+whole batch (token-level mean, as DAPO and TRL's default loss). The logprobs the rollout
+recorded are not in the loss: they differ from the trainer's by the sampler (another
+engine, precision or temperature, as the designer records its raw logprobs), and
+:attr:`UpdateStats.sampler_drift` reports by how much. Samples whose advantage is
 0 add no gradient, so they are left out of the forward pass; when none carries signal
 there is no forward or backward pass at all and :attr:`UpdateStats.skipped` says so.
+
+Given an ``accelerate`` ``Accelerator``, the model and optimizer are prepared by it and
+every process of a launch takes part in each step: the token count that normalises the
+loss and the number of micro-batches are agreed over all processes (a process with fewer
+samples runs zero-loss passes, so that data-parallel gradient averaging lines up), the
+gradients are averaged once, on the last micro-batch, and a step is skipped only when no
+process has a sample with signal. The loss is then the token-level mean over every
+process's tokens, as one process holding all the samples would compute.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
 from collections.abc import Sequence
@@ -32,8 +45,6 @@ class UpdateSettings:
     """The optimizer and loss settings of :class:`GRPOUpdate`."""
 
     learning_rate: float = 1e-5
-    #: PPO/GRPO clip range of the importance ratio.
-    clip_epsilon: float = 0.2
     #: Gradient norm clip (0: none).
     max_grad_norm: float = 1.0
     weight_decay: float = 0.0
@@ -49,8 +60,6 @@ class UpdateSettings:
             raise TrainerError(f"micro_batch must be >= 1, got {self.micro_batch}")
         if self.temperature <= 0:
             raise TrainerError(f"temperature must be > 0 for a policy gradient, got {self.temperature}")
-        if self.clip_epsilon <= 0:
-            raise TrainerError(f"clip_epsilon must be > 0, got {self.clip_epsilon}")
 
 
 @dataclass(frozen=True)
@@ -65,9 +74,10 @@ class UpdateStats:
     skipped: bool
     loss: float | None = None
     grad_norm: float | None = None
-    #: Mean |r - 1| over trained tokens: how far the weights had moved from the sampling ones.
-    ratio_drift: float | None = None
-    clipped_fraction: float | None = None
+    #: Mean |p / p_sampled - 1| over trained tokens: how far the trainer's probabilities of the
+    #: sampled tokens are from the ones the rollout recorded (0 when the same weights sampled
+    #: them at the same temperature; a large value is a mismatch worth a look).
+    sampler_drift: float | None = None
     seconds: float = 0.0
 
     def to_json(self) -> dict[str, Any]:
@@ -77,17 +87,31 @@ class UpdateStats:
 class GRPOUpdate:
     """Holds the optimizer of ``model`` and applies one update per :meth:`step` call."""
 
-    def __init__(self, model: Any, settings: UpdateSettings | None = None) -> None:
+    def __init__(self, model: Any, settings: UpdateSettings | None = None, *, accelerator: Any = None) -> None:
         import torch
 
-        self.model = model
         self.settings = settings or UpdateSettings()
         params = [p for p in model.parameters() if p.requires_grad]
         if not params:
             raise TrainerError("the model has no trainable parameters")
-        self.optimizer = torch.optim.AdamW(params, lr=self.settings.learning_rate,
-                                           weight_decay=self.settings.weight_decay)
+        optimizer = torch.optim.AdamW(params, lr=self.settings.learning_rate, weight_decay=self.settings.weight_decay)
+        self.accelerator = accelerator
+        if accelerator is not None:
+            model, optimizer = accelerator.prepare(model, optimizer)
+        #: The model the loss runs through (wrapped for data parallelism under a launch).
+        self.model = model
+        self.optimizer = optimizer
         self.steps = 0
+
+    def _agreed(self, live: int, tokens: int, rounds: int) -> tuple[int, int, int, int]:
+        """``(live, tokens, rounds, processes)`` over every process of the launch."""
+        acc = self.accelerator
+        if acc is None or acc.num_processes == 1:
+            return live, tokens, rounds, 1
+        import torch
+
+        counts = acc.gather(torch.tensor([[live, tokens, rounds]], dtype=torch.long, device=acc.device)).cpu()
+        return int(counts[:, 0].sum()), int(counts[:, 1].sum()), int(counts[:, 2].max()), acc.num_processes
 
     def step(self, samples: Sequence[PolicySample]) -> UpdateStats:
         """One optimizer step on ``samples`` (see the module docstring)."""
@@ -98,31 +122,47 @@ class GRPOUpdate:
         live = sorted((s for s in samples if s.advantage != 0.0), key=lambda s: len(s.prompt_ids) + len(s.completion_ids))
         masks = [s.env_mask if s.env_mask is not None else [1] * len(s.completion_ids) for s in live]
         tokens = sum(sum(m) for m in masks)
-        if not live or tokens == 0:
-            return UpdateStats(len(samples), len(live), 0, True, seconds=time.perf_counter() - t0)
         cfg = self.settings
-        device = next(self.model.parameters()).device
+        if tokens == 0:
+            live, masks = [], []
+        rounds = -(-len(live) // cfg.micro_batch)
+        all_live, all_tokens, rounds, processes = self._agreed(len(live), tokens, rounds)
+        if all_live == 0 or all_tokens == 0:
+            return UpdateStats(len(samples), len(live), 0, True, seconds=time.perf_counter() - t0)
+        acc = self.accelerator
+        device = acc.device if acc is not None else next(self.model.parameters()).device
         was_training = self.model.training
         self.model.train()
         self.optimizer.zero_grad(set_to_none=True)
-        total_loss, drift, clipped = 0.0, 0.0, 0.0
+        total_loss, drift = 0.0, 0.0
+        # data parallelism averages the processes' gradients: times the number of processes,
+        # each process's share of the loss sums to the mean over every process's tokens
+        scale = processes / all_tokens
         try:
-            for start in range(0, len(live), cfg.micro_batch):
-                batch = live[start : start + cfg.micro_batch]
-                bmasks = masks[start : start + cfg.micro_batch]
-                logp, old, mask, adv = self._score(batch, bmasks, device)
-                # environment and padding positions carry no sampling logprob: their ratio is 1
-                ratio = torch.exp((logp - old) * mask)
-                low, high = 1.0 - cfg.clip_epsilon, 1.0 + cfg.clip_epsilon
-                surrogate = torch.minimum(ratio * adv, torch.clamp(ratio, low, high) * adv)
-                loss = -(surrogate * mask).sum() / tokens
-                loss.backward()
+            for r in range(rounds):
+                batch = live[r * cfg.micro_batch : (r + 1) * cfg.micro_batch]
+                bmasks = masks[r * cfg.micro_batch : (r + 1) * cfg.micro_batch]
+                last = r == rounds - 1
+                # gradients are averaged across processes once, on the last micro-batch
+                sync = contextlib.nullcontext() if acc is None or last else acc.no_sync(self.model)
+                with sync:
+                    if not batch:  # another process has more micro-batches: take part with no loss
+                        loss = self._zero_loss(device)
+                        self._backward(loss)
+                        continue
+                    logp, sampled, mask, adv = self._score(batch, bmasks, device)
+                    ratio = torch.exp(logp - logp.detach())
+                    loss = -(ratio * adv * mask).sum() * scale
+                    self._backward(loss)
                 with torch.no_grad():
-                    total_loss += float(loss)
-                    drift += float(((ratio - 1).abs() * mask).sum())
-                    clipped += float((((ratio < low) | (ratio > high)).float() * mask).sum())
-            params = [p for g in self.optimizer.param_groups for p in g["params"]]
-            norm = torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm if cfg.max_grad_norm > 0 else float("inf"))
+                    total_loss += float(loss) / processes
+                    # environment and padding positions carry no sampled logprob: masked out
+                    drift += float(((torch.exp((logp - sampled) * mask) - 1).abs() * mask).sum())
+            max_norm = cfg.max_grad_norm if cfg.max_grad_norm > 0 else float("inf")
+            if acc is not None:
+                norm = acc.clip_grad_norm_(self.model.parameters(), max_norm)
+            else:
+                norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), max_norm)
             grad_norm = float(norm)
             if math.isfinite(grad_norm):
                 self.optimizer.step()
@@ -133,9 +173,31 @@ class GRPOUpdate:
             if not was_training:
                 self.model.eval()
         self.steps += 1
+        local = max(tokens, 1)
         return UpdateStats(len(samples), len(live), tokens, False, loss=total_loss, grad_norm=grad_norm,
-                           ratio_drift=drift / tokens, clipped_fraction=clipped / tokens,
+                           sampler_drift=drift / local,
                            seconds=time.perf_counter() - t0)
+
+    def state_dict(self) -> dict[str, int]:
+        """The step counter (the optimizer and model have checkpoints of their own)."""
+        return {"steps": self.steps}
+
+    def load_state_dict(self, state: dict[str, int]) -> None:
+        self.steps = int(state["steps"])
+
+    def _backward(self, loss: Any) -> None:
+        if self.accelerator is not None:
+            self.accelerator.backward(loss)
+        else:
+            loss.backward()
+
+    def _zero_loss(self, device: Any) -> Any:
+        """A loss of 0 whose backward pass reaches every parameter (a data-parallel backward
+        pass must be taken by every process)."""
+        import torch
+
+        ids = torch.zeros((1, 1), dtype=torch.long, device=device)
+        return self.model(input_ids=ids, use_cache=False).logits.sum() * 0.0
 
     def _score(self, batch: Sequence[PolicySample], masks: Sequence[Sequence[int]], device: Any) -> tuple[Any, ...]:
         """Logprobs of each completion token under the current weights, with the sampling
@@ -151,7 +213,7 @@ class GRPOUpdate:
         keep = max(len(s.completion_ids) for s in batch)
         ids = torch.zeros((len(batch), width), dtype=torch.long)
         attention = torch.zeros((len(batch), width), dtype=torch.long)
-        old = torch.zeros((len(batch), keep))
+        sampled = torch.zeros((len(batch), keep))
         mask = torch.zeros((len(batch), keep))
         adv = torch.zeros((len(batch), 1))
         for row, (s, m) in enumerate(zip(batch, masks, strict=True)):
@@ -159,7 +221,7 @@ class GRPOUpdate:
             ids[row, width - len(seq) :] = torch.tensor(seq, dtype=torch.long)
             attention[row, width - len(seq) :] = 1
             n = len(s.completion_ids)
-            old[row, keep - n :] = torch.tensor(s.logprobs, dtype=torch.float32)
+            sampled[row, keep - n :] = torch.tensor(s.logprobs, dtype=torch.float32)
             mask[row, keep - n :] = torch.tensor(m, dtype=torch.float32)
             adv[row, 0] = s.advantage
         positions = (attention.cumsum(-1) - 1).clamp(min=0)
@@ -170,4 +232,4 @@ class GRPOUpdate:
         logits = out.logits[:, :-1, :].float() / self.settings.temperature
         targets = ids[:, width - keep :].to(device)
         logp = torch.log_softmax(logits, dim=-1).gather(-1, targets.unsqueeze(-1)).squeeze(-1)
-        return logp, old.to(device), mask.to(device), adv.to(device)
+        return logp, sampled.to(device), mask.to(device), adv.to(device)

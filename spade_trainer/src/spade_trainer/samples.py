@@ -21,10 +21,9 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
-from typing import NamedTuple
 
 from .errors import TrainerError
 from .rewards import bound_shaping
@@ -173,56 +172,3 @@ def with_pooled_advantages(
     flat = [tuple(k) for keys in everyone for k in keys]
     adv = advantages_of(flat, designer_scale=designer_scale)  # type: ignore[arg-type]
     return [replace(s, advantage=a) for s, a in zip(samples, adv[offset:offset + len(samples)], strict=True)]
-
-
-class Fit(NamedTuple):
-    """One GRPO step's samples and what fitting them to the update's capacity did."""
-
-    samples: list[PolicySample]
-    padded: int
-    dropped: int
-    #: Samples dropped per role (``Role.value`` -> count); empty when nothing was dropped.
-    dropped_by_role: Mapping[str, int]
-
-
-def _quotas(counts: Mapping[Role, int], capacity: int) -> dict[Role, int]:
-    """``capacity`` places shared by the roles in proportion to their counts (largest remainder)."""
-    total = sum(counts.values())
-    exact = {r: capacity * n / total for r, n in counts.items()}
-    quota = {r: math.floor(x) for r, x in exact.items()}
-    for r in sorted(exact, key=lambda r: (quota[r] - exact[r], list(Role).index(r)))[: capacity - sum(quota.values())]:
-        quota[r] += 1
-    return quota
-
-
-def fit_to_capacity(samples: Sequence[PolicySample], capacity: int) -> Fit:
-    """Exactly ``capacity`` samples for one GRPO step.
-
-    Missing slots are filled with copies of the shortest sample at advantage 0 (they add no
-    gradient). A surplus is cut from each role in proportion to its share of the samples, and
-    within a role the samples of smallest |advantage| go first: designer advantages (centred
-    rewards) are on another scale than agent z-scores, so one ranking across both roles would
-    drop the designer first.
-    """
-    if capacity < 1:
-        raise TrainerError(f"capacity must be >= 1, got {capacity}")
-    if not samples:
-        raise TrainerError("no samples to train on this iteration")
-    kept = list(samples)
-    dropped = max(0, len(kept) - capacity)
-    by_role: dict[str, int] = {}
-    if dropped:
-        counts = {r: sum(s.role is r for s in kept) for r in Role}
-        counts = {r: n for r, n in counts.items() if n}
-        gone: set[int] = set()
-        for role, quota in _quotas(counts, capacity).items():
-            mine = sorted((i for i, s in enumerate(kept) if s.role is role), key=lambda i: abs(kept[i].advantage))
-            cut = mine[: counts[role] - quota]
-            gone.update(cut)
-            by_role[role.value] = len(cut)
-        kept = [s for i, s in enumerate(kept) if i not in gone]
-    padded = capacity - len(kept)
-    if padded:
-        filler = replace(min(kept, key=lambda s: len(s.completion_ids)), advantage=0.0)
-        kept.extend([filler] * padded)
-    return Fit(kept, padded, dropped, by_role)

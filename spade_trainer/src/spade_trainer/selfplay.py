@@ -1,17 +1,17 @@
 """The self-play loop: design, validate, admit, play (hinted and unhinted), measure regret,
 reward both roles, and update the shared policy — one GRPO step per iteration.
 
-TRL's trainer drives the iterations (``max_steps`` = iterations): each optimizer step
-pulls one iteration's samples from :meth:`SelfPlayRun.collect` through the GRPO
-``rollout_func``; :class:`SelfPlayCallback` finishes the iteration after the update
-(metrics, registration, checkpoint state).
+:meth:`SelfPlayRun.iterate` is one iteration, top to bottom: design, choose, play,
+reward, update, finish. The update is a component it calls (:class:`~.learner.Learner`:
+the GRPO step, the optimizer, accelerate, vLLM weights); :meth:`SelfPlayRun.run` calls
+``iterate`` until the configured number of iterations is reached.
 
-Checkpoints (every ``checkpoint_every`` iterations) are TRL/transformers checkpoints —
-policy, optimizer, scheduler, RNG states (one file per process), step counter — plus, for
-each process, ``selfplay_state.json`` (iteration, config fingerprint, number of processes)
-and a consistent copy of its store (environments, hints, stats; the designer's memory is
-rebuilt from it). Resuming restores all of them; a checkpoint counts only once every
-process of the launch has written its part.
+Checkpoints (every ``checkpoint_every`` iterations, and after the last) hold the policy as
+a Hugging Face model folder, the optimizer and every process's random state
+(:meth:`~.learner.Learner.save`), plus, for each process, ``selfplay_state.json``
+(iteration, config fingerprint, number of processes) and a consistent copy of its store
+(environments, hints, stats; the designer's memory is rebuilt from it). Resuming restores
+all of them; a checkpoint counts only once every process of the launch has written its part.
 """
 
 from __future__ import annotations
@@ -32,14 +32,13 @@ from spade_core.errors import EnvNotFound
 from spade_core.eval_harness import EVALS_FILE
 from spade_core.metadata import EnvMetadata, EnvStatus
 from spade_core.shaping import AgentRewardContext, DesignerRewardContext
-from transformers import TrainerCallback
 
 from .config import SelfPlayConfig
 from .design_protocol import DesignedCandidate, DesignStage
 from .edit_stage import record_designs
 from .errors import CheckpointError
 from .metrics import MetricsLog
-from .periodic_eval import PeriodicEvaluation, sync_generation_weights
+from .periodic_eval import PeriodicEvaluation
 from .plan import CHECKPOINTS, plan_run
 from .policy import Sampling, TokenPolicy
 from .ranks import collection_seed, process_rank, rank_folder, rng_digest
@@ -54,7 +53,8 @@ from .threads import apply_threads
 if TYPE_CHECKING:
     from spade_core.config import SpadeConfig
     from spade_core.plugins import SpadePlugins
-    from trl import GRPOTrainer
+
+    from .learner import Learner, StepReport
 
 STATE_FILE = "selfplay_state.json"
 STORE_FILE = "store.db"
@@ -72,12 +72,12 @@ class IterationRecord:
         return {"iteration": self.iteration, **self.data, "timings": dict(self.timings)}
 
 
-__all__ = ["CHECKPOINTS", "STATE_FILE", "STORE_FILE", "IterationRecord", "SelfPlayCallback", "SelfPlayRun",
-           "latest_checkpoint", "process_rank", "rank_folder"]
+__all__ = ["CHECKPOINTS", "STATE_FILE", "STORE_FILE", "IterationRecord", "SelfPlayRun", "latest_checkpoint",
+           "process_rank", "rank_folder"]
 
 
 def _is_complete(checkpoint: Path, world_size: int) -> bool:
-    # each process writes its state file last, after the trainer saved its own part
+    # each process writes its state file last, after the learner saved its own part
     return all((checkpoint / rank_folder(r) / STATE_FILE).is_file() for r in range(world_size))
 
 
@@ -108,7 +108,7 @@ class SelfPlayRun:
 
     Under a multi-process launch (accelerate DDP / DeepSpeed) every process runs its own
     collection — its own store and metrics in ``run_dir/rank-<r>`` (rank 0 in ``run_dir``)
-    — and TRL averages the gradients of all processes' samples in one update; the shared
+    — and the learner averages the gradients of all processes' samples in one update; the shared
     ``run_dir/checkpoints`` holds each rank's state in ``checkpoint-N/rank-<r>``.
     """
 
@@ -150,13 +150,12 @@ class SelfPlayRun:
             raise ConfigError(f"skills {unknown} are not skills of domain {config.domain!r}: {self.domain.skills}")
         self.iteration = 0
         self.records: list[IterationRecord] = []
-        self._pending: IterationRecord | None = None
         self._progress: Progress | None = None
         self._task: Any = None
-        # an EnvStore and a SelfPlayGRPOTrainer once setup() has run, None before it and after
-        # close(); typed Optional, each of their uses would need a None check of its own
+        # an EnvStore and a Learner once setup() has run, None before it and after close();
+        # typed Optional, each of their uses would need a None check of its own
         self.store: Any = None
-        self.trainer: Any = None
+        self.learner: Learner = None  # type: ignore[assignment]
         self.policy: TokenPolicy | None = None
         self.stage: DesignStage | None = None
         self.evaluation: PeriodicEvaluation | None = None
@@ -231,16 +230,14 @@ class SelfPlayRun:
                               f"{self.config.domain!r}")
         return added
 
-    def _build_policy(self, trainer: GRPOTrainer, tokenizer: Any) -> TokenPolicy:
-        gen = self.config.generation
-        if gen.backend == "vllm":
+    def _build_policy(self, learner: Learner, tokenizer: Any) -> TokenPolicy:
+        if self.config.generation.backend == "vllm":
             from .policy import VLLMPolicy
 
-            engine = getattr(trainer.vllm_generation, "llm", None) or trainer.vllm_generation.vllm_client
-            return VLLMPolicy(engine, stop_token_ids=[tokenizer.eos_token_id])
+            return VLLMPolicy(learner.generation_engine(), stop_token_ids=[tokenizer.eos_token_id])
         from .policy import TransformersPolicy
 
-        return TransformersPolicy(trainer.model, tokenizer)
+        return TransformersPolicy(learner.model, tokenizer)
 
     def _default_backend(self) -> EnvBackend:
         # config.rollout picks the local SandboxPool or sandbox actors on Ray (ray is
@@ -278,14 +275,12 @@ class SelfPlayRun:
         return checkpoint
 
     def setup(self, *, resume: bool = False) -> Path | None:
-        """Prepare the run folder, store, model, trainer and stages; returns the checkpoint to resume."""
-        from trl import GRPOConfig
-
-        from .grpo import build_trainer
+        """Prepare the run folder, store, model, learner and stages; returns the checkpoint resumed."""
+        from .learner import Learner
         from .models import load_policy
 
         cfg = self.config
-        plan = plan_run(cfg, self.run_dir, plugins=self.plugins)  # before anything is written: a bad setting fails here
+        plan = plan_run(cfg, plugins=self.plugins)  # before anything is written: a bad setting fails here
         self.run_dir.mkdir(parents=True, exist_ok=True)
         checkpoint = self._checkpoint_to_resume() if resume else None
         if checkpoint is not None:
@@ -322,12 +317,11 @@ class SelfPlayRun:
         apply_threads(cfg.model.threads)
         model, tokenizer = load_policy(cfg.model)
         self.tokenizer = tokenizer
-        args = GRPOConfig(**plan.trainer_args)
         gen = cfg.generation
-        self.shape = plan.shape
-        self.trainer = build_trainer(model, tokenizer, self.collect, args, callbacks=[SelfPlayCallback(self)],
-                                     designer_scale=cfg.designer_reward_scale)
-        self.policy = self._build_policy(self.trainer, tokenizer)
+        self.learner = Learner(model, tokenizer, plan.update, cpu=cfg.model.device == "cpu", seed=cfg.seed,
+                               designer_scale=cfg.designer_reward_scale, bf16=cfg.model.dtype == "bfloat16",
+                               activation_checkpointing=plan.activation_checkpointing, vllm=plan.vllm)
+        self.policy = self._build_policy(self.learner, tokenizer)
         self.backend = self._env_backend if self._env_backend is not None else self._default_backend()
         self.engine = RolloutEngine(
             self.backend,
@@ -344,6 +338,8 @@ class SelfPlayRun:
         if cfg.eval.every > 0 and self.rank == 0:  # the weights are the same in every process
             self.evaluation = PeriodicEvaluation(cfg.eval, plugins=self.plugins, spade_config=self.spade_config,
                                                  max_new_tokens=gen.agent_max_new_tokens)
+        if checkpoint is not None:  # last: the random state continues from where the checkpoint left it
+            self.learner.load(checkpoint)
         return checkpoint
 
     def _count_played(self) -> None:
@@ -369,7 +365,6 @@ class SelfPlayRun:
 
         self._status(f"evaluating the policy after iteration {self.iteration} on {self.config.eval.suite}",
                      iteration_line=False)
-        sync_generation_weights(self.trainer)
         t0 = time.perf_counter()
         backend = PolicyChatBackend(self.policy, self.tokenizer, name="policy", model_name=self.config.model.source)
         result = self.evaluation.run(backend, run_dir=self.run_dir, iteration=self.iteration,
@@ -440,8 +435,8 @@ class SelfPlayRun:
             hint=hint,
         )
 
-    def collect(self, trainer: GRPOTrainer | None = None) -> list[PolicySample]:
-        """Run one iteration up to the update; returns both roles' samples (the GRPO rollout)."""
+    def iterate(self) -> IterationRecord:
+        """One iteration, top to bottom: design, choose, play, reward, update, finish."""
         cfg = self.config
         it = self.iteration + 1
         seed = collection_seed(cfg.seed, it, self.rank)
@@ -449,33 +444,53 @@ class SelfPlayRun:
         record = IterationRecord(it)
         # the global generators as the iteration starts: a resumed run must match a straight one here
         record.data["rng_at_start"] = rng_digest()
-        snapshot = f"step-{self.iteration}"
         t0 = time.perf_counter()
 
+        candidates = self.design(it, seed, record)
+        chosen, playable = self.choose(candidates, rng, seed, record)
+        measurement = self.play(playable, seed, record)
+        samples = self.reward(candidates, chosen, measurement, record)
+        record.timings["collect_s"] = time.perf_counter() - t0
+        self.update(samples, record)
+        self.finish(record)
+        return record
+
+    def design(self, it: int, seed: int, record: IterationRecord) -> list[DesignedCandidate]:
+        """The designer's candidates for this iteration's skills (none for a fixed pool)."""
+        t0 = time.perf_counter()
         candidates: list[DesignedCandidate] = []
         if self.stage is not None:
             for j, skill in enumerate(self.skills_for(it)):
                 self._phase(f"designing ({skill})")
-                candidates.extend(self.stage.design(skill, cfg.designs_per_skill, seed=seed * 31 + j,
+                candidates.extend(self.stage.design(skill, self.config.designs_per_skill, seed=seed * 31 + j,
                                                     agent_stats=self._agent_stats(skill)))
         record.timings["design_s"] = time.perf_counter() - t0
+        return candidates
 
-        t1 = time.perf_counter()
+    def choose(self, candidates: Sequence[DesignedCandidate], rng: random.Random, seed: int,
+               record: IterationRecord) -> tuple[list[EnvMetadata], list[PlayableEnv]]:
+        """This iteration's environments (:meth:`choose_envs`), each with its hint."""
+        t0 = time.perf_counter()
         new_ids = [c.env_id for c in candidates if c.admitted and c.env_id]
         chosen = self.choose_envs(new_ids, rng)
-        hinted = cfg.designs  # a fixed pool has no hint writer: unhinted plays only
+        hinted = self.config.designs  # a fixed pool has no hint writer: unhinted plays only
         if hinted:
             self._phase(f"writing hints for {sum(1 for m in chosen if not m.hint)} environments")
         playable = [self._playable(m, seed * 17 + n, hinted=hinted) for n, m in enumerate(chosen)]
-        record.timings["hint_s"] = time.perf_counter() - t1
+        record.timings["hint_s"] = time.perf_counter() - t0
         record.data["hint_fallbacks_total"] = int(getattr(self.stage, "hint_fallbacks", 0))
+        return chosen, playable
 
-        t2 = time.perf_counter()
+    def play(self, playable: Sequence[PlayableEnv], seed: int, record: IterationRecord) -> RegretMeasurement:
+        """Every chosen environment played hinted and unhinted; stats recorded, hung ones retired."""
+        cfg = self.config
+        hinted = cfg.designs
+        snapshot = f"step-{self.iteration}"
+        t0 = time.perf_counter()
         per_env = (2 if hinted else 1) * cfg.plays_per_condition
         self._phase(f"playing {len(playable)} environments x {per_env} episodes")
         measurement = self.estimator.measure(playable, seed=seed, hinted=hinted)
-        record.timings["rollout_s"] = time.perf_counter() - t2
-        by_id = {e.env_id: e for e in measurement.estimates}
+        record.timings["rollout_s"] = time.perf_counter() - t0
         for est in measurement.estimates:
             if est.measured:
                 self.store.record_stats(est.env_id, est.stats(snapshot))
@@ -488,16 +503,37 @@ class SelfPlayRun:
         for env_id in hung:
             self.store.set_status(env_id, EnvStatus.retired)
         record.data["retired_hung"] = hung
+        return measurement
 
+    def reward(self, candidates: Sequence[DesignedCandidate], chosen: Sequence[EnvMetadata],
+               measurement: RegretMeasurement, record: IterationRecord) -> list[PolicySample]:
+        """Both roles' samples with their rewards; the iteration's numbers into ``record``."""
+        by_id = {e.env_id: e for e in measurement.estimates}
         samples = self._designer_samples(candidates, by_id, record) + self._agent_samples(measurement, record)
         record_designs(self.stage, candidates, by_id, self.config.reward.spec(), record.data, win_rate=self._win_rate)
         self._summarise(record, candidates, chosen, measurement)
         self.archive.record_designs(record.iteration, candidates)
         self.archive.record_episodes(record.iteration, measurement.episodes)
-        record.timings["collect_s"] = time.perf_counter() - t0
-        self._pending = record
-        self._phase("updating the policy")
         return samples
+
+    def update(self, samples: Sequence[PolicySample], record: IterationRecord) -> StepReport:
+        """One GRPO step of the shared policy on both roles' samples (the learner's)."""
+        self._phase("updating the policy")
+        t0 = time.perf_counter()
+        report = self.learner.step(samples)
+        record.timings["update_s"] = time.perf_counter() - t0
+        stats = report.update
+        record.data["samples"] = dict(report.fill)
+        record.data["train"] = stats.to_json()
+        # the evidence of a real policy update: samples with signal, gradient, weight change
+        record.data["update"] = {
+            "nonzero_advantages": report.fill["nonzero_advantages"],
+            "skipped": stats.skipped,
+            "grad_norm": stats.grad_norm,
+            "param_delta_l2": report.param_delta_l2,
+            "param_delta_max": report.param_delta_max,
+        }
+        return report
 
     def _win_rate(self, est: RegretEstimate) -> float:
         return est.solve_rate if self.config.reward.win_rate == "solve_rate" else est.win_rate
@@ -649,10 +685,8 @@ class SelfPlayRun:
 
     # --- after the update -----------------------------------------------------------------
 
-    def finish_iteration(self, trl_logs: dict[str, Any] | None = None) -> IterationRecord | None:
-        record, self._pending = self._pending, None
-        if record is None:
-            return None
+    def finish(self, record: IterationRecord) -> None:
+        """After the update: registration, metrics, the periodic evaluation, the checkpoint."""
         self.iteration = record.iteration
         t0 = time.perf_counter()
         if self.config.register_admitted:
@@ -661,24 +695,6 @@ class SelfPlayRun:
             reg = register(self.store, seeds=False)
             record.data["registered"] = reg.stored
         record.timings["register_s"] = time.perf_counter() - t0
-        if trl_logs:
-            record.data["train"] = {k: v for k, v in trl_logs.items() if isinstance(v, (int, float))}
-            step_time = record.data["train"].get("step_time")
-            if step_time is not None and "collect_s" in record.timings:
-                # TRL's step time covers the rollout (collect) and the GRPO forward/backward/step
-                record.timings["update_s"] = max(0.0, float(step_time) - record.timings["collect_s"])
-        fill = getattr(self.trainer, "_spade_rollout", None)
-        if fill is not None:
-            record.data["samples"] = dict(fill.last_fill)
-        # the evidence of a real policy update: samples with signal, gradient, weight change
-        delta = getattr(self.trainer, "_spade_delta", None)
-        train = record.data.get("train") or {}
-        record.data["update"] = {
-            "nonzero_advantages": (fill.last_fill.get("nonzero_advantages") if fill is not None else None),
-            "grad_norm": train.get("grad_norm"),
-            "param_delta_l2": delta.last_l2 if delta is not None else None,
-            "param_delta_max": delta.last_max if delta is not None else None,
-        }
         self.metrics.write(record.to_json())
         self.records.append(record)
         self.evaluate_now()
@@ -686,29 +702,39 @@ class SelfPlayRun:
         self.console.log(
             f"iteration {record.iteration}: designed {d.get('designed')} admitted {d.get('admitted')} "
             f"played {d.get('envs_played')} envs | regret {_fmt(d.get('regret_mean'))} "
-            f"win rate {_fmt(d.get('win_rate'))} | loss {_fmt((d.get('train') or {}).get('loss'))} "
+            f"win rate {_fmt(d.get('win_rate'))} | loss {_fmt(d['train'].get('loss'))} "
             f"grad norm {_fmt(d['update']['grad_norm'])} weight change {_fmt_e(d['update']['param_delta_l2'])} "
-            f"({d['update']['nonzero_advantages']} samples with signal) | {record.timings.get('collect_s', 0):.0f}s collect"
+            f"({d['update']['nonzero_advantages']} samples with signal) | {record.timings.get('collect_s', 0):.0f}s "
+            f"collect, {record.timings.get('update_s', 0):.0f}s update"
         )
+        cfg = self.config
+        if record.iteration % cfg.checkpoint_every == 0 or record.iteration == cfg.iterations:
+            self.save_checkpoint()
         if self._progress is not None:
             self._progress.advance(self._task)
-        return record
 
-    def save_state(self, checkpoint_dir: Path) -> None:
-        """Our part of a checkpoint: iteration, config fingerprint and the store (this
-        process's, in ``checkpoint_dir/rank-<r>`` for ranks above 0)."""
-        checkpoint_dir = checkpoint_dir / rank_folder(self.rank)
-        checkpoint_dir.mkdir(parents=True, exist_ok=True)
-        _copy_sqlite(self.store_path, checkpoint_dir / STORE_FILE)
+    def save_checkpoint(self) -> Path:
+        """``checkpoints/checkpoint-<iteration>``: the learner's part (every process), then
+        ours: iteration, config fingerprint and the store (this process's, in
+        ``rank-<r>`` for ranks above 0), whose state file is written last."""
+        checkpoint = self.root_dir / CHECKPOINTS / f"checkpoint-{self.iteration}"
+        self._status(f"saving {checkpoint.name}", iteration_line=False)
+        self.learner.save(checkpoint)
+        mine = checkpoint / rank_folder(self.rank)
+        mine.mkdir(parents=True, exist_ok=True)
+        _copy_sqlite(self.store_path, mine / STORE_FILE)
         state = {"iteration": self.iteration, "fingerprint": self.config.fingerprint(), "world_size": self.world_size}
-        (checkpoint_dir / STATE_FILE).write_text(json.dumps(state), encoding="utf-8")
+        (mine / STATE_FILE).write_text(json.dumps(state), encoding="utf-8")
+        return checkpoint
 
     # --- the whole run ----------------------------------------------------------------------
 
     def run(self, *, resume: bool = False) -> list[IterationRecord]:
-        checkpoint = self.setup(resume=resume)
+        """Set up (or resume) and iterate up to ``config.iterations``; returns this call's records."""
+        self.setup(resume=resume)
         if self.iteration >= self.config.iterations:
             self.console.log(f"nothing to do: the run already has {self.iteration} iterations")
+            self.close()
             return []
         columns = (TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
                    TimeElapsedColumn())
@@ -718,7 +744,8 @@ class SelfPlayRun:
                 self._task = progress.add_task("starting", total=self.config.iterations, completed=self.iteration)
                 if self.iteration == 0:
                     self.evaluate_now()  # the initial policy, the point every run starts from
-                self.trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
+                while self.iteration < self.config.iterations:
+                    self.iterate()
         finally:
             self._progress = None
             self.close()
@@ -741,29 +768,3 @@ def _fmt(v: Any) -> str:
 
 def _fmt_e(v: Any) -> str:
     return "-" if v is None else f"{v:.2e}"
-
-
-class SelfPlayCallback(TrainerCallback):
-    """Finishes each iteration after TRL's update: metrics, registration, checkpoint state."""
-
-    def __init__(self, run: SelfPlayRun) -> None:
-        self.run = run
-        self._logs: dict[str, Any] = {}
-
-    def on_log(self, args: Any, state: Any, control: Any, logs: dict[str, Any] | None = None, **kw: Any) -> None:
-        if logs and "loss" in logs and self.run._pending is not None:
-            self.run.finish_iteration(logs)
-
-    def on_step_end(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
-        # logging every step means on_log finishes the iteration; make sure a checkpoint of
-        # this step sees it finished even if logging were off
-        control.should_log = True
-
-    def on_save(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
-        if self.run._pending is not None:
-            self.run.finish_iteration()
-        self.run.save_state(Path(args.output_dir) / f"checkpoint-{state.global_step}")
-
-    def on_train_end(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
-        if self.run._pending is not None:
-            self.run.finish_iteration()
