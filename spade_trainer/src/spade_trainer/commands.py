@@ -150,6 +150,62 @@ def register(cli: typer.Typer) -> None:
         result = summarise(run_dirs, out)
         typer.echo(f"learned in {result['learned']} of {result['runs']} seeds: {out / 'summary.md'}")
 
+    @experiment.command("curriculum")
+    def curriculum_cmd(
+        run_dir: Annotated[Path, typer.Option(help="Where curriculum.json / .md / .png and the log go.")],
+        arm: Annotated[str, typer.Option(
+            help="fixed: the rung at its default knobs; spade: the same model designs children of the frontier "
+                 "by parameter edits under the designer reward.")] = "fixed",
+        seed: Annotated[Optional[list[int]], typer.Option(  # noqa: UP045
+            help="Training seed; repeat it for several (each in RUN_DIR/seed-N, with a summary in RUN_DIR).")] = None,
+        updates: Annotated[int, typer.Option(help="Policy updates.")] = 12,
+        eval_every: Annotated[int, typer.Option(help="Evaluate every N updates (and at update 0).")] = 4,
+        groups: Annotated[int, typer.Option(help="GRPO groups per update (spade: children per update).")] = 4,
+        group_size: Annotated[int, typer.Option(help="Agent plays per group (spade: per child, and as many "
+                                                     "hinted).")] = 8,
+        eval_episodes: Annotated[int, typer.Option(help="Held-out episodes per level and evaluation.")] = 96,
+        lr: Annotated[float, typer.Option("--lr", help="Learning rate.")] = 2e-5,
+        levels: Annotated[str, typer.Option(help="Evaluation levels, NAME=CANDIDATESxGUESSES, comma separated.")]
+        = "easy=2x2,default=3x2,hard=7x3",
+        reward: Annotated[str, typer.Option(help="Designer reward: blend, regret, plateau or learning_potential.")]
+        = "blend",
+        invalid_designs: Annotated[str, typer.Option(
+            help="reject: train admitted children's designer samples only; shape: rejected replies too.")] = "reject",
+        designer_scale: Annotated[Optional[float], typer.Option(  # noqa: UP045
+            help="Multiplier of designer advantages (default: agent samples / designer samples).")] = None,
+    ) -> None:
+        """SPADE against the fixed pool, in miniature: one arm on the games domain's bottom rung,
+        evaluated on held-out instances at several difficulty levels."""
+        import os
+
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+        from rich.console import Console
+        from spade_designer.llm.transformers_backend import use_flush_denormal_for_process
+
+        from .curriculum_experiment import CurriculumSettings, parse_levels, run_seeds
+
+        console = Console()
+        settings = [CurriculumSettings(arm=arm, seed=n, updates=updates, eval_every=eval_every,  # type: ignore[arg-type]
+                                       groups=groups, group_size=group_size, eval_episodes=eval_episodes,
+                                       learning_rate=lr, levels=parse_levels(levels), reward=reward,
+                                       invalid_designs=invalid_designs,  # type: ignore[arg-type]
+                                       designer_scale=designer_scale) for n in (seed or [0])]
+        use_flush_denormal_for_process()
+        dirs = run_seeds(run_dir, settings, echo=lambda line: console.log(line, markup=False, highlight=False))
+        console.print(f"done: {', '.join(str(d / 'curriculum.md') for d in dirs)}")
+
+    @experiment.command("curriculum-summary")
+    def curriculum_summary_cmd(
+        run_dirs: Annotated[list[Path], typer.Argument(help="Folders holding curriculum.json (both arms, any seeds).")],
+        out: Annotated[Path, typer.Option(help="Where curriculum-summary.md / .png / .json go.")],
+    ) -> None:
+        """Fixed pool against SPADE over seeds, side by side, with 95% intervals."""
+        from .curriculum_experiment import summarise_curriculum
+
+        summarise_curriculum(run_dirs, out)
+        typer.echo(f"summary: {out / 'curriculum-summary.md'}")
+
     @cli.command("report")
     def report(
         run_dir: Annotated[Path, typer.Argument(help="A self-play run folder.")],

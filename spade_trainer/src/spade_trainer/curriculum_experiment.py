@@ -1,0 +1,741 @@
+"""SPADE against the fixed pool, in miniature: ``spade experiment curriculum``.
+
+Two arms train the same embedded model with the same GRPO step, learning rate, seeds and
+agent episodes per update, on the games domain's bottom rung (``higher_lower``, whose
+source declares two knobs: ``CANDIDATES``, how many numbers are listed, and ``GUESSES``):
+
+* ``fixed``: every update plays ``groups x group_size`` fresh instances of the rung at its
+  default knobs (the fixed pool; no designer);
+* ``spade``: every update the same model, acting as the designer, proposes ``groups``
+  children of the current frontier parent through the designer's own parameter-edit prompt
+  and parser (:func:`spade_designer.editing.parameter_edit_conversation`,
+  :func:`~spade_designer.editing.parameter_child`); a reply that does not make a child
+  (:class:`~spade_designer.editing.EditApplyError`) is rejected and counted, and its plays
+  go to the parent so the agent's budget stays the fixed arm's. Each admitted child is
+  played ``group_size`` times with its hint and ``group_size`` times without, on the same
+  instances: regret (hinted minus unhinted mean return) and win rate give the designer
+  reward (:func:`~.rewards.designer_reward`, the blend by default). The designer's samples
+  (one GRPO group over the children, :class:`~.samples.Role` ``designer``) and the agent's
+  unhinted episodes (one GRPO group per child) are trained in one step. The frontier moves
+  to the admitted child with the highest designer reward.
+
+The hint of a child is a fixed true statement about the game at its knobs, written here
+(:func:`strategy_hint`): the secret is uniform over the list, halving finds it, and whether
+halving always wins with the child's guesses. It names no secret (the reference forbids
+leaking the answer: a leaked answer rewards designs no one solves without it).
+
+Both arms are evaluated at update 0 and every ``eval_every`` updates on held-out instances
+(seeds from :data:`~.experiment.EVAL_SEED_BASE` up, never trained on) at several difficulty
+levels (knob settings, :data:`DEFAULT_LEVELS`), with Wilson 95% intervals. Children keep
+the parent's turn limit (4), as the designer's edits do.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any, Literal
+
+from .errors import ConfigError
+from .experiment import EVAL_SEED_BASE, RUNG, Evaluation, LearningExperiment, LearnSettings, mean_interval, rung_source
+from .samples import PolicySample, Role, with_advantages
+
+CURRICULUM_FILE = "curriculum.json"
+LOG_FILE = "curriculum.log"
+#: The rung's skill: the designer's GRPO group.
+SKILL = "logical_deduction"
+CLASS_NAME = "HigherLowerEnv"
+#: The rung's turn limit (children keep it, as an edit keeps its parent's).
+MAX_TURNS = 4
+#: ``(name, CANDIDATES, GUESSES)`` of each evaluation level. Halving wins every instance
+#: of all three; a player that guesses a random listed number consistent with the feedback
+#: wins 1.00, 0.78 and 0.68 of them (:func:`reference_success`), the habit the learning
+#: experiment found (first listed, then the next one the way the feedback says) 1.00, 0.67
+#: and 0.43.
+DEFAULT_LEVELS: tuple[tuple[str, int, int], ...] = (("easy", 2, 2), ("default", 3, 2), ("hard", 7, 3))
+#: The cap of the designer advantage multiplier (the reference's ``env_reward_scale``).
+DESIGNER_SCALE_MAX = 50.0
+
+Arm = Literal["fixed", "spade"]
+ARMS = ("fixed", "spade")
+
+
+@cache
+def reference_success(candidates: int, guesses: int) -> float:
+    """Success of a player that guesses a uniformly random listed number consistent with the
+    feedback so far (exact, by recursion over the size of the side left). A difficulty scale
+    for knob settings: ``1 - reference_success`` is :func:`difficulty`."""
+    if guesses <= 0:
+        return 0.0
+    n = candidates
+    if n <= 1:
+        return 1.0
+    rest = sum((k - 1) * reference_success(k - 1, guesses - 1) + (n - k) * reference_success(n - k, guesses - 1)
+               for k in range(1, n + 1))
+    return 1.0 / n + rest / (n * n)
+
+
+def difficulty(candidates: int, guesses: int) -> float:
+    """``1 - reference_success``: 0 when any consistent guess wins, towards 1 for many
+    numbers and few guesses."""
+    return round(1.0 - reference_success(candidates, guesses), 4)
+
+
+def strategy_hint(candidates: int, guesses: int) -> str:
+    """The privileged hint of the rung at these knobs: true of every instance, no secret in it."""
+    covered = 2**guesses - 1
+    when = (f"With {candidates} numbers and {guesses} guesses halving always finds the secret in time."
+            if candidates <= covered else
+            f"With {candidates} numbers and {guesses} guesses halving finds the secret whenever it is among "
+            f"the {covered} numbers halving can reach; no strategy is sure to win.")
+    return ("The secret is equally likely to be any listed number. Halve the list: guess the middle listed "
+            "number first; after 'higher' guess the middle of the listed numbers above your guess, after "
+            f"'lower' the middle of those below. {when}")
+
+
+@dataclass(frozen=True)
+class CurriculumSettings:
+    """One arm of one seed (every field is a ``spade experiment curriculum`` option)."""
+
+    arm: Arm = "fixed"
+    seed: int = 0
+    updates: int = 12
+    eval_every: int = 4
+    #: Fixed arm: GRPO groups per update; spade arm: children designed per update (each a
+    #: GRPO group of the agent, and together the designer's group).
+    groups: int = 4
+    #: Agent plays per group (unhinted; the spade arm also plays each child as often hinted).
+    group_size: int = 8
+    eval_episodes: int = 96
+    learning_rate: float = 2e-5
+    temperature: float = 1.0
+    prefill: str = "\\boxed{"
+    cut_at_action: bool = True
+    max_new_tokens: int = 16
+    #: The rung's starting knobs (the fixed arm's throughout).
+    candidates: int = 3
+    guesses: int = 2
+    levels: tuple[tuple[str, int, int], ...] = DEFAULT_LEVELS
+    #: The designer reward variant (:class:`~.rewards.DesignerRewardVariant`).
+    reward: str = "blend"
+    #: ``reject``: only admitted children's designer samples are trained (the reference);
+    #: ``shape``: rejected replies too, at the invalid reward, never above an admitted one.
+    invalid_designs: Literal["reject", "shape"] = "reject"
+    #: Multiplier of designer advantages; ``None``: the reference's auto scale, agent
+    #: samples / designer samples per update (capped at :data:`DESIGNER_SCALE_MAX`).
+    designer_scale: float | None = None
+    #: Token budget of a designer reply (the designer's ``parameter_max_new_tokens``).
+    designer_max_new_tokens: int = 24
+
+    def __post_init__(self) -> None:
+        from .rewards import DesignerRewardVariant
+
+        if self.arm not in ARMS:
+            raise ConfigError(f"arm must be 'fixed' or 'spade', got {self.arm!r}")
+        self.learn()  # the learning experiment's checks of the shared fields
+        for name, c, g in self.levels:
+            if not name or not 2 <= c <= 15 or not 1 <= g <= 4:
+                raise ConfigError(f"level {name!r}: candidates must be in [2, 15] and guesses in [1, 4], got {c}, {g}")
+        if len({n for n, _, _ in self.levels}) != len(self.levels) or not self.levels:
+            raise ConfigError("levels need distinct names (and at least one level)")
+        try:
+            DesignerRewardVariant(self.reward)
+        except ValueError:
+            raise ConfigError(f"reward must be one of {[v.value for v in DesignerRewardVariant]}, "
+                              f"got {self.reward!r}") from None
+        if self.invalid_designs not in ("reject", "shape"):
+            raise ConfigError(f"invalid_designs must be 'reject' or 'shape', got {self.invalid_designs!r}")
+        if self.designer_scale is not None and not (self.designer_scale > 0 and math.isfinite(self.designer_scale)):
+            raise ConfigError(f"designer_scale must be a finite number > 0, got {self.designer_scale!r}")
+        if self.designer_max_new_tokens < 4:
+            raise ConfigError(f"designer_max_new_tokens must be >= 4, got {self.designer_max_new_tokens}")
+
+    def learn(self, candidates: int | None = None, guesses: int | None = None) -> LearnSettings:
+        """The learning experiment's settings at these knobs (its evaluation is reused)."""
+        return LearnSettings(seed=self.seed, updates=self.updates, eval_every=self.eval_every, groups=self.groups,
+                             group_size=self.group_size, eval_episodes=self.eval_episodes,
+                             learning_rate=self.learning_rate, temperature=self.temperature, prefill=self.prefill,
+                             cut_at_action=self.cut_at_action, max_new_tokens=self.max_new_tokens,
+                             candidates=self.candidates if candidates is None else candidates,
+                             guesses=self.guesses if guesses is None else guesses, control="none")
+
+    @property
+    def scale(self) -> float:
+        """The designer advantage multiplier in use."""
+        if self.designer_scale is not None:
+            return float(self.designer_scale)
+        return min(DESIGNER_SCALE_MAX, float(self.group_size))  # groups x group_size agent / groups designer
+
+
+def parse_levels(text: str) -> tuple[tuple[str, int, int], ...]:
+    """``easy=2x2,default=3x2,hard=7x3`` as ``((name, candidates, guesses), ...)``."""
+    out = []
+    for part in (p.strip() for p in text.split(",") if p.strip()):
+        name, _, knobs = part.partition("=")
+        c, _, g = knobs.lower().partition("x")
+        try:
+            out.append((name.strip(), int(c), int(g)))
+        except ValueError:
+            raise ConfigError(f"level {part!r}: write NAME=CANDIDATESxGUESSES, e.g. hard=7x3") from None
+    return tuple(out)
+
+
+@dataclass
+class Frontier:
+    """The parent the designer edits: its source, knobs and what was measured of it."""
+
+    source: str
+    candidates: int
+    guesses: int
+    win_rate: float | None = None
+    regret: float | None = None
+
+    def knobs(self) -> dict[str, int]:
+        return {"CANDIDATES": self.candidates, "GUESSES": self.guesses}
+
+
+class CurriculumExperiment:
+    """One arm of one seed; see the module docstring. ``designer_policy`` (tests) replaces
+    the shared model as the designer's sampler; its samples still train the shared model."""
+
+    def __init__(self, settings: CurriculumSettings, run_dir: Path, *, model: Any = None, tokenizer: Any = None,
+                 log: Callable[[str], None] = print, designer_policy: Any = None) -> None:
+        self.settings = settings
+        self.run_dir = Path(run_dir)
+        self.log = log
+        self._model, self._tokenizer = model, tokenizer
+        self._designer_policy = designer_policy
+        self._seed_env: Any = None
+
+    # --- pieces -----------------------------------------------------------------------------
+
+    def load(self) -> tuple[Any, Any]:
+        """The model and tokenizer (the embedded model unless given)."""
+        if self._model is None:
+            from .config import ModelSettings
+            from .models import load_policy
+
+            self._model, self._tokenizer = load_policy(ModelSettings())
+        return self._model, self._tokenizer
+
+    def engine(self, model: Any, tokenizer: Any) -> Any:
+        """The rollout engine of the learning experiment: trusted in-process environments."""
+        from .inprocess import TrustedEnvPool
+        from .policy import Sampling, TransformersPolicy
+        from .rollout import ReplyShape, RolloutEngine, TokenBudget
+
+        s = self.settings
+        return RolloutEngine(TrustedEnvPool(), TransformersPolicy(model, tokenizer), tokenizer,
+                             budget=TokenBudget(per_turn=s.max_new_tokens, per_episode=4096),
+                             sampling=Sampling(s.temperature, 1.0),
+                             reply=ReplyShape(prefill=s.prefill, cut_at_action=s.cut_at_action))
+
+    def playable(self, env_id: str, source: str, candidates: int, guesses: int) -> Any:
+        from spade_core.metadata import ActionFormat
+
+        from .rollout import PlayableEnv
+
+        return PlayableEnv(env_id, source, "games", skill=SKILL, action_format=ActionFormat.boxed,
+                           class_name=CLASS_NAME, max_turns=MAX_TURNS, hint=strategy_hint(candidates, guesses))
+
+    def evaluate_levels(self, engine: Any, update: int) -> dict[str, Evaluation]:
+        """Held-out success at every level (the learning experiment's evaluation at its knobs)."""
+        out = {}
+        for name, c, g in self.settings.levels:
+            lexp = LearningExperiment(self.settings.learn(c, g), self.run_dir, model=self._model,
+                                      tokenizer=self._tokenizer, log=self.log)
+            ev = lexp.evaluate(engine, update)
+            out[name] = ev
+            lo, hi = ev.interval
+            self.log(f"[{self.settings.arm}] evaluation at update {update}, level {name} ({c} numbers, {g} guesses): "
+                     f"success {ev.mean:.3f} [{lo:.3f}, {hi:.3f}] over {ev.episodes} held-out episodes "
+                     f"({ev.seconds:.1f}s)")
+        return out
+
+    def eval_seeds(self) -> list[int]:
+        return [EVAL_SEED_BASE + i for i in range(self.settings.eval_episodes)]
+
+    def _parent_metadata(self) -> Any:
+        from spade_core.metadata import EnvMetadata
+        from spade_core.plugins import get_plugins
+
+        if self._seed_env is None:
+            games = get_plugins().domain("games")
+            self._seed_env = next(s for s in games.seed_envs if s.name == RUNG)
+        return EnvMetadata(name=RUNG, domain="games", skill=SKILL, description=self._seed_env.description,
+                           max_turns=MAX_TURNS, class_name=CLASS_NAME)
+
+    def designer_backend(self) -> Any:
+        from .chat_backend import PolicyChatBackend
+        from .policy import TransformersPolicy
+
+        model, tokenizer = self.load()
+        policy = self._designer_policy or TransformersPolicy(model, tokenizer)
+        return PolicyChatBackend(policy, tokenizer, name="policy", model_name="policy")
+
+    # --- the spade arm's design step -------------------------------------------------------------
+
+    def design(self, backend: Any, frontier: Frontier, update: int) -> list[dict[str, Any]]:
+        """``groups`` parameter edits of ``frontier`` by the designer: per reply its
+        completion, and the child (source and knobs) or the reason it was rejected."""
+        from spade_designer.editing import EditApplyError, Parent, parameter_child, parameter_edit_conversation
+        from spade_designer.knobs import read_knobs
+        from spade_designer.records import AgentStats
+
+        s = self.settings
+        parent = Parent(self._parent_metadata(), frontier.source, read_knobs(frontier.source, CLASS_NAME))
+        agent = None
+        if frontier.win_rate is not None:
+            agent = AgentStats(win_rate=frontier.win_rate, regret=frontier.regret, episodes=s.group_size)
+        convs = [parameter_edit_conversation(parent, agent=agent, start=i, prefill=True) for i in range(s.groups)]
+        comps = backend.chat(convs, max_new_tokens=s.designer_max_new_tokens, temperature=s.temperature, top_p=1.0,
+                             seed=(s.seed * 1_000_003 + 104_729 * update) % 2**31, stop=["\n"])
+        out = []
+        for i, (conv, comp) in enumerate(zip(convs, comps, strict=True)):
+            reply = conv[-1]["content"] + comp.text  # the prefilled start, then the generated text
+            item: dict[str, Any] = {"index": i, "reply": reply, "completion": comp, "admitted": False}
+            try:
+                child, values, previous = parameter_child(parent, reply)
+                knobs = {**frontier.knobs(), **{k: int(v) for k, v in values.items()}}
+                _admission_check(child, knobs["CANDIDATES"], knobs["GUESSES"])
+            except EditApplyError as exc:
+                item["reason"] = str(exc)
+            else:
+                item.update(admitted=True, source=child, candidates=knobs["CANDIDATES"], guesses=knobs["GUESSES"],
+                            changed=values, previous=previous)
+            out.append(item)
+        return out
+
+    # --- one update of each arm -------------------------------------------------------------------
+
+    def _agent_samples(self, labelled: Sequence[tuple[str, Any]], episodes: Sequence[Any]) -> list[PolicySample]:
+        return [
+            PolicySample(Role.agent, ep.prompt_ids, ep.completion_ids, ep.logprobs, ep.episode_return, group,
+                         env_mask=ep.env_mask)
+            for (group, spec), ep in zip(labelled, episodes, strict=True)
+            if not spec.hinted and ep.usable and ep.model_tokens > 0 and ep.prompt_ids
+        ]
+
+    def fixed_update(self, engine: Any, rng: random.Random, u: int) -> tuple[list[PolicySample], dict[str, Any]]:
+        from .rollout import EpisodeSpec
+
+        s = self.settings
+        env = self.playable("higher_lower", rung_source(s.candidates, s.guesses), s.candidates, s.guesses)
+        labelled = [(f"group-{g}", EpisodeSpec(env, False, rng.randrange(EVAL_SEED_BASE)))
+                    for g in range(s.groups) for _ in range(s.group_size)]
+        episodes = engine.run([spec for _, spec in labelled], seed=(s.seed * 7_919 + u) % 2**31)
+        wins = sum(_won(ep) for ep in episodes)
+        record = {"knobs": [{"CANDIDATES": s.candidates, "GUESSES": s.guesses}], "agent_episodes": len(episodes),
+                  "train_success": wins / len(episodes), "generate_s": round(engine.last_stats.generate_s, 3),
+                  "env_s": round(engine.last_stats.env_s, 3)}
+        return with_advantages(self._agent_samples(labelled, episodes)), record
+
+    def spade_update(self, engine: Any, backend: Any, rng: random.Random, u: int,
+                     frontier: Frontier) -> tuple[list[PolicySample], dict[str, Any], Frontier]:
+        from .regret import RegretEstimator
+        from .rewards import DesignerRewardSpec, DesignerRewardVariant, designer_reward
+        from .rollout import EpisodeSpec
+
+        s = self.settings
+        t0 = time.perf_counter()
+        designs = self.design(backend, frontier, u)
+        design_s = time.perf_counter() - t0
+        labelled: list[tuple[str, Any]] = []
+        children = []
+        for d in designs:
+            seeds = [rng.randrange(EVAL_SEED_BASE) for _ in range(s.group_size)]
+            if d["admitted"]:
+                env = self.playable(f"child-{u}-{d['index']}", d["source"], d["candidates"], d["guesses"])
+                children.append(env)
+                d["env"] = env
+                labelled += [(env.env_id, EpisodeSpec(env, False, x)) for x in seeds]
+                labelled += [(env.env_id, EpisodeSpec(env, True, x)) for x in seeds]
+            else:  # a rejected design's plays go to the parent: the agent's budget stays the fixed arm's
+                env = self.playable(f"parent-{u}-{d['index']}", frontier.source, frontier.candidates, frontier.guesses)
+                labelled += [(env.env_id, EpisodeSpec(env, False, x)) for x in seeds]
+        episodes = engine.run([spec for _, spec in labelled], seed=(s.seed * 7_919 + u) % 2**31)
+        estimates = {e.env_id: e for e in RegretEstimator.summarise(children, episodes)}
+        spec = DesignerRewardSpec(variant=DesignerRewardVariant(s.reward))
+        designer_samples = []
+        rows = []
+        for d in designs:
+            est = estimates.get(d["env"].env_id) if d["admitted"] else None
+            measured = est is not None and est.measured
+            reward = designer_reward(est.regret, est.win_rate, spec) if measured else designer_reward(None, None, spec)
+            d["reward"] = reward
+            comp = d["completion"]
+            row: dict[str, Any] = {"index": d["index"], "reply": d["reply"], "admitted": d["admitted"],
+                                   "reward": round(reward, 4)}
+            if d["admitted"]:
+                row.update(candidates=d["candidates"], guesses=d["guesses"],
+                           difficulty=difficulty(d["candidates"], d["guesses"]))
+                if measured:
+                    row.update(success=round(est.win_rate, 4), hinted_success=round(est.hinted_win_rate, 4),
+                               regret=round(est.regret, 4), plays=len(est.unhinted_returns))
+            else:
+                row["reason"] = d["reason"]
+            trainable = comp.completion_ids and comp.prompt_ids and comp.logprobs is not None
+            if trainable and (measured or s.invalid_designs == "shape"):
+                designer_samples.append(PolicySample(Role.designer, list(comp.prompt_ids), list(comp.completion_ids),
+                                                     list(comp.logprobs), reward, SKILL, valid=measured))
+                row["trained"] = True
+            else:
+                row["trained"] = False
+            rows.append(row)
+        agent = self._agent_samples(labelled, episodes)
+        samples = with_advantages([*designer_samples, *agent], designer_scale=s.scale)
+        advantages = iter(x.advantage for x in samples[: len(designer_samples)])
+        for row in rows:
+            if row["trained"]:
+                row["advantage"] = round(next(advantages), 4)
+        unhinted = [ep for (_, spec_), ep in zip(labelled, episodes, strict=True) if not spec_.hinted]
+        admitted = [d for d in designs if d["admitted"] and estimates.get(d["env"].env_id) is not None
+                    and estimates[d["env"].env_id].measured]
+        previous = frontier.knobs()
+        if admitted:
+            best = max(admitted, key=lambda d: d["reward"])  # ties: the first
+            est = estimates[best["env"].env_id]
+            frontier = Frontier(best["source"], best["candidates"], best["guesses"], est.win_rate, est.regret)
+        record = {"parent": previous, "children": rows, "admitted": sum(d["admitted"] for d in designs),
+                  "rejected": sum(not d["admitted"] for d in designs),
+                  "designer_samples": len(designer_samples), "frontier": frontier.knobs(),
+                  "frontier_difficulty": difficulty(frontier.candidates, frontier.guesses),
+                  "agent_episodes": len(unhinted), "hinted_episodes": len(episodes) - len(unhinted),
+                  "train_success": sum(_won(ep) for ep in unhinted) / max(1, len(unhinted)),
+                  "knobs": [{"CANDIDATES": r["candidates"], "GUESSES": r["guesses"]} for r in rows if r["admitted"]],
+                  "design_s": round(design_s, 3), "generate_s": round(engine.last_stats.generate_s, 3),
+                  "env_s": round(engine.last_stats.env_s, 3)}
+        return samples, record, frontier
+
+    # --- the whole run ---------------------------------------------------------------------------
+
+    def run(self) -> dict[str, Any]:
+        import torch
+
+        from .policy_update import GRPOUpdate, UpdateSettings
+
+        s = self.settings
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        t_start = time.perf_counter()
+        model, tokenizer = self.load()
+        initial = {k: v.detach().clone() for k, v in model.state_dict().items()}
+        try:
+            torch.manual_seed(s.seed)
+            engine = self.engine(model, tokenizer)
+            backend = self.designer_backend() if s.arm == "spade" else None
+            updater = GRPOUpdate(model, UpdateSettings(learning_rate=s.learning_rate, temperature=s.temperature))
+            rng = random.Random(f"{s.seed}/train")  # the learning experiment's instance stream
+            frontier = Frontier(rung_source(s.candidates, s.guesses), s.candidates, s.guesses)
+            evaluations: dict[str, list[Evaluation]] = {name: [] for name, _, _ in s.levels}
+            for name, ev in self.evaluate_levels(engine, 0).items():
+                evaluations[name].append(ev)
+            records: list[dict[str, Any]] = []
+            self.log(f"[{s.arm}] seed {s.seed}: {s.updates} updates of {s.groups} x {s.group_size} agent episodes, "
+                     f"lr {s.learning_rate:g}" + (f", designer reward {s.reward}, designer scale {s.scale:g}"
+                                                  if s.arm == "spade" else ""))
+            for u in range(1, s.updates + 1):
+                t0 = time.perf_counter()
+                if s.arm == "spade":
+                    samples, record, frontier = self.spade_update(engine, backend, rng, u, frontier)
+                else:
+                    samples, record = self.fixed_update(engine, rng, u)
+                stats = updater.step(samples)
+                record = {"update": u, **record, **stats.to_json(), "update_s": round(stats.seconds, 3),
+                          "seconds": round(time.perf_counter() - t0, 3)}
+                records.append(record)
+                self._log_update(record)
+                if u % s.eval_every == 0 or u == s.updates:
+                    for name, ev in self.evaluate_levels(engine, u).items():
+                        evaluations[name].append(ev)
+            result = {
+                "arm": s.arm,
+                "settings": {**asdict(s), "levels": [list(lv) for lv in s.levels], "designer_scale_used": s.scale},
+                "levels": {name: {"candidates": c, "guesses": g, "difficulty": difficulty(c, g),
+                                  "evaluations": [e.to_json() for e in evaluations[name]]}
+                           for name, c, g in s.levels},
+                "updates": records,
+                "seconds": round(time.perf_counter() - t_start, 1),
+            }
+        finally:
+            model.load_state_dict(initial)  # the next seed (or arm) starts from the same weights
+        (self.run_dir / CURRICULUM_FILE).write_text(json.dumps(result, indent=2), encoding="utf-8")
+        write_curriculum_outputs(self.run_dir)
+        self.log(f"[{s.arm}] seed {s.seed} done in {result['seconds']:.0f}s: {self.run_dir / CURRICULUM_FILE}")
+        return result
+
+    def _log_update(self, r: dict[str, Any]) -> None:
+        s = self.settings
+        step = "no step" if r["skipped"] else f"grad norm {r['grad_norm']:.3f}"
+        line = (f"[{s.arm}] update {r['update']}/{s.updates}: train success {r['train_success']:.2f}, "
+                f"{r['with_signal']}/{r['samples']} samples with signal, {step}, {r['seconds']:.1f}s "
+                f"(generate {r['generate_s']:.1f}s, update {r['update_s']:.1f}s)")
+        if s.arm == "spade":
+            kids = ", ".join(f"{c['candidates']}x{c['guesses']}: success {c.get('success', float('nan')):.2f} "
+                             f"regret {c.get('regret', float('nan')):.2f} reward {c['reward']:.2f}"
+                             for c in r["children"] if c["admitted"])
+            line += (f"; designer: {r['admitted']} admitted, {r['rejected']} rejected"
+                     f"{' (' + kids + ')' if kids else ''}; frontier now {r['frontier']['CANDIDATES']}x"
+                     f"{r['frontier']['GUESSES']}")
+        self.log(line)
+
+
+def _won(ep: Any) -> bool:
+    return bool(ep.terminated and (ep.rewards[-1] if ep.rewards else 0.0) >= 1.0)
+
+
+def _admission_check(source: str, candidates: int, guesses: int) -> None:
+    """A child is admitted when it loads, resets and its own solution wins (the parent is the
+    trusted seed and only declared literals changed, so this is the validation that is left)."""
+    from spade_core.source import instantiate, load_trusted_class
+    from spade_designer.editing import EditApplyError
+
+    try:
+        env = instantiate(load_trusted_class(source, CLASS_NAME))
+        env.reset(seed=0)
+        _, reward, terminated, _, _ = env.step(env.solution()[0])
+    except Exception as exc:  # the child does not run: rejected like an edit that does not apply
+        raise EditApplyError(f"the child does not run: {type(exc).__name__}: {exc}") from None
+    if not (terminated and reward >= 1.0):
+        raise EditApplyError(f"the child's solution does not win ({candidates} numbers, {guesses} guesses)")
+
+
+def run_seeds(run_dir: Path, settings: Sequence[CurriculumSettings], *, echo: Callable[[str], None] = print,
+              model: Any = None, tokenizer: Any = None) -> list[Path]:
+    """Run each settings (one arm, one seed each) in ``run_dir`` (one seed) or
+    ``run_dir/seed-N`` (several, with ``curriculum-summary.*`` in ``run_dir``); every progress
+    line goes to ``echo`` and to the seed folder's ``curriculum.log``. One model load for all."""
+    run_dir = Path(run_dir)
+    dirs = []
+    for s in settings:
+        out = run_dir if len(settings) == 1 else run_dir / f"seed-{s.seed}"
+        out.mkdir(parents=True, exist_ok=True)
+        with (out / LOG_FILE).open("w", encoding="utf-8") as f:
+
+            def log(line: str, _f: Any = f) -> None:
+                echo(line)
+                _f.write(line + "\n")
+                _f.flush()
+
+            exp = CurriculumExperiment(s, out, model=model, tokenizer=tokenizer, log=log)
+            exp.run()
+            model, tokenizer = exp.load()
+        dirs.append(out)
+    if len(dirs) > 1:
+        summarise_curriculum(dirs, run_dir)
+    return dirs
+
+
+# --- outputs ------------------------------------------------------------------------------------
+
+
+def read_curriculum(run_dir: Path) -> dict[str, Any] | None:
+    """``run_dir/curriculum.json`` or ``None`` when there is none (or it is damaged)."""
+    try:
+        data = json.loads((Path(run_dir) / CURRICULUM_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) and "levels" in data else None
+
+
+def _ci(e: dict[str, Any]) -> str:
+    return f"{e['mean']:.3f} [{e['interval'][0]:.3f}, {e['interval'][1]:.3f}]"
+
+
+def curriculum_table(data: dict[str, Any]) -> str:
+    """Markdown: held-out success per level at each evaluation, and for the spade arm the
+    children of every update."""
+    levels = data["levels"]
+    names = list(levels)
+    head = " | ".join(f"{n} ({levels[n]['candidates']}x{levels[n]['guesses']}) [95% CI]" for n in names)
+    rows = [f"| update | {head} |", "|---|" + "---|" * len(names)]
+    by_update: dict[int, dict[str, dict[str, Any]]] = {}
+    for n in names:
+        for e in levels[n]["evaluations"]:
+            by_update.setdefault(e["update"], {})[n] = e
+    for u in sorted(by_update):
+        rows.append(f"| {u} | " + " | ".join(_ci(by_update[u][n]) if n in by_update[u] else "-" for n in names) + " |")
+    out = "\n".join(rows) + "\n"
+    if data.get("arm") == "spade":
+        out += ("\n| update | parent | children (CANDIDATESxGUESSES: unhinted success / hinted / regret / designer "
+                "reward) | rejected | frontier |\n|---|---|---|---|---|\n")
+        for r in data["updates"]:
+            kids = "; ".join(
+                f"{c['candidates']}x{c['guesses']}: {c.get('success', float('nan')):.2f} / "
+                f"{c.get('hinted_success', float('nan')):.2f} / {c.get('regret', float('nan')):.2f} / {c['reward']:.2f}"
+                for c in r["children"] if c["admitted"]) or "-"
+            p, f = r["parent"], r["frontier"]
+            out += (f"| {r['update']} | {p['CANDIDATES']}x{p['GUESSES']} | {kids} | {r['rejected']} "
+                    f"| {f['CANDIDATES']}x{f['GUESSES']} |\n")
+    return out
+
+
+def write_curriculum_outputs(run_dir: Path) -> list[Path]:
+    """``curriculum.md`` and ``curriculum.png`` (and ``children.png`` for the spade arm)."""
+    data = read_curriculum(run_dir)
+    if data is None:
+        return []
+    run_dir = Path(run_dir)
+    md = run_dir / "curriculum.md"
+    md.write_text(curriculum_table(data), encoding="utf-8")
+    out = [md, plot_levels([data], run_dir / "curriculum.png")]
+    if data.get("arm") == "spade":
+        out.append(plot_children(data, run_dir / "children.png"))
+    return out
+
+
+def _pyplot() -> Any:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+ARM_COLOURS = {"fixed": "tab:blue", "spade": "tab:orange"}
+
+
+def plot_levels(runs: Sequence[dict[str, Any]], out: Path) -> Path:
+    """Held-out success per level (one panel each) against updates with 95% intervals, one
+    line per run, coloured by arm."""
+    plt = _pyplot()
+    names = list(runs[0]["levels"])
+    fig, axes = plt.subplots(1, len(names), figsize=(4.2 * len(names), 3.8), squeeze=False)
+    labelled: set[str] = set()
+    for ax, name in zip(axes[0], names, strict=True):
+        for data in runs:
+            level = data["levels"].get(name)
+            if level is None:
+                continue
+            evs = level["evaluations"]
+            xs = [e["update"] for e in evs]
+            arm = data.get("arm", "fixed")
+            label = None if arm in labelled else arm
+            labelled.add(arm)
+            ax.plot(xs, [e["mean"] for e in evs], "-o", ms=3, color=ARM_COLOURS.get(arm), label=label)
+            ax.fill_between(xs, [e["interval"][0] for e in evs], [e["interval"][1] for e in evs],
+                            color=ARM_COLOURS.get(arm), alpha=0.12)
+        lv = runs[0]["levels"][name]
+        ax.set_title(f"{name}: {lv['candidates']} numbers, {lv['guesses']} guesses", fontsize=9)
+        ax.set_xlabel("policy updates")
+        ax.xaxis.get_major_locator().set_params(integer=True)
+        ax.set_ylim(0, 1)
+    axes[0][0].set_ylabel("held-out success (95% CI)")
+    axes[0][0].legend(fontsize=8, loc="upper left")
+    fig.tight_layout()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+    return out
+
+
+def plot_children(data: dict[str, Any], out: Path) -> Path:
+    """The spade arm's curriculum: each admitted child's difficulty (1 - the random consistent
+    guesser's success at its knobs) over updates, coloured by the agent's measured unhinted
+    success on it, with the frontier's path; and measured success against difficulty."""
+    plt = _pyplot()
+    fig, (ax, bx) = plt.subplots(1, 2, figsize=(10, 3.9))
+    xs, ys, cs = [], [], []
+    for r in data["updates"]:
+        for c in r["children"]:
+            if c["admitted"] and "success" in c:
+                xs.append(r["update"])
+                ys.append(c["difficulty"])
+                cs.append(c["success"])
+        rejected = r["rejected"]
+        if rejected:
+            ax.annotate(f"{rejected} rej.", (r["update"], -0.03), fontsize=7, ha="center", color="grey")
+    ups = [0] + [r["update"] for r in data["updates"]]
+    path = [difficulty(data["settings"]["candidates"], data["settings"]["guesses"])]
+    path += [r["frontier_difficulty"] for r in data["updates"]]
+    ax.step(ups, path, where="post", color="black", linewidth=1, label="frontier")
+    sc = ax.scatter(xs, ys, c=cs, cmap="viridis", vmin=0, vmax=1, s=30, edgecolors="k", linewidths=0.3,
+                    label="admitted children")
+    fig.colorbar(sc, ax=ax, label="measured unhinted success")
+    ax.set_xlabel("update (grey: designer replies rejected)")
+    ax.xaxis.get_major_locator().set_params(integer=True)
+    ax.set_ylabel("difficulty (1 - random consistent guesser)")
+    ax.set_ylim(-0.05, 1)
+    ax.legend(fontsize=7, loc="upper left")
+    ax.set_title("children's difficulty over updates", fontsize=9)
+    bx.scatter(ys, cs, c=xs, cmap="plasma", s=30, edgecolors="k", linewidths=0.3)
+    grid = [i / 50 for i in range(51)]
+    bx.plot(grid, [1 - g for g in grid], ":", color="grey", linewidth=1, label="random consistent guesser")
+    bx.set_xlabel("difficulty")
+    bx.set_ylabel("measured unhinted success")
+    bx.set_xlim(-0.05, 1)
+    bx.set_ylim(-0.05, 1.05)
+    bx.legend(fontsize=7)
+    bx.set_title("measured success against difficulty (colour: update)", fontsize=9)
+    fig.tight_layout()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+    return out
+
+
+def summarise_curriculum(run_dirs: Sequence[Path], out_dir: Path) -> dict[str, Any]:
+    """The runs of both arms side by side: per run the first and last held-out success of
+    every level; per arm and level the mean of the last evaluations over seeds (normal 95%
+    interval over seeds) and the pooled last evaluations (Wilson over all their episodes).
+    Writes ``curriculum-summary.md``, ``.png`` and ``.json`` in ``out_dir``."""
+    import statistics
+
+    from spade_core.eval_harness import wilson
+
+    found = [(Path(d), r) for d in run_dirs if (r := read_curriculum(Path(d))) is not None]
+    if not found:
+        raise ConfigError(f"none of {[str(d) for d in run_dirs]} holds a {CURRICULUM_FILE}")
+    names = list(found[0][1]["levels"])
+    rows = ["| arm | seed | " + " | ".join(f"{n}: first -> last [95% CI]" for n in names) + " | s per update |",
+            "|---|---|" + "---|" * len(names) + "---|"]
+    for _, r in sorted(found, key=lambda dr: (dr[1]["arm"], dr[1]["settings"]["seed"])):
+        cells = []
+        for n in names:
+            evs = (r["levels"].get(n) or {}).get("evaluations") or []
+            cells.append(f"{evs[0]['mean']:.3f} -> {_ci(evs[-1])}" if evs else "-")
+        secs = [u["seconds"] for u in r["updates"]]
+        per = f"{statistics.median(secs):.1f}" if secs else "-"
+        rows.append(f"| {r['arm']} | {r['settings']['seed']} | " + " | ".join(cells) + f" | {per} |")
+    arms: dict[str, Any] = {}
+    agg = ["", "| arm | level | seeds | last success: mean over seeds [95% CI over seeds] | pooled last [Wilson 95% CI] "
+           "| first (update 0), pooled |", "|---|---|---|---|---|---|"]
+    for arm in ARMS:
+        mine = [r for _, r in found if r["arm"] == arm]
+        if not mine:
+            continue
+        arms[arm] = {}
+        for n in names:
+            lasts = [r["levels"][n]["evaluations"][-1] for r in mine if r["levels"].get(n)]
+            firsts = [r["levels"][n]["evaluations"][0] for r in mine if r["levels"].get(n)]
+            means = [e["mean"] for e in lasts]
+            lo, hi = mean_interval(means)
+            wins, eps = sum(e["successes"] for e in lasts), sum(e["episodes"] for e in lasts)
+            plo, phi = wilson(wins, eps)
+            fw, fe = sum(e["successes"] for e in firsts), sum(e["episodes"] for e in firsts)
+            spread = [lo, hi] if len(means) > 1 else None  # one seed has no spread over seeds
+            arms[arm][n] = {"seeds": [r["settings"]["seed"] for r in mine], "last_means": means,
+                            "mean": sum(means) / len(means), "interval": spread,
+                            "pooled": wins / eps, "pooled_interval": [plo, phi], "first_pooled": fw / fe}
+            between = f"[{lo:.3f}, {hi:.3f}]" if spread else "(one seed)"
+            agg.append(f"| {arm} | {n} | {len(mine)} | {sum(means) / len(means):.3f} {between} "
+                       f"| {wins / eps:.3f} [{plo:.3f}, {phi:.3f}] | {fw / fe:.3f} |")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "curriculum-summary.md").write_text("\n".join(rows + agg) + "\n", encoding="utf-8")
+    plot_levels([r for _, r in found], out_dir / "curriculum-summary.png")
+    summary = {"runs": [{"dir": str(d), "arm": r["arm"], "seed": r["settings"]["seed"]} for d, r in found],
+               "arms": arms}
+    (out_dir / "curriculum-summary.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
+    return summary
+
+
+__all__ = ["ARMS", "CURRICULUM_FILE", "DEFAULT_LEVELS", "LOG_FILE", "CurriculumExperiment", "CurriculumSettings",
+           "Frontier", "curriculum_table", "difficulty", "parse_levels", "plot_children", "plot_levels",
+           "read_curriculum", "reference_success", "run_seeds", "strategy_hint", "summarise_curriculum",
+           "write_curriculum_outputs"]

@@ -1,0 +1,249 @@
+"""``spade experiment curriculum``: SPADE against the fixed pool, in miniature.
+
+Both arms run end to end on the tiny model; the spade arm's designer samples enter the GRPO
+step (the weights move when the children's rewards differ, not when they tie); a designer
+reply that makes no child is rejected and counted; evaluation instances never meet training
+instances; the fixed arm never changes the rung's knobs."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+from spade_designer.knobs import read_knobs
+from spade_trainer.curriculum_experiment import (
+    CurriculumExperiment,
+    CurriculumSettings,
+    difficulty,
+    parse_levels,
+    reference_success,
+    strategy_hint,
+    summarise_curriculum,
+)
+from spade_trainer.errors import ConfigError
+from spade_trainer.experiment import EVAL_SEED_BASE, LearningExperiment
+from spade_trainer.policy import Generation, Sampling
+from spade_trainer.policy_update import GRPOUpdate
+from spade_trainer.rollout import Episode, RolloutEngine
+
+SMALL = {"updates": 2, "eval_every": 1, "groups": 2, "group_size": 2, "eval_episodes": 4, "learning_rate": 1e-3,
+         "max_new_tokens": 4, "levels": (("easy", 2, 2), ("hard", 7, 3))}
+
+
+class ScriptedDesigner:
+    """Test double of the designer's sampler: the reply continues the prompt's prefill
+    (``CANDIDATES=`` or ``GUESSES=``) with ``replies[prefill]``; logprob -1 per token."""
+
+    def __init__(self, tokenizer: Any, replies: dict[str, str]) -> None:
+        self.tok, self.replies = tokenizer, replies
+
+    def generate(self, prompts: Sequence[Sequence[int]], *, max_new_tokens: int, sampling: Sampling,
+                 seed: Any) -> list[Generation]:
+        out = []
+        for p in prompts:
+            text = self.tok.decode(list(p))
+            key = next(k for k in self.replies if text.rstrip().endswith(k))
+            ids = self.tok(self.replies[key], add_special_tokens=False)["input_ids"][:max_new_tokens]
+            out.append(Generation(ids, [-1.0] * len(ids), False))
+        return out
+
+
+@pytest.fixture()
+def experiment(tiny_model: Any, tiny_tokenizer: Any, tmp_path: Path) -> Callable[..., CurriculumExperiment]:
+    def make(arm: str, replies: dict[str, str] | None = None, **overrides: Any) -> CurriculumExperiment:
+        settings = CurriculumSettings(arm=arm, **{**SMALL, **overrides})  # type: ignore[arg-type]
+        designer = ScriptedDesigner(tiny_tokenizer, replies) if replies is not None else None
+        return CurriculumExperiment(settings, tmp_path / f"{arm}-{len(list(tmp_path.iterdir()))}", model=tiny_model,
+                                    tokenizer=tiny_tokenizer, log=lambda _: None, designer_policy=designer)
+
+    return make
+
+
+def test_both_arms_run_end_to_end_and_write_their_outputs(experiment: Callable[..., CurriculumExperiment],
+                                                          tmp_path: Path) -> None:
+    fixed = experiment("fixed")
+    spade = experiment("spade")  # the tiny model designs: its replies are mostly rejected
+    dirs = []
+    for exp in (fixed, spade):
+        result = exp.run()
+        data = json.loads((exp.run_dir / "curriculum.json").read_text())
+        assert data["arm"] == result["arm"] == exp.settings.arm
+        assert set(data["levels"]) == {"easy", "hard"}
+        for level in data["levels"].values():
+            assert [e["update"] for e in level["evaluations"]] == [0, 1, 2]
+            assert all(e["episodes"] == 4 and 0 <= e["interval"][0] <= e["mean"] <= e["interval"][1] <= 1
+                       for e in level["evaluations"])
+        assert [r["update"] for r in data["updates"]] == [1, 2]
+        assert all(r["agent_episodes"] == 4 for r in data["updates"])  # the same agent budget in both arms
+        assert (exp.run_dir / "curriculum.png").stat().st_size > 1000
+        assert "| 2 |" in (exp.run_dir / "curriculum.md").read_text()
+        dirs.append(exp.run_dir)
+    spade_data = json.loads((spade.run_dir / "curriculum.json").read_text())
+    for r in spade_data["updates"]:
+        assert r["admitted"] + r["rejected"] == 2 and len(r["children"]) == 2
+        assert {"parent", "frontier", "designer_samples", "hinted_episodes"} <= set(r)
+    assert (spade.run_dir / "children.png").stat().st_size > 1000
+    assert not (fixed.run_dir / "children.png").exists()
+    # the same weights and sampling seeds at update 0: both arms measure the same numbers
+    fixed_data = json.loads((fixed.run_dir / "curriculum.json").read_text())
+    for name in ("easy", "hard"):
+        assert (fixed_data["levels"][name]["evaluations"][0]["successes"]
+                == spade_data["levels"][name]["evaluations"][0]["successes"])
+    summary = summarise_curriculum(dirs, tmp_path / "summary")
+    assert set(summary["arms"]) == {"fixed", "spade"}
+    text = (tmp_path / "summary" / "curriculum-summary.md").read_text()
+    assert "| fixed | 0 |" in text and "| spade | 0 |" in text and "pooled last" in text
+    assert (tmp_path / "summary" / "curriculum-summary.png").is_file()
+
+
+def _steps(monkeypatch: pytest.MonkeyPatch) -> list[tuple[Any, bool]]:
+    """Every GRPO step's stats and whether it moved the weights."""
+    seen: list[tuple[Any, bool]] = []
+    step = GRPOUpdate.step
+
+    def spy(self: GRPOUpdate, samples: Any) -> Any:
+        before = {k: v.clone() for k, v in self.model.state_dict().items()}
+        stats = step(self, samples)
+        seen.append((stats, any(not torch.equal(before[k], v) for k, v in self.model.state_dict().items())))
+        return stats
+
+    monkeypatch.setattr(GRPOUpdate, "step", spy)
+    return seen
+
+
+def _returns(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Hinted plays win; unhinted plays win only with two numbers listed. Every agent group then
+    ties (no agent signal): only the designer's samples can move the weights."""
+    monkeypatch.setattr(Episode, "episode_return", property(
+        lambda ep: 1.0 if ep.spec.hinted or "CANDIDATES = 2\n" in ep.spec.env.source else 0.0))
+
+
+def test_the_designer_s_samples_enter_the_update_when_the_children_s_rewards_differ(
+        experiment: Callable[..., CurriculumExperiment], monkeypatch: pytest.MonkeyPatch) -> None:
+    _returns(monkeypatch)
+    steps = _steps(monkeypatch)
+    # child 0: 2 numbers (won unhinted: regret 0); child 1: 9 numbers, 1 guess (lost unhinted: regret 1)
+    exp = experiment("spade", {"CANDIDATES=": "2", "GUESSES=": "1, CANDIDATES=9"}, reward="regret", updates=1)
+    data = exp.run()
+    (record,) = data["updates"]
+    kids = record["children"]
+    assert [(c["candidates"], c["guesses"]) for c in kids] == [(2, 2), (9, 1)]
+    assert [c["regret"] for c in kids] == [0.0, 1.0] and [c["reward"] for c in kids] == [0.0, 1.0]
+    assert kids[0]["advantage"] < 0 < kids[1]["advantage"]
+    assert record["designer_samples"] == 2 and record["frontier"] == {"CANDIDATES": 9, "GUESSES": 1}
+    ((stats, moved),) = steps
+    assert not stats.skipped and stats.with_signal == 2 and moved  # the designer's two samples, nothing else
+
+
+def test_designer_samples_whose_rewards_tie_carry_no_signal(experiment: Callable[..., CurriculumExperiment],
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    _returns(monkeypatch)
+    steps = _steps(monkeypatch)
+    exp = experiment("spade", {"CANDIDATES=": "9, GUESSES=1", "GUESSES=": "1, CANDIDATES=9"}, reward="regret",
+                     updates=1)
+    (record,) = exp.run()["updates"]
+    assert [c["reward"] for c in record["children"]] == [1.0, 1.0]
+    ((stats, moved),) = steps
+    assert stats.skipped and not moved
+
+
+def test_a_reply_that_makes_no_child_is_rejected_and_counted(experiment: Callable[..., CurriculumExperiment]) -> None:
+    exp = experiment("spade", {"CANDIDATES=": "banana", "GUESSES=": "3"})
+    first, second = exp.run()["updates"]
+    assert first["rejected"] == 1 and first["admitted"] == 1
+    bad, good = first["children"]
+    assert not bad["admitted"] and "not a number" in bad["reason"] and not bad["trained"]
+    assert good["admitted"] and good["guesses"] == 3 and "success" in good and good["trained"]
+    assert first["parent"] == {"CANDIDATES": 3, "GUESSES": 2} and first["frontier"] == {"CANDIDATES": 3, "GUESSES": 3}
+    # the frontier now has 3 guesses: "GUESSES=3" changes nothing, so both replies are rejected
+    assert second["rejected"] == 2 and second["admitted"] == 0 and "changes no knob" in second["children"][1]["reason"]
+    assert second["frontier"] == {"CANDIDATES": 3, "GUESSES": 3} and second["designer_samples"] == 0
+    assert first["agent_episodes"] == second["agent_episodes"] == 4  # a rejected design's plays go to the parent
+    # out of range, or no change at all: rejected too; under "shape" the rejected are trained
+    exp = experiment("spade", {"CANDIDATES=": "40", "GUESSES=": "2"}, invalid_designs="shape", updates=1)
+    (r,) = exp.run()["updates"]
+    assert r["rejected"] == 2 and r["frontier"] == {"CANDIDATES": 3, "GUESSES": 2}
+    assert "outside the declared range" in r["children"][0]["reason"]
+    assert "changes no knob" in r["children"][1]["reason"]
+    assert all(c["trained"] for c in r["children"])
+
+
+def _played(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[Any]]:
+    """The episode specs every rollout played, split into evaluation and training."""
+    played: dict[str, list[Any]] = {"eval": [], "train": []}
+    state = {"eval": False}
+    run, evaluate = RolloutEngine.run, LearningExperiment.evaluate
+
+    def spy_run(self: RolloutEngine, specs: Any, **kw: Any) -> Any:
+        played["eval" if state["eval"] else "train"].extend(specs)
+        return run(self, specs, **kw)
+
+    def spy_evaluate(self: LearningExperiment, *args: Any) -> Any:
+        state["eval"] = True
+        try:
+            return evaluate(self, *args)
+        finally:
+            state["eval"] = False
+
+    monkeypatch.setattr(RolloutEngine, "run", spy_run)
+    monkeypatch.setattr(LearningExperiment, "evaluate", spy_evaluate)
+    return played
+
+
+@pytest.mark.parametrize("arm", ["fixed", "spade"])
+def test_evaluation_instances_never_meet_training_instances(arm: str, experiment: Callable[..., CurriculumExperiment],
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    played = _played(monkeypatch)
+    exp = experiment(arm, {"CANDIDATES=": "4", "GUESSES=": "3"} if arm == "spade" else None, group_size=4)
+    exp.run()
+    train = {s.seed for s in played["train"]}
+    evals = {s.seed for s in played["eval"]}
+    data = json.loads((exp.run_dir / "curriculum.json").read_text())
+    assert len(played["train"]) == sum(r["agent_episodes"] + r.get("hinted_episodes", 0) for r in data["updates"])
+    assert train and max(train) < EVAL_SEED_BASE <= min(evals)
+    assert evals == set(exp.eval_seeds())
+
+
+def test_the_fixed_arm_never_changes_knobs_nor_asks_a_designer(experiment: Callable[..., CurriculumExperiment],
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    played = _played(monkeypatch)
+    monkeypatch.setattr(CurriculumExperiment, "designer_backend", lambda self: pytest.fail("the fixed arm designs"))
+    exp = experiment("fixed", updates=3)
+    data = exp.run()
+    assert played["train"] and not any(s.hinted for s in played["train"])
+    for spec in played["train"]:
+        assert read_knobs(spec.env.source, "HigherLowerEnv").values() == {"CANDIDATES": 3, "GUESSES": 2}
+    assert all(r["knobs"] == [{"CANDIDATES": 3, "GUESSES": 2}] for r in data["updates"])
+
+
+def test_the_difficulty_scale_and_the_hint() -> None:
+    assert reference_success(3, 2) == pytest.approx(7 / 9)
+    assert reference_success(2, 2) == 1.0 and reference_success(3, 1) == pytest.approx(1 / 3)
+    assert difficulty(2, 2) < difficulty(3, 2) < difficulty(7, 2) < difficulty(15, 1)
+    assert "always finds" in strategy_hint(7, 3) and "no strategy is sure" in strategy_hint(7, 2)
+    assert parse_levels("easy=2x2, hard=7x3") == (("easy", 2, 2), ("hard", 7, 3))
+
+
+def test_curriculum_settings_refuse_nonsense() -> None:
+    for bad in ({"arm": "both"}, {"reward": "vibes"}, {"levels": (("x", 40, 2),)}, {"levels": ()},
+                {"levels": (("a", 2, 2), ("a", 3, 2))}, {"invalid_designs": "keep"}, {"designer_scale": 0.0},
+                {"group_size": 1}):
+        with pytest.raises(ConfigError):
+            CurriculumSettings(**bad)  # type: ignore[arg-type]
+    with pytest.raises(ConfigError):
+        parse_levels("hard=seven")
+
+
+def test_the_command_is_registered() -> None:
+    from spade_core.cli import build_app
+    from typer.testing import CliRunner
+
+    for name in ("curriculum", "curriculum-summary"):
+        result = CliRunner().invoke(build_app(), ["experiment", name, "--help"], env={"COLUMNS": "200"})
+        assert result.exit_code == 0, result.output
+    assert "--arm" in CliRunner().invoke(build_app(), ["experiment", "curriculum", "--help"],
+                                         env={"COLUMNS": "200"}).output
