@@ -241,7 +241,8 @@ def test_the_rung_rewards_reading_and_feedback_not_a_constant() -> None:
 
 def test_learn_settings_refuse_nonsense() -> None:
     for bad in ({"updates": 0}, {"group_size": 1}, {"group_instance": "other"}, {"control": "maybe"},
-                {"learning_rate": -1e-5}, {"candidates": 40}, {"eval_episodes": 0}):
+                {"learning_rate": -1e-5}, {"candidates": 40}, {"eval_episodes": 0},
+                {"trainer": "keras"}):
         with pytest.raises(ConfigError):
             LearnSettings(**bad)  # type: ignore[arg-type]
 
@@ -359,3 +360,55 @@ def test_behaviour_reads_where_guesses_fell_and_whether_feedback_was_followed() 
     ])
     assert b["first_guess"] == {"first": 0.2, "middle": 0.2, "last": 0.2, "unlisted": 0.2, "invalid": 0.2}
     assert b["second_guesses"] == 3 and b["followed"] == pytest.approx(2 / 3, abs=1e-4)
+
+
+# --- the same experiment with TRL's GRPOTrainer making the updates ----------------------------
+
+
+def test_trl_s_grpo_trainer_makes_the_trained_curve(small_experiment: Callable[..., LearningExperiment],
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    from spade_trainer.rollout import Episode
+
+    # the tiny model never wins the rung: a return of the instance's parity gives the groups
+    # signal, so a wiring that trains nothing (no reward, no model tokens, another model) fails
+    monkeypatch.setattr(Episode, "episode_return", property(lambda ep: float(ep.spec.seed % 2)))
+    exp = small_experiment(trainer="trl", updates=3, eval_every=2, groups=2, group_size=4)
+    model = exp._model
+    initial = {k: v.clone() for k, v in model.state_dict().items()}
+    trained: dict[str, torch.Tensor] = {}
+    evaluate_only = LearningExperiment.evaluate_only
+
+    def weights_then_control(self: LearningExperiment, *args: Any) -> Any:
+        trained.update({k: v.clone() for k, v in self._model.state_dict().items()})  # before the control resets them
+        return evaluate_only(self, *args)
+
+    monkeypatch.setattr(LearningExperiment, "evaluate_only", weights_then_control)
+    exp.run()
+    data = json.loads((exp.run_dir / "learning.json").read_text())
+    assert data["settings"]["trainer"] == "trl"
+    assert [e["update"] for e in data["trained"]] == [e["update"] for e in data["control"]] == [0, 2, 3]
+    records = data["updates"]["trained"]
+    assert [r["update"] for r in records] == [1, 2, 3]
+    assert {"seconds", "generate_s", "env_s", "update_s", "loss", "grad_norm", "with_signal"} <= set(records[0])
+    assert all(r["samples"] == 8 and r["with_signal"] > 0 and r["grad_norm"] > 0 for r in records)
+    assert any(not torch.equal(initial[k], trained[k]) for k in initial)
+    assert all(torch.equal(initial[k], v) for k, v in model.state_dict().items())  # the control ran on the initial weights
+
+
+def test_a_summary_of_two_trainers_names_them(small_experiment: Callable[..., LearningExperiment],
+                                              tmp_path: Path) -> None:
+    from spade_trainer.experiment import run_names
+
+    exp = small_experiment(updates=1, control="none")
+    exp.run()
+    data = json.loads((exp.run_dir / "learning.json").read_text())
+    assert run_names([data, data]) == ["seed 0", "seed 0"]
+    trl = tmp_path / "trl-run"
+    trl.mkdir()
+    (trl / "learning.json").write_text(json.dumps({**data, "settings": {**data["settings"], "trainer": "trl"}}))
+    assert run_names([data, json.loads((trl / "learning.json").read_text())]) == [
+        "spade GRPO, seed 0", "TRL GRPOTrainer, seed 0"]
+    out = summarise([exp.run_dir, trl], tmp_path / "both")
+    assert out["trainers"] == ["spade", "trl"] and (tmp_path / "both" / "summary.png").stat().st_size > 1000
+    table = (tmp_path / "both" / "summary.md").read_text()
+    assert "| spade GRPO |" in table and "| TRL GRPOTrainer |" in table

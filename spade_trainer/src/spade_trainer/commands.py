@@ -92,6 +92,9 @@ def register(cli: typer.Typer) -> None:
                  "full (also played and updated at lr 0) or none.")] = "eval",
         candidates: Annotated[int, typer.Option(help="The rung's CANDIDATES knob.")] = 3,
         guesses: Annotated[int, typer.Option(help="The rung's GUESSES knob.")] = 2,
+        trainer: Annotated[str, typer.Option(
+            help="Who makes the trained curve's updates: spade (the project's GRPO step) or trl "
+                 "(TRL's GRPOTrainer, with a rollout function that plays the rung).")] = "spade",
     ) -> None:
         """Train the embedded model (agent only) on the games domain's bottom rung and measure
         held-out success against a learning-rate-0 control and the best constant policy."""
@@ -117,7 +120,7 @@ def register(cli: typer.Typer) -> None:
                                      eval_episodes=eval_episodes, learning_rate=lr, prefill=prefill,
                                      cut_at_action=cut_at_action, control=control,  # type: ignore[arg-type]
                                      candidates=candidates,
-                                     guesses=guesses)
+                                     guesses=guesses, trainer=trainer)  # type: ignore[arg-type]
             out = run_dir if len(seeds) == 1 else run_dir / f"seed-{n}"
             out.mkdir(parents=True, exist_ok=True)
             log_file = (out / "learning.log").open("w", encoding="utf-8")
@@ -137,18 +140,19 @@ def register(cli: typer.Typer) -> None:
                           f"control rose {v.get('control_rose')}; {out / 'learning.md'}, {out / 'learning.png'}")
         if len(seeds) > 1:
             summary = summarise(dirs, run_dir)
-            console.print(f"learned in {summary['learned']} of {summary['runs']} seeds: {run_dir / 'summary.md'}")
+            console.print(f"learned in {summary['learned']} of {summary['runs']} runs: {run_dir / 'summary.md'}")
 
     @experiment.command("summary")
     def summary_cmd(
         run_dirs: Annotated[list[Path], typer.Argument(help="Experiment folders holding learning.json.")],
         out: Annotated[Path, typer.Option(help="Where summary.md / .png / .json go.")],
     ) -> None:
-        """One table and plot of several seeds' learning experiments."""
+        """One table and plot of several learning experiments (seeds, or trainers: the legend
+        names the trainer when the runs mix them)."""
         from .experiment import summarise
 
         result = summarise(run_dirs, out)
-        typer.echo(f"learned in {result['learned']} of {result['runs']} seeds: {out / 'summary.md'}")
+        typer.echo(f"learned in {result['learned']} of {result['runs']} runs: {out / 'summary.md'}")
 
     @experiment.command("curriculum")
     def curriculum_cmd(

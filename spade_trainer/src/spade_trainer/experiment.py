@@ -45,6 +45,9 @@ RUNG = "higher_lower"
 
 GroupInstance = Literal["fresh", "shared"]
 ControlMode = Literal["eval", "full", "none"]
+Trainer = Literal["spade", "trl"]
+#: How plots and tables name each trainer.
+TRAINER_NAMES = {"spade": "spade GRPO", "trl": "TRL GRPOTrainer"}
 
 
 @dataclass(frozen=True)
@@ -79,6 +82,10 @@ class LearnSettings:
     #: ``full`` also plays and updates at lr 0 (twice the time); ``none`` skips it (the curve
     #: is then not a test).
     control: ControlMode = "eval"
+    #: Who makes the trained curve's updates: ``spade`` (:class:`~.policy_update.GRPOUpdate`)
+    #: or ``trl`` (TRL's ``GRPOTrainer`` with a rollout function that plays the rung; see
+    #: :mod:`.experiment_trl`). The control and the constant are the same for both.
+    trainer: Trainer = "spade"
 
     def __post_init__(self) -> None:
         if self.updates < 1 or self.eval_every < 1:
@@ -89,6 +96,8 @@ class LearnSettings:
             raise ConfigError(f"group_instance must be 'fresh' or 'shared', got {self.group_instance!r}")
         if self.control not in ("eval", "full", "none"):
             raise ConfigError(f"control must be 'eval', 'full' or 'none', got {self.control!r}")
+        if self.trainer not in TRAINER_NAMES:
+            raise ConfigError(f"trainer must be 'spade' or 'trl', got {self.trainer!r}")
         if self.eval_episodes < 1 or self.eval_episodes > 100_000:
             raise ConfigError(f"eval_episodes must be in [1, 100000], got {self.eval_episodes}")
         if not 0 <= self.learning_rate < 1:
@@ -385,7 +394,12 @@ class LearningExperiment:
         self.log(f"best constant policy: {constant_action} succeeds on {constant:.3f} of the held-out instances")
         model, _ = self._load()
         initial = {k: v.detach().clone() for k, v in model.state_dict().items()}
-        trained = self.run_curve("trained", s.learning_rate, initial)
+        if s.trainer == "trl":
+            from .experiment_trl import run_trl_curve
+
+            trained = run_trl_curve(self, "trained", s.learning_rate, initial)
+        else:
+            trained = self.run_curve("trained", s.learning_rate, initial)
         control = None
         if s.control == "full":
             control = self.run_curve("control", 0.0, initial)
@@ -473,9 +487,28 @@ def write_learning_outputs(run_dir: Path) -> list[Path]:
     return [md, png]
 
 
+def trainer_of(data: dict[str, Any]) -> str:
+    """Who made a run's updates (runs from before the option: ``spade``)."""
+    return str((data.get("settings") or {}).get("trainer") or "spade")
+
+
+def run_names(runs: Sequence[dict[str, Any]]) -> list[str]:
+    """A legend name per run: ``seed N``, led by the trainer's name when the runs mix trainers."""
+    mixed = len({trainer_of(r) for r in runs}) > 1
+    names = []
+    for i, data in enumerate(runs):
+        name = f"seed {(data.get('settings') or {}).get('seed', i)}"
+        names.append(f"{TRAINER_NAMES.get(trainer_of(data), trainer_of(data))}, {name}" if mixed else name)
+    return names
+
+
 def plot_learning(runs: Sequence[dict[str, Any]], out: Path, labels: Sequence[str] | None = None) -> Path:
     """Success on held-out instances against updates: trained (solid) and control (dashed)
-    with their 95% intervals, and the best constant policy (dotted), one colour per run."""
+    with their 95% intervals, and the best constant policy (dotted), one colour per run. A
+    control whose evaluations repeat one already drawn (runs from the same initial weights and
+    seed evaluate the same control) and a constant shared by every run are drawn once. With
+    several runs each is shifted a little along the x axis and its trained intervals drawn as
+    bars too, so that curves that coincide stay visible side by side."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -483,19 +516,37 @@ def plot_learning(runs: Sequence[dict[str, Any]], out: Path, labels: Sequence[st
 
     fig, ax = plt.subplots(figsize=(7, 4.2))
     colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    names = list(labels) if labels else run_names(runs)
+    constants = {r["constant"] for r in runs}
+    drawn_controls: list[list[tuple[int, int, int]]] = []
     for i, data in enumerate(runs):
         c = colours[i % len(colours)]
-        name = labels[i] if labels else f"seed {data.get('settings', {}).get('seed', i)}"
         for key, style in (("trained", "-"), ("control", "--")):
             evs = data.get(key) or []
             if not evs:
                 continue
-            xs = [e["update"] for e in evs]
-            ax.plot(xs, [e["mean"] for e in evs], style, color=c, marker="o", ms=3,
-                    label=f"{name} {'trained' if key == 'trained' else 'control (lr 0)'}")
-            ax.fill_between(xs, [e["interval"][0] for e in evs], [e["interval"][1] for e in evs], color=c,
-                            alpha=0.15 if key == "trained" else 0.07)
-        ax.axhline(data["constant"], color=c, linestyle=":", linewidth=1)
+            if key == "control":
+                points = [(e["update"], e["successes"], e["episodes"]) for e in evs if "successes" in e]
+                if points and points in drawn_controls:
+                    continue
+                drawn_controls.append(points)
+            shift = (i - (len(runs) - 1) / 2) * 0.15 if len(runs) > 1 else 0.0
+            xs = [e["update"] + shift for e in evs]
+            means, lows, highs = ([e["mean"] for e in evs], [e["interval"][0] for e in evs],
+                                  [e["interval"][1] for e in evs])
+            # the control is the same whoever trains (the spade path's, at lr 0): no trainer in its name
+            label = f"{names[i]} trained" if key == "trained" else f"{names[i].split(', ')[-1]} control (lr 0)"
+            ax.plot(xs, means, style, color=c, marker="o", ms=3, label=label)
+            ax.fill_between(xs, lows, highs, color=c, alpha=0.15 if key == "trained" else 0.07)
+            if key == "trained" and len(runs) > 1:
+                ax.errorbar(xs, means, yerr=[[m - lo for m, lo in zip(means, lows, strict=True)],
+                                             [hi - m for m, hi in zip(means, highs, strict=True)]],
+                            fmt="none", ecolor=c, elinewidth=1, capsize=3)
+        if len(constants) > 1:
+            ax.axhline(data["constant"], color=c, linestyle=":", linewidth=1)
+    if len(constants) == 1:
+        (constant,) = constants
+        ax.axhline(constant, color="grey", linestyle=":", linewidth=1, label=f"best constant policy ({constant:.3f})")
     ax.set_xlabel("policy updates")
     ax.set_ylabel("success on held-out instances")
     ax.set_ylim(0, 1)
@@ -508,31 +559,44 @@ def plot_learning(runs: Sequence[dict[str, Any]], out: Path, labels: Sequence[st
     return out
 
 
+def _median_seconds(data: dict[str, Any]) -> float | None:
+    """Median seconds per update of a run's trained curve (``None`` without records)."""
+    import statistics
+
+    secs = [u["seconds"] for u in (data.get("updates") or {}).get("trained") or [] if "seconds" in u]
+    return statistics.median(secs) if secs else None
+
+
 def summarise(run_dirs: Sequence[Path], out_dir: Path) -> dict[str, Any]:
-    """Several seeds' experiments in one table (``summary.md``), plot and JSON."""
+    """Several runs' experiments (seeds, or trainers) in one table (``summary.md``), plot and JSON."""
     runs = [(Path(d), read_learning(Path(d))) for d in run_dirs]
     found = [(d, r) for d, r in runs if r is not None]
     if not found:
         raise ConfigError(f"none of {[str(d) for d in run_dirs]} holds a {LEARNING_FILE}")
-    rows = ["| seed | first [95% CI] | last [95% CI] | control first -> last | best constant | rose | above constant | control rose |",
-            "|---|---|---|---|---|---|---|---|"]
+    rows = ["| seed | trainer | first [95% CI] | last [95% CI] | control first -> last | best constant | rose "
+            "| above constant | control rose | median s per update |",
+            "|---|---|---|---|---|---|---|---|---|---|"]
     for _d, r in found:
         t, c, v = r["trained"], r.get("control") or [], r.get("verdict") or {}
         ctext = f"{c[0]['mean']:.3f} -> {c[-1]['mean']:.3f}" if c else "-"
-        rows.append(f"| {r['settings']['seed']} | {t[0]['mean']:.3f} [{t[0]['interval'][0]:.3f}, {t[0]['interval'][1]:.3f}] "
+        med = _median_seconds(r)
+        rows.append(f"| {r['settings']['seed']} | {TRAINER_NAMES.get(trainer_of(r), trainer_of(r))} "
+                    f"| {t[0]['mean']:.3f} [{t[0]['interval'][0]:.3f}, {t[0]['interval'][1]:.3f}] "
                     f"| {t[-1]['mean']:.3f} [{t[-1]['interval'][0]:.3f}, {t[-1]['interval'][1]:.3f}] | {ctext} "
-                    f"| {r['constant']:.3f} | {v.get('rose')} | {v.get('above_constant')} | {v.get('control_rose')} |")
+                    f"| {r['constant']:.3f} | {v.get('rose')} | {v.get('above_constant')} | {v.get('control_rose')} "
+                    f"| {'-' if med is None else f'{med:.1f}'} |")
     learned = sum(bool((r.get("verdict") or {}).get("learned")) for _, r in found)
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "summary.md").write_text("\n".join(rows) + f"\n\nlearned (all three conditions) in {learned} of "
-                                        f"{len(found)} seeds\n", encoding="utf-8")
+                                        f"{len(found)} runs\n", encoding="utf-8")
     plot_learning([r for _, r in found], out_dir / "summary.png")
-    summary = {"seeds": [r["settings"]["seed"] for _, r in found], "learned": learned, "runs": len(found)}
+    summary = {"seeds": [r["settings"]["seed"] for _, r in found], "trainers": [trainer_of(r) for _, r in found],
+               "learned": learned, "runs": len(found)}
     (out_dir / "summary.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
     return summary
 
 
-__all__ = ["EVAL_SEED_BASE", "LEARNING_FILE", "Evaluation", "LearnSettings", "LearningExperiment", "behaviour",
+__all__ = ["EVAL_SEED_BASE", "LEARNING_FILE", "TRAINER_NAMES", "Evaluation", "LearnSettings", "LearningExperiment", "behaviour",
            "behaviour_table", "best_constant",
-           "learning_table", "mean_interval", "plot_learning", "read_learning", "rung_source",
-           "summarise", "verdict", "wilson", "write_learning_outputs"]
+           "learning_table", "mean_interval", "plot_learning", "read_learning", "run_names", "rung_source",
+           "summarise", "trainer_of", "verdict", "wilson", "write_learning_outputs"]
