@@ -27,6 +27,7 @@ from spade_trainer.experiment import (
     verdict,
     wilson,
 )
+from spade_trainer.experiment_trl import run_learning
 from spade_trainer.inprocess import TrustedEnvPool
 from spade_trainer.policy import Generation, Sampling, TransformersPolicy
 from spade_trainer.policy_update import GRPOUpdate, UpdateSettings
@@ -383,7 +384,9 @@ def test_trl_s_grpo_trainer_makes_the_trained_curve(small_experiment: Callable[.
         return evaluate_only(self, *args)
 
     monkeypatch.setattr(LearningExperiment, "evaluate_only", weights_then_control)
-    exp.run()
+    with pytest.raises(ConfigError, match="experiment_trl.run_learning"):
+        exp.run()  # the spade path never stands in for TRL's
+    run_learning(exp)
     data = json.loads((exp.run_dir / "learning.json").read_text())
     assert data["settings"]["trainer"] == "trl"
     assert [e["update"] for e in data["trained"]] == [e["update"] for e in data["control"]] == [0, 2, 3]

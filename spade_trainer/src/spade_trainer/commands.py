@@ -131,7 +131,12 @@ def register(cli: typer.Typer) -> None:
                 _f.flush()
 
             exp = LearningExperiment(settings, out, model=model, tokenizer=tokenizer, log=log)
-            result = exp.run()
+            if settings.trainer == "trl":
+                from .experiment_trl import run_learning
+
+                result = run_learning(exp)
+            else:
+                result = exp.run()
             model, tokenizer = exp._model, exp._tokenizer  # one load for every seed
             log_file.close()
             dirs.append(out)

@@ -386,20 +386,23 @@ class LearningExperiment:
 
     # --- the whole experiment ---------------------------------------------------------------
 
-    def run(self) -> dict[str, Any]:
+    def run(self, make_curve: Callable[..., Curve] | None = None) -> dict[str, Any]:
+        """The whole experiment. ``make_curve(experiment, label, learning_rate, initial_state)``
+        makes the trained curve: :meth:`run_curve` (the project's step) by default;
+        :func:`spade_trainer.experiment_trl.run_learning` passes TRL's."""
         s = self.settings
+        if make_curve is None:
+            if s.trainer != "spade":
+                raise ConfigError(f"trainer = {s.trainer!r} is run by spade_trainer.experiment_trl.run_learning "
+                                  f"(`spade experiment learn --trainer {s.trainer}`)")
+            make_curve = LearningExperiment.run_curve
         self.run_dir.mkdir(parents=True, exist_ok=True)
         t0 = time.perf_counter()
         constant_action, constant = self.constant_baseline()
         self.log(f"best constant policy: {constant_action} succeeds on {constant:.3f} of the held-out instances")
         model, _ = self._load()
         initial = {k: v.detach().clone() for k, v in model.state_dict().items()}
-        if s.trainer == "trl":
-            from .experiment_trl import run_trl_curve
-
-            trained = run_trl_curve(self, "trained", s.learning_rate, initial)
-        else:
-            trained = self.run_curve("trained", s.learning_rate, initial)
+        trained = make_curve(self, "trained", s.learning_rate, initial)
         control = None
         if s.control == "full":
             control = self.run_curve("control", 0.0, initial)

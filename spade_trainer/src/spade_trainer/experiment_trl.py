@@ -217,6 +217,11 @@ def trl_config(settings: Any, learning_rate: float, output_dir: str) -> Any:
     )
 
 
+def run_learning(experiment: LearningExperiment) -> dict[str, Any]:
+    """``experiment`` with its trained curve made by TRL's ``GRPOTrainer`` (``trainer = "trl"``)."""
+    return experiment.run(make_curve=run_trl_curve)
+
+
 def run_trl_curve(experiment: LearningExperiment, label: str, learning_rate: float,
                   initial_state: dict[str, Any]) -> Curve:
     """The trained curve of ``experiment`` with TRL's ``GRPOTrainer`` making each update."""
