@@ -125,7 +125,9 @@ class Learner:
         from accelerate import Accelerator
         from accelerate.utils import set_seed
 
-        self.accelerator = Accelerator(cpu=cpu, mixed_precision="bf16" if bf16 else "no")
+        # accelerate's state is one per process: ask for bf16 only when wanted, so that a process
+        # where another trainer already set it up (TRL's, in one test session) keeps working
+        self.accelerator = Accelerator(cpu=cpu, **({"mixed_precision": "bf16"} if bf16 else {}))
         set_seed(seed)  # every process starts from the run's seed; each then draws its own collection seeds
         if activation_checkpointing:
             # recomputing activations saves GPU memory; on a CPU the recomputation only costs time
