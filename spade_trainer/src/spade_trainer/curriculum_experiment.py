@@ -43,7 +43,16 @@ from pathlib import Path
 from typing import Any, Literal
 
 from .errors import ConfigError
-from .experiment import EVAL_SEED_BASE, RUNG, Evaluation, LearningExperiment, LearnSettings, mean_interval, rung_source
+from .experiment import (
+    EVAL_SEED_BASE,
+    RUNG,
+    Evaluation,
+    LearningExperiment,
+    LearnSettings,
+    mean_interval,
+    rung_engine,
+    rung_source,
+)
 from .samples import PolicySample, Role, with_advantages
 
 CURRICULUM_FILE = "curriculum.json"
@@ -226,15 +235,7 @@ class CurriculumExperiment:
 
     def engine(self, model: Any, tokenizer: Any) -> Any:
         """The rollout engine of the learning experiment: trusted in-process environments."""
-        from .inprocess import TrustedEnvPool
-        from .policy import Sampling, TransformersPolicy
-        from .rollout import ReplyShape, RolloutEngine, TokenBudget
-
-        s = self.settings
-        return RolloutEngine(TrustedEnvPool(), TransformersPolicy(model, tokenizer), tokenizer,
-                             budget=TokenBudget(per_turn=s.max_new_tokens, per_episode=4096),
-                             sampling=Sampling(s.temperature, 1.0),
-                             reply=ReplyShape(prefill=s.prefill, cut_at_action=s.cut_at_action))
+        return rung_engine(self.settings, model, tokenizer)
 
     def playable(self, env_id: str, source: str, candidates: int, guesses: int) -> Any:
         from spade_core.metadata import ActionFormat

@@ -205,6 +205,21 @@ def rung_source(candidates: int, guesses: int) -> str:
     return apply_values(source, knobs, {"CANDIDATES": candidates, "GUESSES": guesses})
 
 
+def rung_engine(settings: Any, model: Any, tokenizer: Any) -> Any:
+    """The rollout engine the rung's experiments play with: trusted in-process environments,
+    ``settings``' reply budget, temperature, prefill and cut (a :class:`LearnSettings` or
+    any settings with those fields)."""
+    from .inprocess import TrustedEnvPool
+    from .policy import Sampling, TransformersPolicy
+    from .rollout import ReplyShape, RolloutEngine, TokenBudget
+
+    s = settings
+    return RolloutEngine(TrustedEnvPool(), TransformersPolicy(model, tokenizer), tokenizer,
+                         budget=TokenBudget(per_turn=s.max_new_tokens, per_episode=4096),
+                         sampling=Sampling(s.temperature, 1.0),
+                         reply=ReplyShape(prefill=s.prefill, cut_at_action=s.cut_at_action))
+
+
 def best_constant(make_env: Callable[[], Any], actions: Sequence[str], seeds: Sequence[int]) -> tuple[str, float]:
     """The action that, repeated every turn, succeeds most often on ``seeds``, and its success
     rate. ``make_env()`` gives a fresh in-process :class:`~spade_core.env.TextEnv`."""
@@ -267,15 +282,7 @@ class LearningExperiment:
                            action_format=ActionFormat.boxed, class_name="HigherLowerEnv", max_turns=4)
 
     def _engine(self, model: Any, tokenizer: Any) -> Any:
-        from .inprocess import TrustedEnvPool
-        from .policy import Sampling, TransformersPolicy
-        from .rollout import ReplyShape, RolloutEngine, TokenBudget
-
-        s = self.settings
-        return RolloutEngine(TrustedEnvPool(), TransformersPolicy(model, tokenizer), tokenizer,
-                             budget=TokenBudget(per_turn=s.max_new_tokens, per_episode=4096),
-                             sampling=Sampling(s.temperature, 1.0),
-                             reply=ReplyShape(prefill=s.prefill, cut_at_action=s.cut_at_action))
+        return rung_engine(self.settings, model, tokenizer)
 
     def constant_baseline(self) -> tuple[str, float]:
         """The best constant action over the rung's whole action vocabulary, on the held-out seeds."""
