@@ -231,11 +231,12 @@ def test_the_difficulty_scale_and_the_hint() -> None:
 def test_curriculum_settings_refuse_nonsense() -> None:
     for bad in ({"arm": "both"}, {"reward": "vibes"}, {"levels": (("x", 40, 2),)}, {"levels": ()},
                 {"levels": (("a", 2, 2), ("a", 3, 2))}, {"invalid_designs": "keep"}, {"designer_scale": 0.0},
-                {"group_size": 1}):
+                {"group_size": 1}, {"device": "tpu"}):
         with pytest.raises(ConfigError):
             CurriculumSettings(**bad)  # type: ignore[arg-type]
     with pytest.raises(ConfigError):
         parse_levels("hard=seven")
+    assert CurriculumSettings(device="cuda").learn().device == "cuda"  # the device reaches the shared settings
 
 
 def test_the_command_is_registered() -> None:

@@ -144,7 +144,20 @@ def test_the_script_checks_before_it_trains_and_times_every_stage() -> None:
     assert check < run
     for stage in ("machine check", "install", "check (config + CUDA + vLLM)", "self-play", "report"):
         assert f'stage_done "{stage}"' in text
-    assert "python -m spade_trainer.timings" in text
+    assert '"$PYRUN" -m spade_trainer.timings' in text
+
+
+def test_the_script_without_install_uses_the_python_it_finds_and_names_what_is_missing(tmp_path: Path) -> None:
+    """``GPU_QUICKSTART_INSTALL=0`` (a machine prepared offline): no venv, no pip; without a
+    ``spade`` command on PATH it stops, saying so."""
+    import sys
+
+    bin_dir = _fake_bin(tmp_path, "echo 'GPU 0: NVIDIA H200 (UUID: GPU-0)'")
+    done = _run_script(tmp_path, bin_dir, PYTHON=sys.executable, GPU_QUICKSTART_INSTALL="0")
+    assert done.returncode == 2, done.stderr
+    assert "no spade command is on PATH" in done.stderr
+    assert "gpu_quickstart: machine check" in done.stdout
+    assert not (tmp_path / "tree" / ".venv-gpu").exists()
 
 
 # --- per-stage times of a run ---------------------------------------------------------------

@@ -243,9 +243,10 @@ def test_the_rung_rewards_reading_and_feedback_not_a_constant() -> None:
 def test_learn_settings_refuse_nonsense() -> None:
     for bad in ({"updates": 0}, {"group_size": 1}, {"group_instance": "other"}, {"control": "maybe"},
                 {"learning_rate": -1e-5}, {"candidates": 40}, {"eval_episodes": 0},
-                {"trainer": "keras"}):
+                {"trainer": "keras"}, {"device": "gpu"}, {"device": "cuda:x"}):
         with pytest.raises(ConfigError):
             LearnSettings(**bad)  # type: ignore[arg-type]
+    assert LearnSettings(device="cuda:1").device == "cuda:1"
 
 
 def test_wilson_interval() -> None:

@@ -20,7 +20,7 @@ def register(cli: typer.Typer) -> None:
     @cli.command("selfplay")
     def selfplay(
         ctx: typer.Context,
-        preset: Annotated[Optional[list[str]], typer.Option(metavar="PRESET", help=_PRESET_HELP)] = None,  # noqa: UP045
+        preset: Annotated[Optional[list[str]], typer.Option("--preset", metavar="PRESET", help=_PRESET_HELP)] = None,  # noqa: UP045
         config: Annotated[Optional[Path], typer.Option("--config", "-c", help="TOML file with a [selfplay] table.")] = None,  # noqa: UP045
         set_: Annotated[Optional[list[str]], typer.Option("--set", help="Override, e.g. --set iterations=5.")] = None,  # noqa: UP045
         run_dir: Annotated[Optional[Path], typer.Option(help="Run folder (overrides run_dir).")] = None,  # noqa: UP045
@@ -95,6 +95,8 @@ def register(cli: typer.Typer) -> None:
         trainer: Annotated[str, typer.Option(
             help="Who makes the trained curve's updates: spade (the project's GRPO step) or trl "
                  "(TRL's GRPOTrainer, with a rollout function that plays the rung).")] = "spade",
+        device: Annotated[str, typer.Option(
+            help="cpu, cuda or cuda:N: where the model is sampled and trained (float32 on every device).")] = "cpu",
     ) -> None:
         """Train the embedded model (agent only) on the games domain's bottom rung and measure
         held-out success against a learning-rate-0 control and the best constant policy."""
@@ -120,7 +122,7 @@ def register(cli: typer.Typer) -> None:
                                      eval_episodes=eval_episodes, learning_rate=lr, prefill=prefill,
                                      cut_at_action=cut_at_action, control=control,  # type: ignore[arg-type]
                                      candidates=candidates,
-                                     guesses=guesses, trainer=trainer)  # type: ignore[arg-type]
+                                     guesses=guesses, trainer=trainer, device=device)  # type: ignore[arg-type]
             out = run_dir if len(seeds) == 1 else run_dir / f"seed-{n}"
             out.mkdir(parents=True, exist_ok=True)
             log_file = (out / "learning.log").open("w", encoding="utf-8")
@@ -182,6 +184,8 @@ def register(cli: typer.Typer) -> None:
             help="reject: train admitted children's designer samples only; shape: rejected replies too.")] = "reject",
         designer_scale: Annotated[Optional[float], typer.Option(  # noqa: UP045
             help="Multiplier of designer advantages (default: agent samples / designer samples).")] = None,
+        device: Annotated[str, typer.Option(
+            help="cpu, cuda or cuda:N: where the model is sampled and trained (float32 on every device).")] = "cpu",
     ) -> None:
         """SPADE against the fixed pool, in miniature: one arm on the games domain's bottom rung,
         evaluated on held-out instances at several difficulty levels."""
@@ -199,7 +203,7 @@ def register(cli: typer.Typer) -> None:
                                        groups=groups, group_size=group_size, eval_episodes=eval_episodes,
                                        learning_rate=lr, levels=parse_levels(levels), reward=reward,
                                        invalid_designs=invalid_designs,  # type: ignore[arg-type]
-                                       designer_scale=designer_scale) for n in (seed or [0])]
+                                       designer_scale=designer_scale, device=device) for n in (seed or [0])]
         use_flush_denormal_for_process()
         dirs = run_seeds(run_dir, settings, echo=lambda line: console.log(line, markup=False, highlight=False))
         console.print(f"done: {', '.join(str(d / 'curriculum.md') for d in dirs)}")

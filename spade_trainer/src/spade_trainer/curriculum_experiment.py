@@ -141,6 +141,8 @@ class CurriculumSettings:
     designer_scale: float | None = None
     #: Token budget of a designer reply (the designer's ``parameter_max_new_tokens``).
     designer_max_new_tokens: int = 24
+    #: ``cpu`` or a CUDA device; float32 on every device (see :class:`~.experiment.LearnSettings`).
+    device: str = "cpu"
 
     def __post_init__(self) -> None:
         from .rewards import DesignerRewardVariant
@@ -172,7 +174,8 @@ class CurriculumSettings:
                              learning_rate=self.learning_rate, temperature=self.temperature, prefill=self.prefill,
                              cut_at_action=self.cut_at_action, max_new_tokens=self.max_new_tokens,
                              candidates=self.candidates if candidates is None else candidates,
-                             guesses=self.guesses if guesses is None else guesses, control="none")
+                             guesses=self.guesses if guesses is None else guesses, control="none",
+                             device=self.device)
 
     @property
     def scale(self) -> float:
@@ -230,7 +233,7 @@ class CurriculumExperiment:
             from .config import ModelSettings
             from .models import load_policy
 
-            self._model, self._tokenizer = load_policy(ModelSettings())
+            self._model, self._tokenizer = load_policy(ModelSettings(device=self.settings.device))
         return self._model, self._tokenizer
 
     def engine(self, model: Any, tokenizer: Any) -> Any:

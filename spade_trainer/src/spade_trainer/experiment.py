@@ -86,8 +86,13 @@ class LearnSettings:
     #: or ``trl`` (TRL's ``GRPOTrainer`` with a rollout function that plays the rung; see
     #: :mod:`.experiment_trl`). The control and the constant are the same for both.
     trainer: Trainer = "spade"
+    #: Where the model is trained and sampled: ``cpu`` or a CUDA device (``cuda``,
+    #: ``cuda:1``). Always float32: AdamW on bfloat16 weights rounds most steps of size
+    #: ~lr x 1 away, so the curve on a GPU is the same recipe, not a lower-precision one.
+    device: str = "cpu"
 
     def __post_init__(self) -> None:
+        check_device(self.device)
         if self.updates < 1 or self.eval_every < 1:
             raise ConfigError(f"updates ({self.updates}) and eval_every ({self.eval_every}) must be >= 1")
         if self.groups < 1 or self.group_size < 2:
@@ -104,6 +109,12 @@ class LearnSettings:
             raise ConfigError(f"learning_rate must be in [0, 1), got {self.learning_rate}")
         if not 2 <= self.candidates <= 15 or not 1 <= self.guesses <= 4:
             raise ConfigError(f"candidates must be in [2, 15] and guesses in [1, 4], got {self.candidates}, {self.guesses}")
+
+
+def check_device(device: str) -> None:
+    """``cpu``, ``cuda`` or ``cuda:N``, else a :class:`ConfigError` naming the value."""
+    if not re.fullmatch(r"cpu|cuda(:\d+)?", device):
+        raise ConfigError(f"device must be 'cpu', 'cuda' or 'cuda:N', got {device!r}")
 
 
 def mean_interval(values: Sequence[float], z: float = 1.959963984540054) -> tuple[float, float]:
@@ -269,7 +280,7 @@ class LearningExperiment:
             from .config import ModelSettings
             from .models import load_policy
 
-            self._model, self._tokenizer = load_policy(ModelSettings())
+            self._model, self._tokenizer = load_policy(ModelSettings(device=self.settings.device))
         return self._model, self._tokenizer
 
     def _env(self) -> Any:

@@ -205,7 +205,7 @@ def trl_config(settings: Any, learning_rate: float, output_dir: str) -> Any:
         beta=0.0,
         temperature=settings.temperature,
         seed=settings.seed,
-        use_cpu=True,
+        use_cpu=settings.device == "cpu",
         bf16=False,
         shuffle_dataset=False,
         logging_strategy="no",
