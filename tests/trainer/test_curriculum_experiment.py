@@ -16,6 +16,7 @@ import pytest
 import torch
 from spade_designer.knobs import read_knobs
 from spade_trainer.curriculum_experiment import (
+    LADDER,
     CurriculumExperiment,
     CurriculumSettings,
     difficulty,
@@ -231,7 +232,7 @@ def test_the_difficulty_scale_and_the_hint() -> None:
 def test_curriculum_settings_refuse_nonsense() -> None:
     for bad in ({"arm": "both"}, {"reward": "vibes"}, {"levels": (("x", 40, 2),)}, {"levels": ()},
                 {"levels": (("a", 2, 2), ("a", 3, 2))}, {"invalid_designs": "keep"}, {"designer_scale": 0.0},
-                {"group_size": 1}, {"device": "tpu"}):
+                {"group_size": 1}, {"device": "tpu"}, {"arm": "rlve"}):
         with pytest.raises(ConfigError):
             CurriculumSettings(**bad)  # type: ignore[arg-type]
     with pytest.raises(ConfigError):
@@ -248,3 +249,41 @@ def test_the_command_is_registered() -> None:
         assert result.exit_code == 0, result.output
     assert "--arm" in CliRunner().invoke(build_app(), ["experiment", "curriculum", "--help"],
                                          env={"COLUMNS": "200"}).output
+
+
+def test_the_ladder_is_winnable_by_halving_and_ordered_by_difficulty() -> None:
+    assert all(c <= 2**g - 1 for c, g in LADDER)
+    diffs = [difficulty(c, g) for c, g in LADDER]
+    assert diffs == sorted(diffs) and diffs[0] == 0.0 and diffs.count(0.0) == 1
+    assert {(2, 2), (3, 2), (7, 3)} <= set(LADDER)  # the evaluation levels are on it
+
+
+def test_the_adaptive_arm_raises_the_rung_when_the_agent_wins_and_asks_no_designer(
+        experiment: Callable[..., CurriculumExperiment], monkeypatch: pytest.MonkeyPatch) -> None:
+    import spade_trainer.curriculum_experiment as ce
+
+    monkeypatch.setattr(ce, "_won", lambda ep: True)  # every play wins
+    monkeypatch.setattr(CurriculumExperiment, "designer_backend", lambda self: pytest.fail("the adaptive arm designs"))
+    played = _played(monkeypatch)
+    exp = experiment("adaptive", groups=4, group_size=4, updates=2)  # 16 plays at the top: enough to move
+    data = exp.run()
+    first, second = data["updates"]
+    start = LADDER.index((3, 2))
+    assert first["window"]["lo"] == first["window"]["hi"] == start and first["move"] == 1
+    assert first["knobs"] == [{"CANDIDATES": 3, "GUESSES": 2}] and first["agent_episodes"] == 16
+    assert (second["window"]["lo"], second["window"]["hi"]) == (start, start + 1)
+    assert data["moves"][0]["from"] == start and data["moves"][0]["to"] == start + 1
+    knobs = {tuple(read_knobs(s.env.source, "HigherLowerEnv").values().values()) for s in played["train"][16:]}
+    assert knobs <= {LADDER[start], LADDER[start + 1]} and not any(s.hinted for s in played["train"])
+    assert (exp.run_dir / "window.png").stat().st_size > 1000
+    assert "| 1 | 8..8 |" in (exp.run_dir / "curriculum.md").read_text()
+
+
+def test_the_adaptive_arm_lowers_the_rung_when_the_agent_loses(experiment: Callable[..., CurriculumExperiment],
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    import spade_trainer.curriculum_experiment as ce
+
+    monkeypatch.setattr(ce, "_won", lambda ep: False)
+    data = experiment("adaptive", groups=4, group_size=4, updates=1).run()
+    ((move,),) = [data["moves"]]
+    assert move["to"] == LADDER.index((3, 2)) - 1 and move["accuracy"] == 0.0

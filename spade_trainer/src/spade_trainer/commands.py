@@ -166,7 +166,8 @@ def register(cli: typer.Typer) -> None:
         run_dir: Annotated[Path, typer.Option(help="Where curriculum.json / .md / .png and the log go.")],
         arm: Annotated[str, typer.Option(
             help="fixed: the rung at its default knobs; spade: the same model designs children of the frontier "
-                 "by parameter edits under the designer reward.")] = "fixed",
+                 "by parameter edits under the designer reward; adaptive: the rung's knobs follow the agent's "
+                 "measured success by a fixed rule (RLVE-style, no designer).")] = "fixed",
         seed: Annotated[Optional[list[int]], typer.Option(  # noqa: UP045
             help="Training seed; repeat it for several (each in RUN_DIR/seed-N, with a summary in RUN_DIR).")] = None,
         updates: Annotated[int, typer.Option(help="Policy updates.")] = 12,

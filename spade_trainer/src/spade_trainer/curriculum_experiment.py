@@ -17,7 +17,12 @@ source declares two knobs: ``CANDIDATES``, how many numbers are listed, and ``GU
   reward (:func:`~.rewards.designer_reward`, the blend by default). The designer's samples
   (one GRPO group over the children, :class:`~.samples.Role` ``designer``) and the agent's
   unhinted episodes (one GRPO group per child) are trained in one step. The frontier moves
-  to the admitted child with the highest designer reward.
+  to the admitted child with the highest designer reward;
+* ``adaptive``: the fixed pool whose difficulty follows the agent by a fixed rule, in the
+  spirit of RLVE (no designer, no LLM; :class:`~.adaptive.AdaptiveDifficulty`): the knob
+  settings of :data:`LADDER` are levels, each group plays a level drawn from the current
+  window, and measured success at the window's top moves it up (>= 0.9) or down (<= 0.1)
+  once 16 plays there were counted. It starts at the rung's default knobs.
 
 The hint of a child is a fixed true statement about the game at its knobs, written here
 (:func:`strategy_hint`): the secret is uniform over the list, halving finds it, and whether
@@ -42,6 +47,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Literal
 
+from .adaptive import AdaptiveDifficulty
 from .errors import ConfigError
 from .experiment import (
     EVAL_SEED_BASE,
@@ -71,8 +77,8 @@ DEFAULT_LEVELS: tuple[tuple[str, int, int], ...] = (("easy", 2, 2), ("default", 
 #: The cap of the designer advantage multiplier (the reference's ``env_reward_scale``).
 DESIGNER_SCALE_MAX = 50.0
 
-Arm = Literal["fixed", "spade"]
-ARMS = ("fixed", "spade")
+Arm = Literal["fixed", "spade", "adaptive"]
+ARMS = ("fixed", "spade", "adaptive")
 
 
 @cache
@@ -96,6 +102,15 @@ def difficulty(candidates: int, guesses: int) -> float:
     return round(1.0 - reference_success(candidates, guesses), 4)
 
 
+def _ladder() -> tuple[tuple[int, int], ...]:
+    """Every knob setting halving always wins (``CANDIDATES <= 2**GUESSES - 1``), from the
+    easiest to the hardest by :func:`difficulty`; of the settings any consistent guess wins
+    (difficulty 0) only ``2x2`` is kept."""
+    pairs = [(c, g) for c in range(2, 16) for g in range(1, 5) if c <= 2**g - 1]
+    ordered = sorted(pairs, key=lambda p: (difficulty(*p), p))
+    return ((2, 2), *(p for p in ordered if difficulty(*p) > 0))
+
+
 def strategy_hint(candidates: int, guesses: int) -> str:
     """The privileged hint of the rung at these knobs: true of every instance, no secret in it."""
     covered = 2**guesses - 1
@@ -106,6 +121,20 @@ def strategy_hint(candidates: int, guesses: int) -> str:
     return ("The secret is equally likely to be any listed number. Halve the list: guess the middle listed "
             "number first; after 'higher' guess the middle of the listed numbers above your guess, after "
             f"'lower' the middle of those below. {when}")
+
+
+#: The adaptive arm's levels: knob settings ``(CANDIDATES, GUESSES)``, easiest first.
+LADDER: tuple[tuple[int, int], ...] = _ladder()
+
+
+def adaptive_rule(candidates: int, guesses: int) -> AdaptiveDifficulty:
+    """The adaptive arm's rule, starting at these knobs (the nearest level by difficulty when
+    they are not on the ladder)."""
+    if (candidates, guesses) in LADDER:
+        start = LADDER.index((candidates, guesses))
+    else:
+        start = min(range(len(LADDER)), key=lambda i: abs(difficulty(*LADDER[i]) - difficulty(candidates, guesses)))
+    return AdaptiveDifficulty(levels=len(LADDER), start=start)
 
 
 @dataclass(frozen=True)
@@ -148,7 +177,7 @@ class CurriculumSettings:
         from .rewards import DesignerRewardVariant
 
         if self.arm not in ARMS:
-            raise ConfigError(f"arm must be 'fixed' or 'spade', got {self.arm!r}")
+            raise ConfigError(f"arm must be 'fixed', 'spade' or 'adaptive', got {self.arm!r}")
         self.learn()  # the learning experiment's checks of the shared fields
         for name, c, g in self.levels:
             if not name or not 2 <= c <= 15 or not 1 <= g <= 4:
@@ -340,6 +369,40 @@ class CurriculumExperiment:
                   "env_s": round(engine.last_stats.env_s, 3)}
         return with_advantages(self._agent_samples(labelled, episodes)), record
 
+    def adaptive_update(self, engine: Any, rng: random.Random, u: int,
+                        rule: AdaptiveDifficulty) -> tuple[list[PolicySample], dict[str, Any]]:
+        """The adaptive arm's update: each group plays a level drawn from the rule's window
+        (fresh instances, as the fixed arm's), then the rule sees every play's result."""
+        from .rollout import EpisodeSpec
+
+        s = self.settings
+        window = rule.state()
+        labelled, levels = [], []
+        for g in range(s.groups):
+            level = rule.sample(rng)
+            c, n = LADDER[level]
+            env = self.playable(f"level-{level}", rung_source(c, n), c, n)
+            seeds = [rng.randrange(EVAL_SEED_BASE) for _ in range(s.group_size)]
+            labelled += [(f"group-{g}", EpisodeSpec(env, False, x)) for x in seeds]
+            levels += [level] * s.group_size
+        episodes = engine.run([spec for _, spec in labelled], seed=(s.seed * 7_919 + u) % 2**31)
+        per_level: dict[int, list[bool]] = {}
+        for level, ep in zip(levels, episodes, strict=True):
+            won = _won(ep)
+            rule.record(level, won)
+            per_level.setdefault(level, []).append(won)
+        move = rule.update()
+        record = {"knobs": [{"CANDIDATES": LADDER[v][0], "GUESSES": LADDER[v][1]} for v in sorted(per_level)],
+                  "window": {"lo": window["lo"], "hi": window["hi"],
+                             "top": {"CANDIDATES": LADDER[window["hi"]][0], "GUESSES": LADDER[window["hi"]][1]},
+                             "top_difficulty": difficulty(*LADDER[window["hi"]])},
+                  "levels_played": {f"{LADDER[v][0]}x{LADDER[v][1]}": {"plays": len(w), "success": sum(w) / len(w)}
+                                    for v, w in sorted(per_level.items())},
+                  "move": move, "window_after": rule.state(),
+                  "agent_episodes": len(episodes), "train_success": sum(_won(ep) for ep in episodes) / len(episodes),
+                  "generate_s": round(engine.last_stats.generate_s, 3), "env_s": round(engine.last_stats.env_s, 3)}
+        return with_advantages(self._agent_samples(labelled, episodes)), record
+
     def spade_update(self, engine: Any, backend: Any, rng: random.Random, u: int,
                      frontier: Frontier) -> tuple[list[PolicySample], dict[str, Any], Frontier]:
         from .regret import RegretEstimator
@@ -436,6 +499,7 @@ class CurriculumExperiment:
             updater = GRPOUpdate(model, UpdateSettings(learning_rate=s.learning_rate, temperature=s.temperature))
             rng = random.Random(f"{s.seed}/train")  # the learning experiment's instance stream
             frontier = Frontier(rung_source(s.candidates, s.guesses), s.candidates, s.guesses)
+            rule = adaptive_rule(s.candidates, s.guesses) if s.arm == "adaptive" else None
             evaluations: dict[str, list[Evaluation]] = {name: [] for name, _, _ in s.levels}
             for name, ev in self.evaluate_levels(engine, 0).items():
                 evaluations[name].append(ev)
@@ -447,6 +511,8 @@ class CurriculumExperiment:
                 t0 = time.perf_counter()
                 if s.arm == "spade":
                     samples, record, frontier = self.spade_update(engine, backend, rng, u, frontier)
+                elif rule is not None:
+                    samples, record = self.adaptive_update(engine, rng, u, rule)
                 else:
                     samples, record = self.fixed_update(engine, rng, u)
                 stats = updater.step(samples)
@@ -464,6 +530,7 @@ class CurriculumExperiment:
                                   "evaluations": [e.to_json() for e in evaluations[name]]}
                            for name, c, g in s.levels},
                 "updates": records,
+                **({"ladder": [list(p) for p in LADDER], "moves": rule.moves} if rule is not None else {}),
                 "seconds": round(time.perf_counter() - t_start, 1),
             }
         finally:
@@ -486,6 +553,11 @@ class CurriculumExperiment:
             line += (f"; designer: {r['admitted']} admitted, {r['rejected']} rejected"
                      f"{' (' + kids + ')' if kids else ''}; frontier now {r['frontier']['CANDIDATES']}x"
                      f"{r['frontier']['GUESSES']}")
+        if s.arm == "adaptive":
+            top = r["window_after"]
+            played = ", ".join(f"{k}: {v['success']:.2f} of {v['plays']}" for k, v in r["levels_played"].items())
+            line += (f"; played {played}; window now {'x'.join(map(str, LADDER[top['lo']]))}.."
+                     f"{'x'.join(map(str, LADDER[top['hi']]))}" + (f" (moved {r['move']:+d})" if r["move"] else ""))
         self.log(line)
 
 
@@ -576,6 +648,13 @@ def curriculum_table(data: dict[str, Any]) -> str:
             p, f = r["parent"], r["frontier"]
             out += (f"| {r['update']} | {p['CANDIDATES']}x{p['GUESSES']} | {kids} | {r['rejected']} "
                     f"| {f['CANDIDATES']}x{f['GUESSES']} |\n")
+    if data.get("arm") == "adaptive":
+        out += ("\n| update | window (levels) | levels played: success of plays | move |\n|---|---|---|---|\n")
+        for r in data["updates"]:
+            w = r["window"]
+            played = "; ".join(f"{k}: {v['success']:.2f} of {v['plays']}" for k, v in r["levels_played"].items())
+            move = {1: "up", -1: "down"}.get(r["move"], "-")
+            out += f"| {r['update']} | {w['lo']}..{w['hi']} | {played} | {move} |\n"
     return out
 
 
@@ -590,6 +669,8 @@ def write_curriculum_outputs(run_dir: Path) -> list[Path]:
     out = [md, plot_levels([data], run_dir / "curriculum.png")]
     if data.get("arm") == "spade":
         out.append(plot_children(data, run_dir / "children.png"))
+    if data.get("arm") == "adaptive":
+        out.append(plot_window(data, run_dir / "window.png"))
     return out
 
 
@@ -602,7 +683,7 @@ def _pyplot() -> Any:
     return plt
 
 
-ARM_COLOURS = {"fixed": "tab:blue", "spade": "tab:orange"}
+ARM_COLOURS = {"fixed": "tab:blue", "spade": "tab:orange", "adaptive": "tab:green"}
 
 
 def plot_levels(runs: Sequence[dict[str, Any]], out: Path) -> Path:
@@ -684,6 +765,40 @@ def plot_children(data: dict[str, Any], out: Path) -> Path:
     return out
 
 
+def plot_window(data: dict[str, Any], out: Path) -> Path:
+    """The adaptive arm's curriculum: the window's difficulty range over updates, each level
+    played coloured by the agent's success on it that update."""
+    plt = _pyplot()
+    ladder = [tuple(p) for p in data["ladder"]]
+    fig, ax = plt.subplots(figsize=(6.4, 3.9))
+    ups = [r["update"] for r in data["updates"]]
+    lo = [difficulty(*ladder[r["window"]["lo"]]) for r in data["updates"]]
+    hi = [difficulty(*ladder[r["window"]["hi"]]) for r in data["updates"]]
+    ax.fill_between(ups, lo, hi, step="mid", color="tab:green", alpha=0.15, label="window")
+    ax.step(ups, hi, where="mid", color="tab:green", linewidth=1, label="window top")
+    xs, ys, cs = [], [], []
+    for r in data["updates"]:
+        for knobs, v in r["levels_played"].items():
+            c, g = (int(x) for x in knobs.split("x"))
+            xs.append(r["update"])
+            ys.append(difficulty(c, g))
+            cs.append(v["success"])
+    sc = ax.scatter(xs, ys, c=cs, cmap="viridis", vmin=0, vmax=1, s=30, edgecolors="k", linewidths=0.3,
+                    label="levels played")
+    fig.colorbar(sc, ax=ax, label="training success that update")
+    ax.set_xlabel("update")
+    ax.xaxis.get_major_locator().set_params(integer=True)
+    ax.set_ylabel("difficulty (1 - random consistent guesser)")
+    ax.set_ylim(-0.05, 0.5)
+    ax.legend(fontsize=7, loc="upper left")
+    ax.set_title("adaptive arm: the window over updates", fontsize=9)
+    fig.tight_layout()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+    return out
+
+
 def summarise_curriculum(run_dirs: Sequence[Path], out_dir: Path) -> dict[str, Any]:
     """The runs of both arms side by side: per run the first and last held-out success of
     every level; per arm and level the mean of the last evaluations over seeds (normal 95%
@@ -739,7 +854,7 @@ def summarise_curriculum(run_dirs: Sequence[Path], out_dir: Path) -> dict[str, A
     return summary
 
 
-__all__ = ["ARMS", "CURRICULUM_FILE", "DEFAULT_LEVELS", "LOG_FILE", "CurriculumExperiment", "CurriculumSettings",
-           "Frontier", "curriculum_table", "difficulty", "parse_levels", "plot_children", "plot_levels",
-           "read_curriculum", "reference_success", "run_seeds", "strategy_hint", "summarise_curriculum",
-           "write_curriculum_outputs"]
+__all__ = ["ARMS", "CURRICULUM_FILE", "DEFAULT_LEVELS", "LADDER", "LOG_FILE", "CurriculumExperiment",
+           "CurriculumSettings", "Frontier", "adaptive_rule", "curriculum_table", "difficulty", "parse_levels",
+           "plot_children", "plot_levels", "plot_window", "read_curriculum", "reference_success", "run_seeds",
+           "strategy_hint", "summarise_curriculum", "write_curriculum_outputs"]

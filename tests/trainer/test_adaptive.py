@@ -1,0 +1,60 @@
+"""The adaptive fixed-pool rule (RLVE-style): the window moves only on measured success at
+its top, after enough plays there, one level at a time, never off the ladder."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from spade_trainer.adaptive import AdaptiveDifficulty
+from spade_trainer.errors import ConfigError
+
+
+def _play(rule: AdaptiveDifficulty, level: int, wins: int, losses: int) -> int:
+    for _ in range(wins):
+        rule.record(level, True)
+    for _ in range(losses):
+        rule.record(level, False)
+    return rule.update()
+
+
+def test_success_at_the_top_raises_it_once_enough_plays_were_counted() -> None:
+    rule = AdaptiveDifficulty(levels=5, start=1, window=2, min_attempts=10)
+    assert _play(rule, 1, 9, 0) == 0  # 9 plays: not enough yet
+    assert _play(rule, 1, 1, 0) == 1 and (rule.lo, rule.hi) == (1, 2)
+    assert rule.attempts == rule.wins == 0  # the counts start again at the new top
+    assert _play(rule, 1, 20, 0) == 0  # plays below the top do not count
+    assert _play(rule, 2, 9, 1) == 1 and (rule.lo, rule.hi) == (2, 3)  # 0.9: the window slides, width 2
+    assert rule.moves == [{"after": 10, "from": 1, "to": 2, "accuracy": 1.0},
+                          {"after": 40, "from": 2, "to": 3, "accuracy": 0.9}]
+
+
+def test_failure_at_the_top_lowers_it_and_middling_success_keeps_it() -> None:
+    rule = AdaptiveDifficulty(levels=5, start=2, window=3, min_attempts=10)
+    assert _play(rule, 2, 5, 5) == 0 and rule.hi == 2 and rule.attempts == 10  # 0.5: stays, keeps counting
+    rule = AdaptiveDifficulty(levels=5, start=2, window=3, min_attempts=10)
+    assert _play(rule, 2, 1, 9) == -1 and (rule.lo, rule.hi) == (1, 1)
+
+
+def test_the_window_never_leaves_the_ladder() -> None:
+    top = AdaptiveDifficulty(levels=3, start=2, min_attempts=1)
+    assert _play(top, 2, 5, 0) == 0 and top.hi == 2
+    bottom = AdaptiveDifficulty(levels=3, start=0, min_attempts=1)
+    assert _play(bottom, 0, 0, 5) == 0 and bottom.hi == 0
+
+
+def test_levels_are_drawn_from_the_window_only() -> None:
+    rule = AdaptiveDifficulty(levels=10, start=3, window=3, min_attempts=1)
+    for _ in range(4):
+        _play(rule, rule.hi, 1, 0)
+    assert (rule.lo, rule.hi) == (5, 7)
+    rng = random.Random(0)
+    drawn = {rule.sample(rng) for _ in range(200)}
+    assert drawn == {5, 6, 7}
+
+
+@pytest.mark.parametrize("bad", [{"levels": 0}, {"start": 5}, {"window": 0}, {"min_attempts": 0},
+                                 {"raise_at": 0.1, "lower_at": 0.1}, {"raise_at": 1.5}])
+def test_nonsense_settings_are_refused(bad: dict[str, float]) -> None:
+    with pytest.raises(ConfigError, match="adaptive difficulty"):
+        AdaptiveDifficulty(**{"levels": 5, **bad})  # type: ignore[arg-type]
