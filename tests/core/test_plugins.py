@@ -221,3 +221,57 @@ def test_unknown_factories_list_what_is_known() -> None:
         plugins.create("llm_backends", "gpt-9")
     with pytest.raises(PluginError, match="unknown domain 'chess'"):
         plugins.domain("chess")
+
+
+def test_plugin_options_are_checked_before_the_factory_runs_and_the_plugin_is_named() -> None:
+    from pydantic import BaseModel, ConfigDict
+    from spade_core.errors import ConfigError
+    from spade_core.hookspecs import hookimpl
+
+    built: list[dict[str, object]] = []
+
+    class EchoOptions(BaseModel):
+        model_config = ConfigDict(extra="forbid")
+        temperature: float = 1.0
+
+    def shout(volume: int = 1, pitch: str = "low") -> tuple[str, int, str]:
+        return ("shout", volume, pitch)
+
+    class Options:
+        @hookimpl
+        def spade_register_llm_backends(self, register):  # type: ignore[no-untyped-def]
+            register("typed", lambda model=None, **opts: built.append(opts) or "typed", EchoOptions)
+            register("signed", lambda **opts: built.append(opts) or shout(**opts), shout)
+            register("closed", lambda model=None, size=1: built.append({"size": size}) or "closed")
+            register("open", lambda **opts: built.append(opts) or "open")  # no options declared: unchecked
+
+    plugins = SpadePlugins(load_entry_points=False)
+    plugins.register(Options(), name="opts-plugin")
+    assert plugins.create("llm_backends", "typed", model="m", temperature=0.5) == "typed"
+    with pytest.raises(ConfigError, match=r"llm backend 'typed' \(plugin 'opts-plugin'\): invalid options\n"
+                                          r"  temprature: Extra inputs are not permitted"):
+        plugins.create("llm_backends", "typed", temprature=0.5)
+    with pytest.raises(ConfigError, match="temperature: Input should be a valid number"):
+        plugins.create("llm_backends", "typed", temperature="hot")
+    with pytest.raises(ConfigError, match=r"llm backend 'signed' \(plugin 'opts-plugin'\) has no option 'colour'; "
+                                          r"it takes: pitch, volume"):
+        plugins.create("llm_backends", "signed", colour="red")
+    assert plugins.create("llm_backends", "signed", volume=3) == ("shout", 3, "low")
+    with pytest.raises(ConfigError, match="has no option 'sise'; it takes: model, size"):
+        plugins.create("llm_backends", "closed", sise=2)
+    assert plugins.create("llm_backends", "open", anything=1) == "open"
+    assert built == [{"temperature": 0.5}, {"volume": 3}, {"anything": 1}]  # nothing refused was built
+
+
+def test_the_built_in_plugins_options_are_checked() -> None:
+    from spade_core.errors import ConfigError
+    from spade_core.plugins import get_plugins
+
+    plugins = get_plugins()
+    with pytest.raises(ConfigError, match=r"llm backend 'openai' \(plugin '\w+'\) has no option 'temprature'.*base_url"):
+        plugins.check_options("llm_backends", "openai", {"model": "m", "temprature": 1})
+    with pytest.raises(ConfigError, match=r"corpus 'pydocs' .* has no option 'words'; it takes: .*chunk_words"):
+        plugins.check_options("corpora", "pydocs", {"words": 10})
+    with pytest.raises(ConfigError, match=r"sandbox backend 'native' .* has no option 'cgroup'"):
+        plugins.check_options("sandbox_backends", "native", {"cgroup": False})
+    plugins.check_options("llm_backends", "transformers", {"model": None, "device": "cpu"})

@@ -49,6 +49,15 @@ def test_a_designer_table_the_designer_rejects_fails_the_plan() -> None:
         plan_run(cfg)
 
 
+@pytest.mark.parametrize(("override", "says"), [
+    ("designer.backend_options.temprature=1", r"llm backend 'transformers' \(plugin '\w+'\) has no option 'temprature'"),
+    ("designer.corpus_options.words=3", r"corpus 'pydocs' \(plugin '\w+'\) has no option 'words'"),
+])
+def test_a_plugin_option_the_plugin_does_not_take_fails_the_plan(override: str, says: str) -> None:
+    with pytest.raises(ConfigError, match=r"\[selfplay\.designer\]: " + says):
+        plan_run(load_selfplay_config(preset="tiny", overrides=[override]))
+
+
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks what a machine without a GPU lacks")
 def test_a_cpu_machine_lacks_exactly_cuda_and_vllm_for_the_gpu_preset() -> None:
     problems = machine_problems(load_selfplay_config(preset="gpu"))

@@ -50,9 +50,13 @@ def spade_register_domains(register: Callable[[Domain], None]) -> None:
 
 @hookspec
 def spade_register_llm_backends(register: Callable[[str, Callable[..., Any]], None]) -> None:
-    """Register LLM backends: ``register(name, factory)``; ``factory(**options)`` returns an
-    object with ``chat(batch_of_message_lists, **sampling) -> list[Completion]``
-    (``spade_designer.llm.LLMBackend``).
+    """Register LLM backends: ``register(name, factory, options=None)``; ``factory(**options)``
+    returns an object with ``chat(batch_of_message_lists, **sampling) -> list[Completion]``
+    (``spade_designer.llm.LLMBackend``). ``options`` says what a factory that takes
+    ``**options`` accepts (a class or callable whose signature lists them, its
+    ``"module:attr"``, or a pydantic model): ``SpadePlugins.check_options`` refuses any other,
+    naming the plugin, before the factory runs. The same third argument works for sandbox
+    backends, corpora and memories.
 
     Called once per plugin set, by the first ``SpadePlugins.llm_backends()`` or
     ``create("llm_backends", ...)``; the factory runs at each ``create``. A name registered

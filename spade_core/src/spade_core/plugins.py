@@ -12,6 +12,7 @@ Which plugins load:
 from __future__ import annotations
 
 import importlib
+import inspect
 import os
 import threading
 from collections.abc import Callable, Iterable
@@ -23,7 +24,7 @@ import pluggy
 
 from . import hookspecs
 from .domains import Domain
-from .errors import PluginError
+from .errors import ConfigError, PluginError
 from .runners import EnvRunner
 
 ENTRY_POINT_GROUP = "spade"
@@ -212,16 +213,22 @@ class SpadePlugins:
             return self._runners
 
     def _named(self, kind: str) -> dict[str, Callable[..., Any]]:
+        return {name: r.factory for name, r in self._registered(kind).items()}
+
+    def _registered(self, kind: str) -> dict[str, _Registered]:
         with self._lock:
             if kind not in self._factories:
-                found: dict[str, Callable[..., Any]] = {}
+                found: dict[str, _Registered] = {}
+                for impl in getattr(self.pm.hook, f"spade_register_{kind}").get_hookimpls():
 
-                def register(name: str, factory: Callable[..., Any]) -> None:
-                    if name in found:
-                        raise PluginError(f"{kind} {name!r} registered twice")
-                    found[name] = factory
+                    def register(name: str, factory: Callable[..., Any], options: Any = None,
+                                 _plugin: str = impl.plugin_name) -> None:
+                        if name in found:
+                            raise PluginError(f"{_label(kind)} {name!r} registered twice "
+                                              f"(by {found[name].plugin!r} and {_plugin!r})")
+                        found[name] = _Registered(factory, options, _plugin)
 
-                getattr(self.pm.hook, f"spade_register_{kind}")(register=register)
+                    impl.function(register=register)
                 self._factories[kind] = found
             return self._factories[kind]
 
@@ -253,12 +260,84 @@ class SpadePlugins:
             return dict(self._factories["eval_suites"])
 
     def create(self, kind: str, name: str, **options: Any) -> Any:
-        """Instantiate a registered ``kind`` ("llm_backends", "corpora", ...) by name."""
-        factories = self._named(kind)
-        if name not in factories:
-            known = ", ".join(sorted(factories)) or "none installed"
-            raise PluginError(f"unknown {kind.rstrip('s').replace('_', ' ')} {name!r} (known: {known})")
-        return factories[name](**options)
+        """Instantiate a registered ``kind`` ("llm_backends", "corpora", ...) by name, after
+        :meth:`check_options` has accepted ``options``."""
+        self.check_options(kind, name, options)
+        return self._registered(kind)[name].factory(**options)
+
+    def check_options(self, kind: str, name: str, options: dict[str, Any]) -> None:
+        """Refuse options the registered ``name`` of ``kind`` does not take, before anything
+        is built: a :class:`~spade_core.errors.ConfigError` naming the plugin, the option and
+        the options it does take (a pydantic model given as ``options`` at registration also
+        checks the values). The factory's own named parameters are always accepted; what
+        goes to its ``**options`` is checked against the registered ``options`` (a class or
+        callable, or ``"module:attr"`` imported only here, whose signature lists them; or a
+        pydantic model). A factory that takes ``**options`` and registered no ``options``
+        cannot be checked. An unknown ``name`` is a :class:`~spade_core.errors.PluginError`."""
+        registered = self._registered(kind)
+        if name not in registered:
+            known = ", ".join(sorted(registered)) or "none installed"
+            raise PluginError(f"unknown {_label(kind)} {name!r} (known: {known})")
+        r = registered[name]
+        who = f"{_label(kind)} {name!r} (plugin {r.plugin!r})"
+        own, open_ended = _accepted(r.factory)
+        rest = {k: v for k, v in options.items() if k not in own}
+        if not rest:
+            return
+        if not open_ended:
+            raise ConfigError(_unknown(who, rest, own))
+        spec = r.options
+        if spec is None:
+            return
+        if isinstance(spec, str):
+            module, _, attr = spec.partition(":")
+            try:
+                spec = getattr(importlib.import_module(module), attr)
+            except (ImportError, AttributeError):
+                return  # its module needs what is not installed: building it will say so
+        from pydantic import BaseModel, ValidationError
+
+        if isinstance(spec, type) and issubclass(spec, BaseModel):
+            try:
+                spec.model_validate(rest)
+            except ValidationError as exc:
+                lines = [f"{who}: invalid options"]
+                lines += [f"  {'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()]
+                raise ConfigError("\n".join(lines)) from None
+            return
+        theirs, theirs_open = _accepted(spec)
+        if not theirs_open and (unknown := {k: v for k, v in rest.items() if k not in theirs}):
+            raise ConfigError(_unknown(who, unknown, own | theirs))
+
+
+@dataclass(frozen=True)
+class _Registered:
+    """One named factory: what builds it, what options it takes (see
+    :meth:`SpadePlugins.check_options`) and which plugin registered it."""
+
+    factory: Callable[..., Any]
+    options: Any
+    plugin: str
+
+
+def _label(kind: str) -> str:
+    """``"llm_backends"`` -> ``"llm backend"``; ``"corpora"`` -> ``"corpus"``."""
+    return {"corpora": "corpus", "memories": "memory"}.get(kind, kind.rstrip("s")).replace("_", " ")
+
+
+def _accepted(target: Callable[..., Any]) -> tuple[set[str], bool]:
+    """The keyword names ``target`` takes, and whether it also takes ``**kwargs``."""
+    try:
+        params = inspect.signature(target).parameters.values()
+    except (TypeError, ValueError):
+        return set(), True  # no signature to read: nothing can be refused
+    named = {p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+    return named - {"self"}, any(p.kind is p.VAR_KEYWORD for p in params)
+
+
+def _unknown(who: str, unknown: dict[str, Any], known: set[str]) -> str:
+    names = ", ".join(repr(k) for k in sorted(unknown))
+    return (f"{who} has no option {names}; it takes: {', '.join(sorted(known)) or 'none'}")
 
 
 _plugins: SpadePlugins | None = None

@@ -50,10 +50,11 @@ def _replay(model: str | None = None, **options: Any) -> Any:
 
 @hookimpl
 def spade_register_llm_backends(register: Callable[[str, Callable[..., Any]], None]) -> None:
-    register("transformers", _transformers)
-    register("openai", _openai)
-    register("vllm", _vllm)
-    register("replay", _replay)
+    # the second argument's **options go to the class named third (checked before building)
+    register("transformers", _transformers, "spade_designer.llm.transformers_backend:TransformersBackend")
+    register("openai", _openai, "spade_designer.llm.openai_backend:OpenAIBackend")
+    register("vllm", _vllm, "spade_designer.llm.vllm_backend:VLLMBackend")
+    register("replay", _replay, "spade_designer.llm.replay:ReplayBackend")
 
 
 def _pydocs(**options: Any) -> Any:
@@ -82,10 +83,10 @@ def _hf(**options: Any) -> Any:
 
 @hookimpl
 def spade_register_corpora(register: Callable[[str, Callable[..., Any]], None]) -> None:
-    register("pydocs", _pydocs)
-    register("jsonl", _jsonl)
-    register("parquet", _parquet)
-    register("hf", _hf)
+    register("pydocs", _pydocs, "spade_designer.corpus.pydocs:PyDocsCorpus")
+    register("jsonl", _jsonl, "spade_designer.corpus.files:JsonlCorpus")
+    register("parquet", _parquet, "spade_designer.corpus.files:ParquetCorpus")
+    register("hf", _hf, "spade_designer.corpus.hf:HFCorpus")
 
 
 def _store_memory(store: EnvStore, policy: MemoryPolicy | dict[str, Any] | None = None, **options: Any) -> StoreMemory:
@@ -99,7 +100,7 @@ def _store_memory(store: EnvStore, policy: MemoryPolicy | dict[str, Any] | None 
 
 @hookimpl
 def spade_register_memories(register: Callable[[str, Callable[..., Any]], None]) -> None:
-    register("store", _store_memory)
+    register("store", _store_memory, "spade_designer.memory:StoreMemory")
 
 
 @hookimpl

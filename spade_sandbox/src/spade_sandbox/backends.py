@@ -169,10 +169,12 @@ def resolve_backend(name: str, **options: Any) -> Backend:
         return ZygoteBackend("native")
     from spade_core.plugins import get_plugins
 
-    factories = get_plugins().sandbox_backends()
+    plugins = get_plugins()
+    factories = plugins.sandbox_backends()
     if name not in factories:
         known = ", ".join(sorted(factories)) or "none"
         raise SandboxUnavailable(f"unknown sandbox backend {name!r} (known: {known})")
+    plugins.check_options("sandbox_backends", name, options)  # an option it does not take: named, not a TypeError
     backend: Backend = factories[name](**options)
     return backend
 

@@ -13,28 +13,28 @@ if TYPE_CHECKING:
     import typer
 
 
-def _native(**options: Any) -> Any:
+def _native(*, spare: bool = True, cgroups: bool = True) -> Any:
     from .backends import ZygoteBackend
 
-    return ZygoteBackend("native", **options)
+    return ZygoteBackend("native", spare=spare, cgroups=cgroups)
 
 
-def _nsjail(**options: Any) -> Any:
+def _nsjail(*, binary: str | None = None, spare: bool = True, cgroups: bool = True) -> Any:
     from .backends import nsjail_backend
 
-    return nsjail_backend(**options)
+    return nsjail_backend(binary=binary, spare=spare, cgroups=cgroups)
 
 
-def _bwrap(**options: Any) -> Any:
+def _bwrap(*, binary: str | None = None, spare: bool = True, cgroups: bool = True) -> Any:
     from .backends import bwrap_backend
 
-    return bwrap_backend(**options)
+    return bwrap_backend(binary=binary, spare=spare, cgroups=cgroups)
 
 
-def _restricted(**options: Any) -> Any:
+def _restricted() -> Any:
     from .restricted import RestrictedBackend
 
-    return RestrictedBackend(**options)
+    return RestrictedBackend()
 
 
 #: How the core runs store code here: in a :class:`~spade_sandbox.env.SandboxedEnv` of the

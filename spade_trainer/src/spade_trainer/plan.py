@@ -121,12 +121,22 @@ def _check_designer_table(cfg: SelfPlayConfig) -> None:
     from .designer_stage import designer_config_of
 
     try:
-        designer_config_of(cfg)
+        dcfg = designer_config_of(cfg)
     except ValidationError as exc:
         lines = ["invalid [selfplay.designer] table:"]
         for err in exc.errors():
             lines.append(f"  designer.{'.'.join(str(p) for p in err['loc'])}: {err['msg']}")
         raise ConfigError("\n".join(lines)) from None
+    # the plugins' options too, now rather than when the designer is first built
+    from spade_core.plugins import get_plugins
+
+    plugins = get_plugins()
+    try:
+        plugins.check_options("llm_backends", dcfg.backend, {"model": dcfg.model, **dcfg.backend_options})
+        if dcfg.corpus != "none":
+            plugins.check_options("corpora", dcfg.corpus, dict(dcfg.corpus_options))
+    except ConfigError as exc:
+        raise ConfigError(f"[selfplay.designer]: {exc}") from None
 
 
 def _installed(module: str) -> bool:
