@@ -2,7 +2,8 @@
 
 ``spade serve`` exposes seed and admitted environments at ``/reset``, ``/step``,
 ``/state``, ``/schema``, ``/health`` and ``/ws`` (openenv-core 0.3's routes and wire
-shapes), each session a sandboxed instance. Public API (imported lazily)::
+shapes), and as MCP tools at ``/mcp`` (:mod:`spade_serve.mcp_tools`), each session a
+sandboxed instance. Public API (imported lazily)::
 
     from spade_serve import (ServeSettings, SessionManager, create_app, build_catalog,
                              SpadeEnvClient, SpadeAction, SpadeObservation, SpadeState,

@@ -6,18 +6,24 @@ environment with ``base_url=http://host:port/envs/<id>``):
 
 * ``WS  /ws`` — openenv-core's WebSocket protocol: ``{"type": "reset"|"step"|"state"|"close",
   "data": ...}`` in; ``{"type": "observation"|"state"|"error", "data": ...}`` out. One
-  connection is one session.
+  connection is one session; ``?session_id=<id>`` plays an open session instead (openenv's
+  MCP client plays the session its ``/mcp`` calls opened), which outlives the connection.
 * ``POST /reset``, ``POST /step``, ``GET /state`` — plain HTTP. ``/reset`` without a session
   id opens a session and answers its id in the ``X-Spade-Session`` header and in
   ``observation.metadata.session_id``; later requests name it (that header, or a
   ``session_id`` field / query parameter), so reset then step plays one episode.
   ``DELETE /sessions/{id}`` closes one.
 * ``GET /schema``, ``GET /metadata``, ``GET /health``, ``GET /envs`` (what is served),
-  ``GET /status`` (sessions, queued calls, workers); ``POST /mcp`` answers JSON-RPC
-  "method not found" (MCP tools are not served).
+  ``GET /status`` (sessions, queued calls, workers).
+* ``POST /mcp``, ``DELETE /mcp`` — MCP tools over JSON-RPC 2.0 (MCP's streamable HTTP
+  transport, and openenv's ``openenv/session/*`` methods): ``initialize`` opens and resets
+  a session (its id in ``Mcp-Session-Id``), ``tools/list`` gives the environment's tools,
+  ``tools/call`` steps the episode with one call; see :mod:`spade_serve.mcp_tools`.
+  ``GET /mcp`` answers 405 (no server-to-client stream).
 
 Every error is ``{"type": "error", "data": {"code", "message", ...}}`` with an HTTP status
-that matches it (see :mod:`spade_serve.errors`); nothing answers with a traceback.
+that matches it (see :mod:`spade_serve.errors`), but ``/mcp``'s, which are JSON-RPC errors
+carrying that payload as their ``data``; nothing answers with a traceback.
 """
 
 from __future__ import annotations
@@ -45,6 +51,7 @@ from .errors import (
     Unauthorized,
     UnknownEnv,
 )
+from .mcp_tools import MCP_SESSION_HEADER, McpAnswer, McpEndpoint, McpRequestContext
 from .models import SpadeAction, SpadeObservation, SpadeState, wire_result
 from .sessions import Session, SessionManager
 from .wire import (
@@ -164,7 +171,12 @@ def create_app(manager: SessionManager) -> FastAPI:
     @app.middleware("http")
     async def guard(request: Request, call_next: Any) -> Response:
         if request.url.path != "/health" and not authorized(request.headers):
-            return error_response(Unauthorized("this server needs 'Authorization: Bearer <token>'"))
+            refused = Unauthorized("this server needs 'Authorization: Bearer <token>'")
+            if request.url.path.endswith("/mcp"):  # an MCP client reads a JSON-RPC error
+                body = {"jsonrpc": "2.0", "id": None, "error": {"code": -32000, "message": f"Unauthorized: {refused.message}",
+                                                                 "data": refused.payload()}}
+                return JSONResponse(body, status_code=401, headers={"WWW-Authenticate": "Bearer"})
+            return error_response(refused)
         try:
             response: Response = await call_next(request)
         except ServeError as exc:
@@ -281,20 +293,37 @@ def create_app(manager: SessionManager) -> FastAPI:
     async def status() -> dict[str, Any]:
         return manager.stats()
 
-    @app.post("/mcp")
-    async def mcp(request: Request) -> dict[str, Any]:
-        # openenv-core's production mode (MCP JSON-RPC tools) is not served: SPADE
-        # environments are played through reset/step. The route answers in JSON-RPC so an
-        # MCP client learns that instead of getting a 404 (openenv's validator checks it).
-        try:
-            body = json.loads(await request.body() or b"null")
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            return {"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "Parse error"}}
-        rid = body.get("id") if isinstance(body, dict) else None
-        if not isinstance(body, dict) or body.get("jsonrpc") != "2.0" or not isinstance(body.get("method"), str):
-            return {"jsonrpc": "2.0", "id": rid, "error": {"code": -32600, "message": "Invalid Request"}}
-        message = f"Method not found: {body['method']} (this server plays environments through reset/step)"
-        return {"jsonrpc": "2.0", "id": rid, "error": {"code": -32601, "message": message}}
+    # --- MCP ------------------------------------------------------------------------
+    mcp = McpEndpoint(manager, lambda ref: env_for(ref))
+
+    def mcp_context(request: Request, env_ref: str | None) -> McpRequestContext:
+        named = request.query_params.get("env_id")
+        return McpRequestContext(
+            env_ref=env_ref or named,
+            session_header=request.headers.get(MCP_SESSION_HEADER),
+            seed=request.query_params.get("seed"),
+            client=client_of(request),
+        )
+
+    def mcp_response(answer: McpAnswer) -> Response:
+        if answer.body is None:
+            return Response(status_code=answer.status, headers=answer.headers)
+        return JSONResponse(answer.body, status_code=answer.status, headers=answer.headers)
+
+    async def mcp_post(request: Request, env_id: str | None = None) -> Response:
+        return mcp_response(await mcp.post(await request.body(), mcp_context(request, env_id)))
+
+    async def mcp_delete(request: Request, env_id: str | None = None) -> Response:
+        return mcp_response(await mcp.delete(mcp_context(request, env_id)))
+
+    async def mcp_get(env_id: str | None = None) -> Response:
+        # No server-to-client stream: every answer comes back on its POST.
+        return Response(status_code=405, headers={"Allow": "POST, DELETE"})
+
+    for path in ("/mcp", "/envs/{env_id}/mcp"):
+        app.add_api_route(path, mcp_post, methods=["POST"])
+        app.add_api_route(path, mcp_delete, methods=["DELETE"])
+        app.add_api_route(path, mcp_get, methods=["GET"])
 
     @app.delete("/sessions/{session_id}")
     async def close_session(session_id: str) -> dict[str, Any]:
@@ -308,6 +337,9 @@ def create_app(manager: SessionManager) -> FastAPI:
             return
         await websocket.accept()
         session: Session | None = None
+        #: Whether the connection ends its session: not one it attached to (``?session_id=``,
+        #: how openenv's MCP client resets and steps the session its ``/mcp`` calls opened).
+        owned = True
         client = client_of(websocket)
 
         async def send_error(exc: ServeError) -> None:
@@ -339,7 +371,7 @@ def create_app(manager: SessionManager) -> FastAPI:
             """The reply to one message, as JSON text; ``None`` when the connection ends.
             A function of its own so that the message, its models and the observation are
             freed once answered instead of held by the loop while it waits."""
-            nonlocal session
+            nonlocal session, owned
             if len(raw) > settings.max_request_bytes:
                 await send_error(RequestTooLarge(f"message over {settings.max_request_bytes} bytes"))
                 await websocket.close(code=_WS_TOO_BIG)
@@ -355,6 +387,8 @@ def create_app(manager: SessionManager) -> FastAPI:
                     named = data.pop("env_id", None)
                     reset = _reset_request(data)
                     if session is not None and named is not None and catalog.get(named).id != session.env.id:
+                        if not owned:
+                            raise InvalidRequest(f"this connection plays session {session.id} of {session.env.id}, not {named}")
                         await manager.close(session)
                         session = None
                     if session is None:
@@ -379,11 +413,17 @@ def create_app(manager: SessionManager) -> FastAPI:
                 return _error_text(_invalid(exc, f"{kind or 'message'}"))
             except ServeError as exc:
                 if session is not None and session.closed:
-                    session = None  # ended with its worker; a reset opens a fresh one
+                    session, owned = None, True  # ended with its worker; a reset opens a fresh one
                 return _error_text(exc)
 
         try:
-            if env_ref is not None or catalog.default is not None:
+            attach = websocket.query_params.get("session_id")
+            if attach:
+                session, owned = manager.get(attach), False
+                if env_ref is not None and catalog.get(env_ref).id != session.env.id:
+                    raise InvalidRequest(f"session {attach} is a session of {session.env.id}, not of {env_ref}")
+                session.on_server_close = server_closed
+            elif env_ref is not None or catalog.default is not None:
                 session = await start(env_for(env_ref).id)
             while (text := await answer(await next_message())) is not None:
                 await websocket.send_text(text)
@@ -394,8 +434,10 @@ def create_app(manager: SessionManager) -> FastAPI:
                 await send_error(exc)
                 await websocket.close(code=_WS_POLICY if isinstance(exc, Unauthorized) else 1013)
         finally:
-            if session is not None:
+            if session is not None and owned:
                 await manager.close(session)
+            elif session is not None and session.on_server_close is server_closed:
+                session.on_server_close = None  # the session outlives this connection
 
     async def ws_root(websocket: WebSocket) -> None:
         await ws_session(websocket, None)

@@ -146,6 +146,9 @@ class Session:
     #: Called when the server ends the session on its own (idle, shutdown): closes the
     #: WebSocket of a WebSocket session.
     on_server_close: Callable[[str], Awaitable[None]] | None = None
+    #: The OpenAI-format tool schemas the instance reported at its first reset (tool-use
+    #: environments): what the session's MCP ``tools/list`` shows.
+    tools: list[dict[str, Any]] | None = None
 
     def state(self) -> SpadeState:
         return SpadeState(
@@ -547,6 +550,8 @@ class SessionManager:
                 except Exception as exc:
                     raise await self._failed(session, exc, "reset") from None
             session.replay = [(None, _digest(obs, info))] if self._shared_group(session) is not None else None
+            if tools:
+                session.tools = tools
             session.replay_bytes, session.replay_dropped, session.restores, session.raised = 0, None, 0, 0
             session.seed = getattr(session.instance, "last_seed", seed)
             session.episode_id = episode_id or uuid.uuid4().hex
