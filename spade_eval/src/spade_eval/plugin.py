@@ -14,12 +14,14 @@ from spade_core.hookspecs import hookimpl
 
 @hookimpl
 def spade_register_eval_suites(register: Callable[[Any], None]) -> None:
+    from .acebench import SUITE as ACEBENCH_SUITE
     from .benchmarks import AIME25_SUITE, AIME26_SUITE, GPQA_SUITE
     from .livecodebench import SUITE as LCB_SUITE
     from .suites import REGISTRY_SUITE
+    from .tau2 import SUITE as TAU2_SUITE
 
     register(REGISTRY_SUITE)
-    for suite in (AIME25_SUITE, AIME26_SUITE, GPQA_SUITE, LCB_SUITE):
+    for suite in (AIME25_SUITE, AIME26_SUITE, GPQA_SUITE, LCB_SUITE, TAU2_SUITE, ACEBENCH_SUITE):
         register(suite)
 
 
@@ -120,6 +122,12 @@ def spade_register_commands(cli: typer.Typer) -> None:
             console.print(columns_table(result))
         for line in unavailable_lines(result):
             console.print(line, style="bold red", markup=False)
+        if suite == "tau2_bench":
+            from .tau2 import pass_hat_ks
+
+            for domain, ks in pass_hat_ks(result.episodes).items():
+                console.print(f"tau2-{domain}: " + ", ".join(f"pass^{k} {100 * v:.1f}%" for k, v in ks.items()),
+                              markup=False)
         console.print(f"{len(result.episodes)} episodes, {result.env_steps} steps in {result.wall_s:.1f}s "
                       f"({result.episodes_per_s:.2f} episodes/s; generation {result.generate_s:.1f}s, "
                       f"environments {result.env_s:.1f}s); stored in {where}")
