@@ -20,6 +20,7 @@ from spade_trainer.curriculum_experiment import (
     CurriculumExperiment,
     CurriculumSettings,
     difficulty,
+    newcombe,
     parse_levels,
     reference_success,
     strategy_hint,
@@ -98,6 +99,12 @@ def test_both_arms_run_end_to_end_and_write_their_outputs(experiment: Callable[.
     assert set(summary["arms"]) == {"fixed", "spade"}
     text = (tmp_path / "summary" / "curriculum-summary.md").read_text()
     assert "| fixed | 0 |" in text and "| spade | 0 |" in text and "pooled last" in text
+    differences = text[text.index("| arm - fixed |"):]
+    (diff,) = [r for r in differences.splitlines() if r.startswith("| spade | hard | 1 |")]
+    assert "(one seed)" in diff and "Newcombe" in differences
+    hard = summary["differences"]["spade"]["hard"]
+    assert hard["per_seed"] == [spade_data["levels"]["hard"]["evaluations"][-1]["mean"]
+                                - fixed_data["levels"]["hard"]["evaluations"][-1]["mean"]]
     assert (tmp_path / "summary" / "curriculum-summary.png").is_file()
 
 
@@ -287,3 +294,11 @@ def test_the_adaptive_arm_lowers_the_rung_when_the_agent_loses(experiment: Calla
     data = experiment("adaptive", groups=4, group_size=4, updates=1).run()
     ((move,),) = [data["moves"]]
     assert move["to"] == LADDER.index((3, 2)) - 1 and move["accuracy"] == 0.0
+
+
+def test_the_difference_of_two_rates_has_newcombe_s_interval() -> None:
+    # Newcombe (1998), Statistics in Medicine 17:873-890, Table II, method 10
+    for args, (lo, hi) in [((56, 70, 48, 80), (0.0524, 0.3339)), ((5, 56, 0, 29), (-0.0381, 0.1926))]:
+        d, low, high = newcombe(*args)
+        assert d == pytest.approx(args[0] / args[1] - args[2] / args[3])
+        assert (round(low, 4), round(high, 4)) == (lo, hi)

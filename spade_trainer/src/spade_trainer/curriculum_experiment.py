@@ -799,6 +799,55 @@ def plot_window(data: dict[str, Any], out: Path) -> Path:
     return out
 
 
+def newcombe(s1: int, n1: int, s2: int, n2: int) -> tuple[float, float, float]:
+    """``p1 - p2`` of two independent success rates with Newcombe's 95% interval (the hybrid
+    score interval built from each rate's Wilson interval)."""
+    from spade_core.eval_harness import wilson
+
+    p1, p2 = s1 / n1, s2 / n2
+    l1, u1 = wilson(s1, n1)
+    l2, u2 = wilson(s2, n2)
+    d = p1 - p2
+    return d, d - math.sqrt((p1 - l1) ** 2 + (u2 - p2) ** 2), d + math.sqrt((u1 - p1) ** 2 + (p2 - l2) ** 2)
+
+
+def _differences(found: Sequence[tuple[Path, dict[str, Any]]],
+                 names: Sequence[str]) -> tuple[dict[str, Any], list[str]]:
+    """Each other arm against ``fixed``, per level, at the last evaluation: the per-seed
+    differences (same seeds, same evaluation instances), their mean with a normal 95% interval
+    over seeds, and the pooled difference with Newcombe's interval over all episodes (which
+    treats seeds as one population: narrower, and blind to seed spread)."""
+    by_arm: dict[str, dict[int, dict[str, Any]]] = {}
+    for _, r in found:
+        by_arm.setdefault(r["arm"], {})[r["settings"]["seed"]] = r
+    fixed = by_arm.get("fixed")
+    out: dict[str, Any] = {}
+    rows: list[str] = []
+    if not fixed:
+        return out, rows
+    rows += ["", "| arm - fixed | level | seeds | per-seed differences | mean [95% CI over seeds] "
+             "| pooled difference [Newcombe 95% CI] |", "|---|---|---|---|---|---|"]
+    for arm in (a for a in ARMS if a != "fixed" and a in by_arm):
+        seeds = sorted(set(by_arm[arm]) & set(fixed))
+        if not seeds:
+            continue
+        out[arm] = {}
+        for n in names:
+            pairs = [(by_arm[arm][x]["levels"][n]["evaluations"][-1], fixed[x]["levels"][n]["evaluations"][-1])
+                     for x in seeds]
+            per_seed = [a["mean"] - b["mean"] for a, b in pairs]
+            lo, hi = mean_interval(per_seed)
+            d, plo, phi = newcombe(sum(a["successes"] for a, _ in pairs), sum(a["episodes"] for a, _ in pairs),
+                                   sum(b["successes"] for _, b in pairs), sum(b["episodes"] for _, b in pairs))
+            out[arm][n] = {"seeds": seeds, "per_seed": per_seed, "mean": sum(per_seed) / len(per_seed),
+                           "interval": [lo, hi] if len(seeds) > 1 else None, "pooled": d,
+                           "pooled_interval": [plo, phi]}
+            spread = f"[{lo:+.3f}, {hi:+.3f}]" if len(seeds) > 1 else "(one seed)"
+            rows.append(f"| {arm} | {n} | {len(seeds)} | {', '.join(f'{x:+.3f}' for x in per_seed)} "
+                        f"| {sum(per_seed) / len(per_seed):+.3f} {spread} | {d:+.3f} [{plo:+.3f}, {phi:+.3f}] |")
+    return out, rows
+
+
 def summarise_curriculum(run_dirs: Sequence[Path], out_dir: Path) -> dict[str, Any]:
     """The runs of both arms side by side: per run the first and last held-out success of
     every level; per arm and level the mean of the last evaluations over seeds (normal 95%
@@ -845,16 +894,17 @@ def summarise_curriculum(run_dirs: Sequence[Path], out_dir: Path) -> dict[str, A
             between = f"[{lo:.3f}, {hi:.3f}]" if spread else "(one seed)"
             agg.append(f"| {arm} | {n} | {len(mine)} | {sum(means) / len(means):.3f} {between} "
                        f"| {wins / eps:.3f} [{plo:.3f}, {phi:.3f}] | {fw / fe:.3f} |")
+    diffs, diff_rows = _differences(found, names)
     out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / "curriculum-summary.md").write_text("\n".join(rows + agg) + "\n", encoding="utf-8")
+    (out_dir / "curriculum-summary.md").write_text("\n".join(rows + agg + diff_rows) + "\n", encoding="utf-8")
     plot_levels([r for _, r in found], out_dir / "curriculum-summary.png")
     summary = {"runs": [{"dir": str(d), "arm": r["arm"], "seed": r["settings"]["seed"]} for d, r in found],
-               "arms": arms}
+               "arms": arms, "differences": diffs}
     (out_dir / "curriculum-summary.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
     return summary
 
 
 __all__ = ["ARMS", "CURRICULUM_FILE", "DEFAULT_LEVELS", "LADDER", "LOG_FILE", "CurriculumExperiment",
            "CurriculumSettings", "Frontier", "adaptive_rule", "curriculum_table", "difficulty", "parse_levels",
-           "plot_children", "plot_levels", "plot_window", "read_curriculum", "reference_success", "run_seeds",
+           "newcombe", "plot_children", "plot_levels", "plot_window", "read_curriculum", "reference_success", "run_seeds",
            "strategy_hint", "summarise_curriculum", "write_curriculum_outputs"]
