@@ -23,6 +23,7 @@ from spade_trainer.curriculum_experiment import (
     newcombe,
     parse_levels,
     reference_success,
+    seed_interval,
     strategy_hint,
     summarise_curriculum,
 )
@@ -302,3 +303,9 @@ def test_the_difference_of_two_rates_has_newcombe_s_interval() -> None:
         d, low, high = newcombe(*args)
         assert d == pytest.approx(args[0] / args[1] - args[2] / args[3])
         assert (round(low, 4), round(high, 4)) == (lo, hi)
+
+
+def test_an_interval_over_three_seeds_uses_student_s_t() -> None:
+    lo, hi = seed_interval([0.1, 0.2, 0.3])
+    assert (lo + hi) / 2 == pytest.approx(0.2) and (hi - lo) / 2 == pytest.approx(4.303 * 0.1 / 3**0.5)
+    assert seed_interval([0.4]) == (0.4, 0.4)

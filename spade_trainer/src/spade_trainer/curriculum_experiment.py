@@ -799,6 +799,21 @@ def plot_window(data: dict[str, Any], out: Path) -> Path:
     return out
 
 
+#: Student's t 0.975 quantiles for 1..30 degrees of freedom (beyond: the normal 1.96).
+_T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145,
+         2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048,
+         2.045, 2.042)
+
+
+def seed_interval(values: Sequence[float]) -> tuple[float, float]:
+    """Student's t 95% interval of a mean over a few seeds (a normal one is far too narrow for
+    three: 1.96 against 4.30 standard errors); one value: the value itself."""
+    n = len(values)
+    if n < 2:
+        return mean_interval(values)
+    return mean_interval(values, z=_T975[n - 2] if n - 1 <= len(_T975) else 1.959963984540054)
+
+
 def newcombe(s1: int, n1: int, s2: int, n2: int) -> tuple[float, float, float]:
     """``p1 - p2`` of two independent success rates with Newcombe's 95% interval (the hybrid
     score interval built from each rate's Wilson interval)."""
@@ -814,8 +829,8 @@ def newcombe(s1: int, n1: int, s2: int, n2: int) -> tuple[float, float, float]:
 def _differences(found: Sequence[tuple[Path, dict[str, Any]]],
                  names: Sequence[str]) -> tuple[dict[str, Any], list[str]]:
     """Each other arm against ``fixed``, per level, at the last evaluation: the per-seed
-    differences (same seeds, same evaluation instances), their mean with a normal 95% interval
-    over seeds, and the pooled difference with Newcombe's interval over all episodes (which
+    differences (same seeds, same evaluation instances), their mean with Student's t 95%
+    interval over seeds, and the pooled difference with Newcombe's interval over all episodes (which
     treats seeds as one population: narrower, and blind to seed spread)."""
     by_arm: dict[str, dict[int, dict[str, Any]]] = {}
     for _, r in found:
@@ -825,7 +840,7 @@ def _differences(found: Sequence[tuple[Path, dict[str, Any]]],
     rows: list[str] = []
     if not fixed:
         return out, rows
-    rows += ["", "| arm - fixed | level | seeds | per-seed differences | mean [95% CI over seeds] "
+    rows += ["", "| arm - fixed | level | seeds | per-seed differences | mean [t 95% CI over seeds] "
              "| pooled difference [Newcombe 95% CI] |", "|---|---|---|---|---|---|"]
     for arm in (a for a in ARMS if a != "fixed" and a in by_arm):
         seeds = sorted(set(by_arm[arm]) & set(fixed))
@@ -836,7 +851,7 @@ def _differences(found: Sequence[tuple[Path, dict[str, Any]]],
             pairs = [(by_arm[arm][x]["levels"][n]["evaluations"][-1], fixed[x]["levels"][n]["evaluations"][-1])
                      for x in seeds]
             per_seed = [a["mean"] - b["mean"] for a, b in pairs]
-            lo, hi = mean_interval(per_seed)
+            lo, hi = seed_interval(per_seed)
             d, plo, phi = newcombe(sum(a["successes"] for a, _ in pairs), sum(a["episodes"] for a, _ in pairs),
                                    sum(b["successes"] for _, b in pairs), sum(b["episodes"] for _, b in pairs))
             out[arm][n] = {"seeds": seeds, "per_seed": per_seed, "mean": sum(per_seed) / len(per_seed),
@@ -850,7 +865,7 @@ def _differences(found: Sequence[tuple[Path, dict[str, Any]]],
 
 def summarise_curriculum(run_dirs: Sequence[Path], out_dir: Path) -> dict[str, Any]:
     """The runs of both arms side by side: per run the first and last held-out success of
-    every level; per arm and level the mean of the last evaluations over seeds (normal 95%
+    every level; per arm and level the mean of the last evaluations over seeds (Student t 95%
     interval over seeds) and the pooled last evaluations (Wilson over all their episodes).
     Writes ``curriculum-summary.md``, ``.png`` and ``.json`` in ``out_dir``."""
     import statistics
@@ -872,7 +887,7 @@ def summarise_curriculum(run_dirs: Sequence[Path], out_dir: Path) -> dict[str, A
         per = f"{statistics.median(secs):.1f}" if secs else "-"
         rows.append(f"| {r['arm']} | {r['settings']['seed']} | " + " | ".join(cells) + f" | {per} |")
     arms: dict[str, Any] = {}
-    agg = ["", "| arm | level | seeds | last success: mean over seeds [95% CI over seeds] | pooled last [Wilson 95% CI] "
+    agg = ["", "| arm | level | seeds | last success: mean over seeds [t 95% CI over seeds] | pooled last [Wilson 95% CI] "
            "| first (update 0), pooled |", "|---|---|---|---|---|---|"]
     for arm in ARMS:
         mine = [r for _, r in found if r["arm"] == arm]
@@ -883,7 +898,7 @@ def summarise_curriculum(run_dirs: Sequence[Path], out_dir: Path) -> dict[str, A
             lasts = [r["levels"][n]["evaluations"][-1] for r in mine if r["levels"].get(n)]
             firsts = [r["levels"][n]["evaluations"][0] for r in mine if r["levels"].get(n)]
             means = [e["mean"] for e in lasts]
-            lo, hi = mean_interval(means)
+            lo, hi = seed_interval(means)
             wins, eps = sum(e["successes"] for e in lasts), sum(e["episodes"] for e in lasts)
             plo, phi = wilson(wins, eps)
             fw, fe = sum(e["successes"] for e in firsts), sum(e["episodes"] for e in firsts)
@@ -906,5 +921,5 @@ def summarise_curriculum(run_dirs: Sequence[Path], out_dir: Path) -> dict[str, A
 
 __all__ = ["ARMS", "CURRICULUM_FILE", "DEFAULT_LEVELS", "LADDER", "LOG_FILE", "CurriculumExperiment",
            "CurriculumSettings", "Frontier", "adaptive_rule", "curriculum_table", "difficulty", "parse_levels",
-           "newcombe", "plot_children", "plot_levels", "plot_window", "read_curriculum", "reference_success", "run_seeds",
+           "newcombe", "plot_children", "plot_levels", "plot_window", "read_curriculum", "reference_success", "run_seeds", "seed_interval",
            "strategy_hint", "summarise_curriculum", "write_curriculum_outputs"]
