@@ -1,14 +1,14 @@
 """Adaptive difficulty by a fixed rule: the fixed-pool baseline in the spirit of RLVE.
 
-RLVE (adaptive verifiable environments) keeps, per environment, a window of difficulty
-levels ``[lo, hi]`` of a procedural generator; each problem is drawn at a level chosen
-uniformly from the window; the agent's accuracy is tracked at the top level ``hi``, and once
+RLVE (adaptive verifiable environments), as we read its paper, keeps per environment a
+window of difficulty levels ``[lo, hi]`` of a procedural generator; each problem is drawn at
+a level chosen uniformly from the window; the agent's accuracy is tracked at the top level ``hi``, and once
 ``min_attempts`` problems there were played, an accuracy of at least ``raise_at`` moves the
 top up one level (the bottom follows, so the window is at most ``window`` levels wide). No
 designer and no LLM: the rule sees only measured success.
 
-This class adds the one thing the issue asks beyond that: an accuracy at the top of at most
-``lower_at`` moves the top back down one level (never below the bottom of the ladder), so a
+This class adds one thing the issue asks for beyond that reading: an accuracy at the top of
+at most ``lower_at`` moves the top back down one level (never below the bottom of the ladder), so a
 top the agent cannot reach yet does not take a share of every update. Both thresholds, the
 window and the attempts needed are fields; the counts at the top start again after every
 move. The ladder itself (which knob settings are level 0, 1, ...) belongs to the caller.
