@@ -56,8 +56,10 @@ from .experiment import (
     LearningExperiment,
     LearnSettings,
     mean_interval,
+    pyplot,
     rung_engine,
     rung_source,
+    save_figure,
 )
 from .samples import PolicySample, Role, with_advantages
 
@@ -674,22 +676,13 @@ def write_curriculum_outputs(run_dir: Path) -> list[Path]:
     return out
 
 
-def _pyplot() -> Any:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
 ARM_COLOURS = {"fixed": "tab:blue", "spade": "tab:orange", "adaptive": "tab:green"}
 
 
 def plot_levels(runs: Sequence[dict[str, Any]], out: Path) -> Path:
     """Held-out success per level (one panel each) against updates with 95% intervals, one
     line per run, coloured by arm."""
-    plt = _pyplot()
+    plt = pyplot()
     names = list(runs[0]["levels"])
     fig, axes = plt.subplots(1, len(names), figsize=(4.2 * len(names), 3.8), squeeze=False)
     labelled: set[str] = set()
@@ -713,18 +706,14 @@ def plot_levels(runs: Sequence[dict[str, Any]], out: Path) -> Path:
         ax.set_ylim(0, 1)
     axes[0][0].set_ylabel("held-out success (95% CI)")
     axes[0][0].legend(fontsize=8, loc="upper left")
-    fig.tight_layout()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=110)
-    plt.close(fig)
-    return out
+    return save_figure(fig, out)
 
 
 def plot_children(data: dict[str, Any], out: Path) -> Path:
     """The spade arm's curriculum: each admitted child's difficulty (1 - the random consistent
     guesser's success at its knobs) over updates, coloured by the agent's measured unhinted
     success on it, with the frontier's path; and measured success against difficulty."""
-    plt = _pyplot()
+    plt = pyplot()
     fig, (ax, bx) = plt.subplots(1, 2, figsize=(10, 3.9))
     xs, ys, cs = [], [], []
     for r in data["updates"]:
@@ -758,17 +747,13 @@ def plot_children(data: dict[str, Any], out: Path) -> Path:
     bx.set_ylim(-0.05, 1.05)
     bx.legend(fontsize=7)
     bx.set_title("measured success against difficulty (colour: update)", fontsize=9)
-    fig.tight_layout()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=110)
-    plt.close(fig)
-    return out
+    return save_figure(fig, out)
 
 
 def plot_window(data: dict[str, Any], out: Path) -> Path:
     """The adaptive arm's curriculum: the window's difficulty range over updates, each level
     played coloured by the agent's success on it that update."""
-    plt = _pyplot()
+    plt = pyplot()
     ladder = [tuple(p) for p in data["ladder"]]
     fig, ax = plt.subplots(figsize=(6.4, 3.9))
     ups = [r["update"] for r in data["updates"]]
@@ -792,11 +777,7 @@ def plot_window(data: dict[str, Any], out: Path) -> Path:
     ax.set_ylim(-0.05, 0.5)
     ax.legend(fontsize=7, loc="upper left")
     ax.set_title("adaptive arm: the window over updates", fontsize=9)
-    fig.tight_layout()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=110)
-    plt.close(fig)
-    return out
+    return save_figure(fig, out)
 
 
 #: Student's t 0.975 quantiles for 1..30 degrees of freedom (beyond: the normal 1.96).

@@ -530,11 +530,7 @@ def plot_learning(runs: Sequence[dict[str, Any]], out: Path, labels: Sequence[st
     seed evaluate the same control) and a constant shared by every run are drawn once. With
     several runs each is shifted a little along the x axis and its trained intervals drawn as
     bars too, so that curves that coincide stay visible side by side."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(7, 4.2))
     colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     names = list(labels) if labels else run_names(runs)
@@ -573,10 +569,25 @@ def plot_learning(runs: Sequence[dict[str, Any]], out: Path, labels: Sequence[st
     ax.set_ylim(0, 1)
     ax.set_title("higher_lower: success with 95% intervals (dotted: best constant policy)")
     ax.legend(fontsize=7, loc="upper left")
+    return save_figure(fig, out)
+
+
+def pyplot() -> Any:
+    """matplotlib's pyplot on the Agg backend (no display needed)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def save_figure(fig: Any, out: Path) -> Path:
+    """Lay out, write (its folder made) and close one experiment figure; ``out`` back."""
     fig.tight_layout()
     out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(out, dpi=110)
-    plt.close(fig)
+    pyplot().close(fig)
     return out
 
 
@@ -619,5 +630,5 @@ def summarise(run_dirs: Sequence[Path], out_dir: Path) -> dict[str, Any]:
 
 __all__ = ["EVAL_SEED_BASE", "LEARNING_FILE", "TRAINER_NAMES", "Evaluation", "LearnSettings", "LearningExperiment", "behaviour",
            "behaviour_table", "best_constant",
-           "learning_table", "mean_interval", "plot_learning", "read_learning", "run_names", "rung_source",
-           "summarise", "trainer_of", "verdict", "wilson", "write_learning_outputs"]
+           "learning_table", "mean_interval", "plot_learning", "pyplot", "read_learning", "run_names", "rung_source",
+           "save_figure", "summarise", "trainer_of", "verdict", "wilson", "write_learning_outputs"]
