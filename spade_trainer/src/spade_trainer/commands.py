@@ -100,10 +100,7 @@ def register(cli: typer.Typer) -> None:
     ) -> None:
         """Train the embedded model (agent only) on the games domain's bottom rung and measure
         held-out success against a learning-rate-0 control and the best constant policy."""
-        import os
-
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")
-        os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+        _experiment_process()
         from rich.console import Console
 
         from .experiment import LearningExperiment, LearnSettings, summarise
@@ -111,9 +108,6 @@ def register(cli: typer.Typer) -> None:
         console = Console()
         seeds = list(seed or [0])
         run_dir.mkdir(parents=True, exist_ok=True)
-        from spade_designer.llm.transformers_backend import use_flush_denormal_for_process
-
-        use_flush_denormal_for_process()
         model = tokenizer = None
         dirs = []
         for n in seeds:
@@ -190,12 +184,7 @@ def register(cli: typer.Typer) -> None:
     ) -> None:
         """SPADE against the fixed pool, in miniature: one arm on the games domain's bottom rung,
         evaluated on held-out instances at several difficulty levels."""
-        import os
-
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")
-        os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
         from rich.console import Console
-        from spade_designer.llm.transformers_backend import use_flush_denormal_for_process
 
         from .curriculum_experiment import CurriculumSettings, parse_levels, run_seeds
 
@@ -205,7 +194,7 @@ def register(cli: typer.Typer) -> None:
                                        learning_rate=lr, levels=parse_levels(levels), reward=reward,
                                        invalid_designs=invalid_designs,  # type: ignore[arg-type]
                                        designer_scale=designer_scale, device=device) for n in (seed or [0])]
-        use_flush_denormal_for_process()
+        _experiment_process()
         dirs = run_seeds(run_dir, settings, echo=lambda line: console.log(line, markup=False, highlight=False))
         console.print(f"done: {', '.join(str(d / 'curriculum.md') for d in dirs)}")
 
@@ -230,6 +219,18 @@ def register(cli: typer.Typer) -> None:
 
         page = write_report(run_dir, out)
         typer.echo(f"report: {page}")
+
+
+def _experiment_process() -> None:
+    """An experiment command owns its process: offline hub, quiet tokenizers, and CPU
+    generation and training with denormals flushed (full speed)."""
+    import os
+
+    from spade_designer.llm.transformers_backend import use_flush_denormal_for_process
+
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    use_flush_denormal_for_process()
 
 
 def _check(cfg: Any, console: Any, preset: str | None) -> None:
