@@ -20,8 +20,8 @@ from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
-from spade_core.exporter import export_envs, iter_envs
-from spade_core.importer import ImportOptions, import_items, prepare, read_items
+from spade_core.app.exporter import export_envs, iter_envs
+from spade_core.app.importer import ImportOptions, import_items, prepare, read_items
 from spade_core.store import EnvStore
 
 N_ITEMS = 300

@@ -4,7 +4,7 @@ Run: ``python -m bench.bench_hub [N]`` (or ``python -m bench hub``; N defaults t
 about the size of the published tool-use pool).
 
 N distinct environments (the reference-format fixtures, each copy made unique) are
-stored, written in the export layout (``spade_core.hub.write_hub_folder``: datasets,
+stored, written in the export layout (``spade_core.app.hub.write_hub_folder``: datasets,
 parquet, the card), read back (``read_hub_items``) and imported into a fresh SQLite store
 (``import_items``, no validation). Side by side: the bare store write of the same items
 (``EnvStore.add_many``), the floor any import pays. Each step runs ``REPEAT`` times; the
@@ -19,9 +19,9 @@ from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
-from spade_core.exporter import iter_envs
-from spade_core.hub import HubRef, read_hub_items, write_hub_folder
-from spade_core.importer import import_items
+from spade_core.app.exporter import iter_envs
+from spade_core.app.hub import HubRef, read_hub_items, write_hub_folder
+from spade_core.app.importer import import_items
 from spade_core.metadata import EnvMetadata
 from spade_core.store import EnvStore
 

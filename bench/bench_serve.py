@@ -51,7 +51,7 @@ def openenv_app() -> Any:
     from openenv.core.env_server.http_server import create_app
     from openenv.core.env_server.interfaces import Environment
     from openenv.core.env_server.types import Action, Observation, State
-    from spade_core.catalog import seed_entries
+    from spade_core.app.catalog import seed_entries
     from spade_core.env import ReferenceEnvAdapter
     from spade_core.plugins import get_plugins
     from spade_core.source import instantiate, load_trusted_class
@@ -111,7 +111,7 @@ def server(kind: str, *extra: str):
         base = f"http://127.0.0.1:{port}"
         label = "openenv-core server (in-process)"
     else:
-        cmd = [sys.executable, "-m", "spade_core.cli", "serve", ENV_ID, "--port", str(port), "--log-level", "warning",
+        cmd = [sys.executable, "-m", "spade_core.app.cli", "serve", ENV_ID, "--port", str(port), "--log-level", "warning",
                "--max-sessions-per-client", "1024", *extra]
         base = f"http://127.0.0.1:{port}/envs/{ENV_ID}"
         label = "spade serve (sandboxed" + (", " + " ".join(extra) if extra else ", 1 session/worker") + ")"

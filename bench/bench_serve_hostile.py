@@ -49,7 +49,7 @@ def server(*extra: str, open_files: int | None = None) -> Iterator[tuple[str, in
     from spade_serve.server import free_port
 
     port = free_port()
-    cmd = [sys.executable, "-m", "spade_core.cli", "serve", ENV_ID, "--port", str(port), "--log-level", "error",
+    cmd = [sys.executable, "-m", "spade_core.app.cli", "serve", ENV_ID, "--port", str(port), "--log-level", "error",
            "--max-sessions-per-client", "1024", *extra]
 
     def limit() -> None:

@@ -248,21 +248,36 @@ def read_rules(markdown: str) -> dict[str, Rule]:
     return rules
 
 
+def row_of(module: str, rules: Mapping[str, Rule]) -> str | None:
+    """The row a module belongs to: the longest row name that is the module or a package
+    above it (``spade_core.app.cli`` -> ``spade_core.app``, ``spade_core.store`` ->
+    ``spade_core``), or ``None`` for a module outside the table (a library)."""
+    name = module
+    while name:
+        if name in rules:
+            return name
+        name = name.rpartition(".")[0]
+    return None
+
+
 def violations(tree: SourceTree, rules: Mapping[str, Rule], package: str | None = None) -> list[str]:
     """``file:line: a imports b`` for every import that a package's rule does not allow (of
     one package, or all); the file is named from its package folder (``pkg/mod.py``)."""
-    ours = set(rules)
     found: list[str] = []
     for module in sorted(tree.modules):
-        own = module.split(".")[0]
+        own = row_of(module, rules)
         if package is not None and own != package:
             continue
         rule = rules[own]
         file = tree.modules[module]
-        shown = file.relative_to(file.parents[module.count(".") + (file.name != "__init__.py") - 1]).as_posix()
+        shown = file.relative_to(file.parents[module.count(".") + (file.name == "__init__.py")]).as_posix()
         for imp in tree.imports(module):
-            top = imp.target.split(".")[0]
-            allowed = top == own or (top in rule.may_import if top in ours else top not in rule.never_imports)
+            top = row_of(imp.target, rules)
+            if top is None:
+                top = imp.target.split(".")[0]
+                allowed = top not in rule.never_imports
+            else:
+                allowed = top == own or top in rule.may_import
             if not allowed:
                 found.append(f"{shown}:{imp.line}: {module} imports {imp.target}")
     return found
@@ -385,6 +400,55 @@ def test_the_checker_sees_imports_inside_functions_and_under_type_checking(tmp_p
         "low/c.py:3: low.c imports high.b",
         "low/d.py:1: low.d imports torch.nn",
     ]
+
+
+def test_a_row_can_be_a_layer_inside_a_package(tmp_path: Path) -> None:
+    """``low.app`` has its own row: ``low`` (the kernel) may not import it, by absolute or
+    relative import, even though both live in one distribution; ``high`` may import both."""
+    rules = {
+        **LAYERS,
+        "low.app": Rule("low.app", frozenset({"low"}), frozenset()),
+        "high": Rule("high", frozenset({"low", "low.app"}), frozenset()),
+        "side": Rule("side", frozenset({"low"}), frozenset()),
+    }
+    tree = _write(
+        tmp_path,
+        {
+            "low/__init__.py": "",
+            "low/k.py": "from .app import cli\n",
+            "low/m.py": "def f():\n    import low.app.cli\n",
+            "low/app/__init__.py": "",
+            "low/app/cli.py": "from ..k import x\nfrom low import m\n",
+            "high/__init__.py": "from low.app.cli import main\nfrom low.k import x\n",
+            "side/__init__.py": "from low.app import cli\n",
+        },
+    )
+    assert row_of("low.app.cli", rules) == "low.app"
+    assert row_of("low.k", rules) == "low"
+    assert row_of("numpy.linalg", rules) is None
+    assert violations(tree, rules) == [
+        "low/k.py:1: low.k imports low.app.cli",
+        "low/m.py:2: low.m imports low.app.cli",
+        "side/__init__.py:1: side imports low.app.cli",
+    ]
+
+
+def test_the_kernel_imports_no_application_module() -> None:
+    """``spade_core.app`` is a row of its own above the kernel; the kernel's row allows
+    nothing, so its modules reach the application layer by no import at all; the sandbox
+    and the plugins stand on the kernel alone."""
+    assert "spade_core.app" in RULES and RULES["spade_core.app"].may_import == {"spade_core"}
+    kernel = [m for m in TREE.modules if row_of(m, RULES) == "spade_core"]
+    assert "spade_core.registry" in kernel and "spade_core.app.cli" not in kernel
+    reaching = sorted(
+        f"{m} imports {imp.target}"
+        for m in kernel
+        for imp in TREE.imports(m)
+        if row_of(imp.target, RULES) == "spade_core.app"
+    )
+    assert not reaching, "the kernel imports the application layer:\n" + "\n".join(reaching)
+    for row in ("spade_sandbox", "spade_games", "spade_tooluse", "spade_reasoning_gym"):
+        assert "spade_core.app" not in RULES[row].may_import, row
 
 
 def test_the_checker_resolves_relative_imports_and_finds_a_cycle_through_them(tmp_path: Path) -> None:

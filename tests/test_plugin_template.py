@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from spade_core.cli import build_app
-from spade_core.plugin_template import NewPluginError, new_plugin
+from spade_core.app.cli import build_app
+from spade_core.app.plugin_template import NewPluginError, new_plugin
 from typer.testing import CliRunner
 
 
@@ -54,6 +54,6 @@ def test_generated_plugin_installs_and_passes_its_tests(tmp_path: Path) -> None:
     assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
     assert "2 passed" in run.stdout, run.stdout[-2000:]
     listed = subprocess.run(
-        [sys.executable, "-m", "spade_core.cli", "plugins", "--json"], env=env, capture_output=True, text=True,
+        [sys.executable, "-m", "spade_core.app.cli", "plugins", "--json"], env=env, capture_output=True, text=True,
     )
     assert "mazes" in listed.stdout, listed.stdout + listed.stderr

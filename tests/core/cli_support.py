@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from spade_core.cli import build_app
+from spade_core.app.cli import build_app
 from spade_core.config import load_config
 from spade_core.store import EnvStore
 from typer.testing import CliRunner

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from spade_core.cli import main
+from spade_core.app.cli import main
 from spade_core.domains import Domain, SeedEnv
 from spade_core.hookspecs import hookimpl
 from spade_core.metadata import EnvMetadata, StatsSnapshot, ValidationReport
@@ -379,7 +379,7 @@ def test_main_loads_only_the_plugins_the_config_names(
             main(["plugins", "--json"])
         assert exit_info.value.code == 0
         names = [p["name"] for p in json.loads(capsys.readouterr().out)]
-        assert names == ["spade_core.builtin"]
+        assert names == ["spade_core.app.builtin"]
     finally:
         reset_plugins(None)  # the next get_plugins() loads the installed set again
 

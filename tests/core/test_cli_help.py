@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from spade_core.cli import build_app
+from spade_core.app.cli import build_app
 from typer.main import get_command
 from typer.testing import CliRunner
 

@@ -290,7 +290,7 @@ def test_decisions_inside_one_file_see_the_items_before_them(tmp_path: Path, spa
 def test_a_clash_written_by_another_process_mid_import_is_an_item_failure(tmp_path: Path, spade_home: Path) -> None:
     """Into an empty store, new items are queued without lookups; when another writer adds
     a clashing name meanwhile, the batch is decided again against the store."""
-    from spade_core.importer import ImportOptions, import_items, read_items
+    from spade_core.app.importer import ImportOptions, import_items, read_items
 
     sort = (REFERENCE_ENVS / "swap_sort.py").read_text()
     pool = tmp_path / "pool.jsonl"

@@ -10,8 +10,8 @@ from collections.abc import Iterator
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from spade_core.app.http_reads import AnswerTooLarge, AnswerTooSlow, read_capped
 from spade_core.errors import SpadeError
-from spade_core.http_reads import AnswerTooLarge, AnswerTooSlow, read_capped
 
 
 class Answer:
@@ -89,7 +89,7 @@ def test_an_answer_read_before_it_was_handed_over_is_checked_against_the_limit()
 def test_a_request_deadline_bounds_headers_trickled_a_line_at_a_time() -> None:
     httpx = pytest.importorskip("httpx")
     from hostile_server import hostile_server
-    from spade_core.http_reads import bound_by_deadlines, request_deadline
+    from spade_core.app.http_reads import bound_by_deadlines, request_deadline
 
     # 200 header lines, one every 50 ms: each read is quick (a per-read timeout never
     # fires), the headers take 10 s

@@ -19,7 +19,7 @@ import pyarrow.parquet as pq
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from spade_core.hub import (
+from spade_core.app.hub import (
     COLUMNS,
     LAYOUT_VERSION,
     HubError,
@@ -29,9 +29,9 @@ from spade_core.hub import (
     read_hub_items,
     write_hub_folder,
 )
-from spade_core.importer import ImportOptions, prepare
+from spade_core.app.importer import ImportOptions, prepare
+from spade_core.app.published_pools import normalise_skill
 from spade_core.metadata import EnvMetadata, EnvStatus, StatsSnapshot, ValidationReport, code_hash
-from spade_core.published_pools import normalise_skill
 
 from .cli_support import open_store, spade
 from .conftest import REFERENCE_ENVS

@@ -11,8 +11,8 @@ import pyarrow.parquet as pq
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from spade_core.exporter import export_row
-from spade_core.importer import (
+from spade_core.app.exporter import export_row
+from spade_core.app.importer import (
     ImportOptions,
     ItemError,
     RawItem,
@@ -135,8 +135,8 @@ def test_a_sidecar_json_supplies_metadata_for_a_py_file(tmp_path: Path) -> None:
 
 def test_a_store_failure_while_writing_stops_the_batch_and_says_where() -> None:
     """A store that fails on write (a test double: the disk-full case is hard to make real)."""
+    from spade_core.app.importer import import_items
     from spade_core.errors import StoreError
-    from spade_core.importer import import_items
 
     class FailingStore:
         def count(self, **filters: object) -> int:

@@ -1,4 +1,4 @@
-"""spade_core.jsonl.read_jsonl: the one reader of a run's JSON-lines files."""
+"""spade_core.app.jsonl.read_jsonl: the one reader of a run's JSON-lines files."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from spade_core.jsonl import read_jsonl
+from spade_core.app.jsonl import read_jsonl
 
 _scalars = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8)
 _objects = st.dictionaries(st.text(max_size=6), _scalars | st.lists(_scalars, max_size=3), max_size=4)

@@ -6,9 +6,9 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 from spade_core.actions import parse_boxed
+from spade_core.app.play import PlaySession
 from spade_core.env import ReferenceEnvAdapter
 from spade_core.metadata import ActionFormat
-from spade_core.play import PlaySession
 
 from .conftest import reference_class
 

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from spade_core.cli import build_app
+from spade_core.app.cli import build_app
 from spade_core.errors import PluginError
 from spade_core.plugins import DEFAULT_PLUGINS, SpadePlugins, selected_plugins
 from typer.testing import CliRunner
@@ -169,7 +169,7 @@ def test_a_real_distribution_with_an_entry_point_is_discovered(
     assert rows["tally"]["distribution"] == "spade-tally"
     assert rows["tally"]["version"] == "2.3.4"
     assert rows["tally"]["domains"] == ["tally"]
-    assert rows["spade_core.builtin"]["builtin"] is True
+    assert rows["spade_core.app.builtin"]["builtin"] is True
 
 
 def test_a_plugin_that_fails_to_import_is_named(on_sys_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

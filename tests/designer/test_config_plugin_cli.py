@@ -58,7 +58,7 @@ def test_builtins_are_registered_through_the_hooks():
 
 
 def _cli(tmp_path, extra: str = ""):
-    from spade_core.cli import build_app
+    from spade_core.app.cli import build_app
 
     fence = "```"
     reply = f"{fence}python\n{LANTERN}{fence}\n"
@@ -112,7 +112,7 @@ def test_building_the_spade_command_does_not_import_the_validation_pipeline(tmp_
 
     code = (
         "import sys\n"
-        "from spade_core.cli import build_app\n"
+        "from spade_core.app.cli import build_app\n"
         "build_app()\n"
         "print(sorted(m for m in ('hypothesis', 'spade_designer.validation.pipeline') if m in sys.modules))\n"
     )

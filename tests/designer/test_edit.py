@@ -178,7 +178,7 @@ def test_no_parent_to_edit_is_a_clear_error(store, validator) -> None:
 
 
 def test_spade_show_prints_lineage_and_the_edit(validator, tmp_path, monkeypatch) -> None:
-    from spade_core.cli import build_app
+    from spade_core.app.cli import build_app
     from spade_core.paths import default_store_url
     from spade_core.store import EnvStore
     from typer.testing import CliRunner

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from spade_core.cli import build_app
+from spade_core.app.cli import build_app
 from spade_designer.llm.openai_backend import OpenAIBackend
 from typer.testing import CliRunner
 

@@ -16,7 +16,7 @@ pytest.importorskip("bfcl_eval")
 pytest.importorskip("mpmath")
 
 from spade_core.actions import ToolCall
-from spade_core.cli import build_app
+from spade_core.app.cli import build_app
 from spade_core.evaluation import EvalItem, SuiteContext
 from spade_core.plugins import get_plugins
 from spade_designer.llm.replay import ReplayBackend, conversation_key

@@ -7,8 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from spade_core.cli import build_app
-from spade_core.eval_harness import append_to_run, evaluate
+from spade_core.app.cli import build_app
+from spade_core.app.eval_harness import append_to_run, evaluate
 from spade_core.evaluation import SuiteContext
 from spade_designer.llm.replay import ReplayBackend
 from spade_eval.paper import model_scale, nearest_model, paper_table, paper_tables, run_scores
@@ -87,7 +87,7 @@ def test_spade_compare_paper_on_runs_evaluated_through_the_harness(tmp_path: Pat
     for name, right in (("baseline", False), ("spade", True)):
         if right:
             recorded = {}
-            from spade_core.eval_harness import SYSTEM_PROMPT
+            from spade_core.app.eval_harness import SYSTEM_PROMPT
             from spade_designer.llm.replay import conversation_key
 
             for item in items:

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from spade_core.cli import build_app
+from spade_core.app.cli import build_app
 from spade_core.config import load_config
 from spade_core.evaluation import SuiteContext
 from spade_core.metadata import EnvMetadata, EnvStatus

@@ -17,7 +17,7 @@ import zlib
 from pathlib import Path
 
 import pytest
-from spade_core.eval_harness import SYSTEM_PROMPT, evaluate
+from spade_core.app.eval_harness import SYSTEM_PROMPT, evaluate
 from spade_core.evaluation import SuiteContext
 from spade_designer.llm.replay import ReplayBackend, conversation_key
 from spade_eval.benchmarks import BenchmarkDataError

@@ -17,7 +17,7 @@ import pytest
 
 pytest.importorskip("reasoning_gym")
 
-from spade_core.cli import build_app
+from spade_core.app.cli import build_app
 from spade_core.evaluation import EvalItem, SuiteContext
 from spade_core.plugins import get_plugins
 from spade_designer.llm.replay import ReplayBackend, conversation_key

@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 
 import pytest
-from spade_core.cli import build_app
+from spade_core.app.cli import build_app
 from spade_core.config import load_config
 from spade_eval.results import read_jsonl
 from spade_trainer.config import load_selfplay_config

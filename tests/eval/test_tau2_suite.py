@@ -13,7 +13,7 @@ from types import SimpleNamespace
 
 import pytest
 from spade_core.actions import ToolCall, format_tool_calls
-from spade_core.cli import build_app
+from spade_core.app.cli import build_app
 from spade_core.evaluation import SuiteContext
 from spade_core.plugins import get_plugins
 from spade_designer.llm.replay import ReplayBackend

@@ -11,7 +11,7 @@ import pytest
 
 pytest.importorskip("math_verify")
 
-from spade_core.cli import build_app
+from spade_core.app.cli import build_app
 from spade_core.metadata import ValidationReport
 from spade_core.plugins import get_plugins
 from spade_sandbox.facades import math_verify as facade

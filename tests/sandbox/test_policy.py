@@ -67,7 +67,7 @@ def test_backends_are_registered_through_the_hook():
 
 
 def test_spade_sandbox_check_command():
-    from spade_core.cli import build_app
+    from spade_core.app.cli import build_app
 
     result = CliRunner().invoke(build_app(), ["sandbox", "check", "--json"])
     assert result.exit_code == 0, result.output

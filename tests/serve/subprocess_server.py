@@ -27,7 +27,7 @@ def spade_serve(
     file for its output instead of a pipe (a pipe nobody reads stops a server that logs
     much once it is full)."""
     port = free_port()
-    cmd = [sys.executable, "-m", "spade_core.cli", "serve", *args, "--port", str(port), "--log-level", "warning"]
+    cmd = [sys.executable, "-m", "spade_core.app.cli", "serve", *args, "--port", str(port), "--log-level", "warning"]
 
     def limit_files() -> None:
         if open_files is not None:

@@ -10,8 +10,8 @@ import gymnasium as gym
 import httpx
 import psutil
 import pytest
-from spade_core.catalog import seed_entries
-from spade_core.cli import build_app
+from spade_core.app.catalog import seed_entries
+from spade_core.app.cli import build_app
 from spade_core.env import ReferenceEnvAdapter
 from spade_core.plugins import get_plugins
 from spade_core.source import instantiate, load_trusted_class

@@ -24,7 +24,7 @@ from mcp.client.session import ClientSession
 # ``create_mcp_http_client`` makes the right one in both.
 from mcp.client.streamable_http import create_mcp_http_client, streamable_http_client
 from spade_core.actions import ToolCall, format_tool_calls, parse_boxed, parse_tool_action
-from spade_core.catalog import open_store, resolve
+from spade_core.app.catalog import open_store, resolve
 from spade_core.config import load_config
 from spade_core.metadata import ActionFormat
 from spade_core.plugins import get_plugins

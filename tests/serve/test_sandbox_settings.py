@@ -75,7 +75,7 @@ def test_the_launcher_given_to_the_server_sets_its_sessions_memory(memory_hog_so
 @contextmanager
 def _spade_serve(home: Path, *args: str) -> Iterator[str]:
     port = free_port()
-    cmd = [sys.executable, "-m", "spade_core.cli", *args, "serve", HOG, "--port", str(port), "--log-level", "warning"]
+    cmd = [sys.executable, "-m", "spade_core.app.cli", *args, "serve", HOG, "--port", str(port), "--log-level", "warning"]
     env = {**os.environ, "SPADE_HOME": str(home)}
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, cwd=home)
     url = f"http://127.0.0.1:{port}"

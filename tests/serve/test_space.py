@@ -27,7 +27,7 @@ SEED_ENV = "code_breaker-v1"
 
 
 def spade(*args: str) -> tuple[int, str]:
-    from spade_core.cli import build_app
+    from spade_core.app.cli import build_app
 
     result = CliRunner().invoke(build_app(), list(args), env={"COLUMNS": "200"})
     if result.exception is not None and not isinstance(result.exception, SystemExit):

@@ -440,7 +440,7 @@ def test_remote_environments_play_through_a_spade_serve_server(serve: Serve) -> 
 
 
 def test_a_remote_tool_use_environment_gets_its_tools_from_the_first_reset(serve: Serve) -> None:
-    from spade_core.catalog import open_store, resolve
+    from spade_core.app.catalog import open_store, resolve
     from spade_core.plugins import get_plugins
     from spade_serve.catalog import served_env
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 from hostile_server import hostile_server
-from spade_core.http_reads import AnswerTooLarge
+from spade_core.app.http_reads import AnswerTooLarge
 from spade_serve.client import MAX_MESSAGE_BYTES, SpadeEnvClient
 from spade_serve.gym_remote import RemoteTextEnv
 from spade_serve.trl_env import TrlEnvError, TrlEnvironments

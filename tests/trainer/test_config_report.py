@@ -100,7 +100,7 @@ def test_report_of_a_folder_without_metrics_says_so(tmp_path: Path) -> None:
 
 
 def test_cli_report_command(tmp_path: Path) -> None:
-    from spade_core.cli import build_app
+    from spade_core.app.cli import build_app
 
     log = MetricsLog(tmp_path)
     for r in _records(2):

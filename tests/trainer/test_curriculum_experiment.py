@@ -249,7 +249,7 @@ def test_curriculum_settings_refuse_nonsense() -> None:
 
 
 def test_the_command_is_registered() -> None:
-    from spade_core.cli import build_app
+    from spade_core.app.cli import build_app
     from typer.testing import CliRunner
 
     for name in ("curriculum", "curriculum-summary"):

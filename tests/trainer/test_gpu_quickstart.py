@@ -80,7 +80,7 @@ def test_a_model_that_is_neither_local_nor_cached_is_named(tmp_path: Path) -> No
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks what a machine without a GPU lacks")
 def test_the_check_command_prints_the_plan_and_exits_3(tmp_path: Path) -> None:
-    from spade_core.cli import build_app
+    from spade_core.app.cli import build_app
     from typer.testing import CliRunner
 
     result = CliRunner().invoke(build_app(), ["selfplay", "--preset", "gpu", "--run-dir", str(tmp_path / "run"),

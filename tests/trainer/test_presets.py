@@ -115,7 +115,7 @@ def test_the_plateau_variant_has_no_regret_term() -> None:
 
 
 def _invoke_check(presets: list[str], run: Path) -> Any:
-    from spade_core.cli import build_app
+    from spade_core.app.cli import build_app
     from typer.testing import CliRunner
 
     args = ["selfplay", *[a for p in presets for a in ("--preset", p)], "--run-dir", str(run), "--check"]
@@ -141,7 +141,7 @@ def test_every_ablation_passes_the_check_wherever_its_base_does(base: str, tmp_p
 
 
 def test_the_help_names_every_preset() -> None:
-    from spade_core.cli import build_app
+    from spade_core.app.cli import build_app
     from typer.testing import CliRunner
 
     result = CliRunner().invoke(build_app(), ["selfplay", "--help"], env={"COLUMNS": "400"})

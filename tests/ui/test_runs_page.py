@@ -1,4 +1,4 @@
-"""The runs page reads each run's metrics.jsonl with the shared reader (spade_core.jsonl):
+"""The runs page reads each run's metrics.jsonl with the shared reader (spade_core.app.jsonl):
 a run killed mid-write is listed with its complete iterations and its last complete record."""
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from conftest import CORPUS, corpus_source
-from spade_core.cli import build_app
+from spade_core.app.cli import build_app
 from spade_core.metadata import EnvMetadata, ValidationReport
 from typer.testing import CliRunner
 

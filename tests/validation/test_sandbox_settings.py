@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from spade_core.cli import build_app
+from spade_core.app.cli import build_app
 from spade_core.metadata import ValidationReport
 from typer.testing import CliRunner
 

@@ -55,6 +55,10 @@ __all__ = [
 __getattr__ = lazy_attributes(__name__, _LAZY, globals())
 
 
+from .moved import install as _install_moved  # noqa: E402
+
+_install_moved()  # the old paths of the application modules (spade_core.moved)
+
 from .registry import register_on_import as _register_on_import  # noqa: E402
 
 _register_on_import()

@@ -9,7 +9,7 @@ rate, mean return and turns per ``group`` (a skill, a task) and overall.
 
 ``trusted`` says where the environments run: a suite of plugin code (procedural task
 generators such as Reasoning-Gym) runs in the evaluating process, as seed environments do;
-a suite over store environments makes them through the sandbox (``spade_core.play.open_env``).
+a suite over store environments makes them through the sandbox (``spade_core.app.play.open_env``).
 """
 
 from __future__ import annotations

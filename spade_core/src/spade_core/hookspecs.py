@@ -2,7 +2,7 @@
 
 Plugins are modules or packages listed under the ``spade`` entry-point group (selected by
 ``SPADE_PLUGINS`` or the config's ``plugins``); SPADE's own features are registered through
-these same hooks (``spade_core.builtin`` and each package's ``plugin`` module). Each hook's
+these same hooks (``spade_core.app.builtin`` and each package's ``plugin`` module). Each hook's
 docstring says when it is called, how often, whether the first answer wins
 (*firstresult*) or every plugin's answer counts, and what a duplicate does.
 

@@ -28,7 +28,7 @@ from .errors import ConfigError, PluginError
 from .runners import EnvRunner
 
 ENTRY_POINT_GROUP = "spade"
-DEFAULT_PLUGINS: tuple[str, ...] = ("spade_core.builtin",)
+DEFAULT_PLUGINS: tuple[str, ...] = ("spade_core.app.builtin",)
 ENV_VAR = "SPADE_PLUGINS"
 
 

@@ -128,8 +128,8 @@ def design(
     as_json: bool = typer.Option(False, "--json", help="Print the round as JSON."),
 ) -> None:
     """Design environments with the LLM, validate them, write hints, admit the good ones."""
-    from spade_core.catalog import open_store
-    from spade_core.cli import command_config, command_plugins
+    from spade_core.app.catalog import open_store
+    from spade_core.app.cli import command_config, command_plugins
 
     from .assembly import assemble_designer
 

@@ -1,7 +1,7 @@
-"""The evaluation harness (:mod:`spade_core.eval_harness`, where the self-play loop's
+"""The evaluation harness (:mod:`spade_core.app.eval_harness`, where the self-play loop's
 periodic evaluation reaches it too), re-exported for ``spade eval`` and its callers."""
 
-from spade_core.eval_harness import (
+from spade_core.app.eval_harness import (
     SYSTEM_PROMPT,
     Z95,
     EpisodeResult,

@@ -61,8 +61,8 @@ def spade_register_commands(cli: typer.Typer) -> None:
     ) -> None:
         """Evaluate a policy on a suite: success rate, mean return and turns per group, with 95% intervals."""
         from rich.console import Console
-        from spade_core.catalog import open_store
-        from spade_core.cli import command_config, command_plugins
+        from spade_core.app.catalog import open_store
+        from spade_core.app.cli import command_config, command_plugins
         from spade_core.errors import SpadeError
         from spade_core.evaluation import SuiteContext
 

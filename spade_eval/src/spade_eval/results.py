@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from rich.table import Table
-from spade_core.eval_harness import EVALS_FILE, append_to_run
-from spade_core.jsonl import read_jsonl  # the one reader of a run's JSON-lines files
+from spade_core.app.eval_harness import EVALS_FILE, append_to_run
+from spade_core.app.jsonl import read_jsonl  # the one reader of a run's JSON-lines files
 
 from .harness import EvalResult, GroupStats
 

@@ -1,7 +1,7 @@
 """The built-in ``registry`` suite: environments of the registry (seeds and admitted store
 environments) by ids, domain or skill, or the held-out split of a self-play run's pool.
 
-Store environments are made through ``spade_core.play.open_env``: in the sandbox, as
+Store environments are made through ``spade_core.app.play.open_env``: in the sandbox, as
 ``gym.make`` and ``spade play`` run them; seeds are trusted plugin code, run in-process.
 """
 
@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from spade_core.catalog import CatalogEntry, resolve, seed_entries
+from spade_core.app.catalog import CatalogEntry, resolve, seed_entries
 from spade_core.errors import SpadeError
 from spade_core.evaluation import EpisodeSuite, EvalItem, SuiteContext
 from spade_core.metadata import EnvStatus
@@ -51,7 +51,7 @@ def registry_items(
     run: str | None = None,
 ) -> Sequence[EvalItem]:
     """``size`` episodes (seeds ``seed``, ``seed + 1``, ...) of each chosen environment."""
-    from spade_core.play import open_env
+    from spade_core.app.play import open_env
 
     store = context.store
     entries: list[CatalogEntry] = []

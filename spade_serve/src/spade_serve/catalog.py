@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from spade_core.plugins import SpadePlugins
     from spade_core.store import EnvStore
 
-from spade_core.catalog import CatalogEntry, resolve, seed_entries
+from spade_core.app.catalog import CatalogEntry, resolve, seed_entries
 from spade_core.errors import EnvNotFound, SpadeError
 from spade_core.metadata import ActionFormat, EnvMetadata, EnvStatus
 

@@ -79,8 +79,8 @@ def register(cli: typer.Typer) -> None:
         environment served) and under /envs/<id>/ (any served environment).
         """
         from rich.console import Console
-        from spade_core.catalog import open_store
-        from spade_core.cli import command_config, command_plugins
+        from spade_core.app.catalog import open_store
+        from spade_core.app.cli import command_config, command_plugins
         from spade_core.errors import SpadeError
 
         from .catalog import build_catalog

@@ -16,7 +16,7 @@ a bearer token, the ``/envs/<id>`` route and :class:`~spade_serve.errors.RemoteE
 
 The server is not trusted with the client's memory: a message over ``max_message_bytes``
 (default :data:`MAX_MESSAGE_BYTES`) is refused by the WebSocket library as it arrives (its
-``max_size``), and the call raises :class:`~spade_core.http_reads.AnswerTooLarge`.
+``max_size``), and the call raises :class:`~spade_core.app.http_reads.AnswerTooLarge`.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from typing import Any
 
 from openenv.core.client_types import StepResult
 from openenv.core.env_client import EnvClient
-from spade_core.http_reads import AnswerTooLarge
+from spade_core.app.http_reads import AnswerTooLarge
 
 from .errors import RemoteError
 from .models import SpadeAction, SpadeObservation, SpadeState

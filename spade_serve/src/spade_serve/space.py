@@ -16,7 +16,7 @@ What :func:`write_space` writes is what openenv-core 0.3 reads (``openenv valida
   ``__init__.py``, ``client.py``, ``models.py``, ``README.md`` (the Space card: ``sdk: docker``,
   ``app_port``, tag ``openenv``) and a ``Dockerfile`` that runs ``uv sync --frozen``;
 * ``environments/``: the chosen store environments in the Hub export layout
-  (:mod:`spade_core.hub`), and ``space.json``: the ids to serve.
+  (:mod:`spade_core.app.hub`), and ``space.json``: the ids to serve.
 
 :class:`SpaceServer` is what ``server/app.py`` runs: it imports ``environments/`` into a
 private store (statuses as exported), builds the catalog of the ids and serves them with
@@ -97,7 +97,7 @@ def _project_name(text: str) -> str:
 
 
 def _pyproject(name: str, distributions: dict[str, str]) -> str:
-    from spade_core.hub_layout import READ_REQUIREMENTS
+    from spade_core.app.hub_layout import READ_REQUIREMENTS
 
     # The server reads environments/ (an export), which needs the layout's readers.
     deps = ['  "openenv-core>=0.3,<0.4",'] + [f'  "{r}",' for r in READ_REQUIREMENTS]
@@ -221,7 +221,7 @@ def write_space(
     environments ``store_envs`` (``(source, EnvMetadata)``) and the SPADE ``distributions``
     they need (see the module docstring). With ``lock``, ``uv lock`` runs when uv is
     installed; :attr:`SpaceResult.lock_problem` says why there is no lock otherwise."""
-    from spade_core.hub import write_hub_folder
+    from spade_core.app.hub import write_hub_folder
 
     if target.exists() and (not target.is_dir() or (any(target.iterdir()) and not overwrite)):
         raise SpaceError(f"{target} exists and is not an empty folder; pass --force to replace it")
@@ -274,9 +274,9 @@ class SpaceServer:
     """The server a Space folder runs: see the module docstring."""
 
     def __init__(self, root: Path) -> None:
+        from spade_core.app.hub import read_hub_items
+        from spade_core.app.importer import ImportOptions, import_items
         from spade_core.config import load_config
-        from spade_core.hub import read_hub_items
-        from spade_core.importer import ImportOptions, import_items
         from spade_core.plugins import get_plugins
         from spade_core.store import EnvStore
 
@@ -330,7 +330,7 @@ class SpaceServer:
 
 
 def _local_ref(folder: Path) -> Any:
-    from spade_core.hub import HubRef
+    from spade_core.app.hub import HubRef
 
     return HubRef(str(folder), path=folder)
 

@@ -537,7 +537,7 @@ class TrlEnvironments:
     environments are those a ``spade serve`` server lists, each instance a session on it
     (``token``: the server's bearer token; ``max_answer_bytes``: the largest listing or
     session message read from it, past which the read stops with a :class:`TrlEnvError` or
-    :class:`~spade_core.http_reads.AnswerTooLarge`).
+    :class:`~spade_core.app.http_reads.AnswerTooLarge`).
 
     Use::
 
@@ -606,7 +606,7 @@ class TrlEnvironments:
 
     # --- choosing environments ---------------------------------------------------------
     def _local_targets(self, ids: list[str], domain: str | None, skill: str | None, config: SpadeConfig | None, plugins: SpadePlugins | None) -> list[_Target]:
-        from spade_core.catalog import open_store
+        from spade_core.app.catalog import open_store
 
         from .catalog import build_catalog
         from .errors import UnknownEnv
@@ -691,7 +691,7 @@ class TrlEnvironments:
 
     def _list_remote(self) -> list[dict[str, Any]]:
         import httpx
-        from spade_core.http_reads import IDENTITY, bound_by_deadlines, read_capped, request_deadline
+        from spade_core.app.http_reads import IDENTITY, bound_by_deadlines, read_capped, request_deadline
 
         headers = {**IDENTITY, **({"Authorization": f"Bearer {self._token}"} if self._token else {})}
         route = f"{self._url}/envs"

@@ -8,7 +8,7 @@ import sys
 
 
 def main(argv: list[str] | None = None) -> None:
-    from spade_core.cli import main as spade_main
+    from spade_core.app.cli import main as spade_main
 
     spade_main(["selfplay", *(sys.argv[1:] if argv is None else argv)])
 

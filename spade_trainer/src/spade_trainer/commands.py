@@ -60,7 +60,7 @@ def register(cli: typer.Typer) -> None:
         # One configuration for the whole run, loaded here: the [spade], [validation] and
         # [designer]-level tables of the file given to --config (else the global --config,
         # ./spade.toml or SPADE_HOME's), handed to every stage instead of each looking it up.
-        from spade_core.cli import command_config
+        from spade_core.app.cli import command_config
         from spade_core.config import load_config
 
         spade_config = load_config(config) if config is not None else command_config(ctx)

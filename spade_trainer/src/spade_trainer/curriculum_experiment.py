@@ -798,7 +798,7 @@ def seed_interval(values: Sequence[float]) -> tuple[float, float]:
 def newcombe(s1: int, n1: int, s2: int, n2: int) -> tuple[float, float, float]:
     """``p1 - p2`` of two independent success rates with Newcombe's 95% interval (the hybrid
     score interval built from each rate's Wilson interval)."""
-    from spade_core.eval_harness import wilson
+    from spade_core.app.eval_harness import wilson
 
     p1, p2 = s1 / n1, s2 / n2
     l1, u1 = wilson(s1, n1)
@@ -851,7 +851,7 @@ def summarise_curriculum(run_dirs: Sequence[Path], out_dir: Path) -> dict[str, A
     Writes ``curriculum-summary.md``, ``.png`` and ``.json`` in ``out_dir``."""
     import statistics
 
-    from spade_core.eval_harness import wilson
+    from spade_core.app.eval_harness import wilson
 
     found = [(Path(d), r) for d in run_dirs if (r := read_curriculum(Path(d))) is not None]
     if not found:

@@ -32,7 +32,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from spade_core.eval_harness import wilson
+from spade_core.app.eval_harness import wilson
 
 from .errors import ConfigError
 from .samples import PolicySample, Role, with_advantages

@@ -7,7 +7,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from spade_core.jsonl import read_jsonl
+from spade_core.app.jsonl import read_jsonl
 
 from .config import LoggingSettings
 from .errors import ConfigError
@@ -89,7 +89,7 @@ class MetricsLog:
 
 
 def read_metrics(run_dir: str | Path) -> list[dict[str, Any]]:
-    """Every iteration record of a run, in order (:func:`spade_core.jsonl.read_jsonl`: the
+    """Every iteration record of a run, in order (:func:`spade_core.app.jsonl.read_jsonl`: the
     damaged last line of a run killed mid-write is skipped). Raises :class:`ConfigError`
     when ``run_dir`` has no metrics file."""
     path = Path(run_dir) / METRICS_FILE

@@ -1,7 +1,7 @@
 """The evaluation a self-play run makes every N iterations (``[selfplay.eval]``).
 
 The suite comes from the plugins (``spade_register_eval_suites``, the same registry ``spade
-eval`` reads) and is played by the core's harness (:mod:`spade_core.eval_harness`) with the
+eval`` reads) and is played by the core's harness (:mod:`spade_core.app.eval_harness`) with the
 policy being trained, through the same :class:`~.chat_backend.PolicyChatBackend` the
 designer generates with (transformers or vLLM). Each result is appended to the run's
 ``evals.jsonl`` in the format ``spade compare`` reads, with the iteration it measured and
@@ -19,7 +19,7 @@ import dataclasses
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from spade_core.eval_harness import EvalResult, append_to_run, evaluate
+from spade_core.app.eval_harness import EvalResult, append_to_run, evaluate
 from spade_core.evaluation import EpisodeSuite, SuiteContext
 
 from .errors import ConfigError

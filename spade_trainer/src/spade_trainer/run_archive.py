@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from spade_core.jsonl import read_jsonl
+from spade_core.app.jsonl import read_jsonl
 
 DESIGNS_FILE = "designs.jsonl"
 TRANSCRIPTS_FILE = "transcripts.jsonl"
@@ -140,6 +140,6 @@ class RunArchive:
 
 def read_archive(path: Path) -> list[dict[str, Any]]:
     """Rows of an archive file of a run (``[]`` when it does not exist), read by
-    :func:`spade_core.jsonl.read_jsonl` (a damaged line, from a run killed mid-write, is
+    :func:`spade_core.app.jsonl.read_jsonl` (a damaged line, from a run killed mid-write, is
     skipped), without the ``archive_full`` markers the writer leaves when a limit is hit."""
     return [row for row in read_jsonl(path) if not row.get("archive_full")]

@@ -28,8 +28,8 @@ from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from spade_core.app.eval_harness import EVALS_FILE
 from spade_core.errors import EnvNotFound
-from spade_core.eval_harness import EVALS_FILE
 from spade_core.metadata import EnvMetadata, EnvStatus
 from spade_core.shaping import AgentRewardContext, DesignerRewardContext
 
@@ -297,7 +297,7 @@ class SelfPlayRun:
             raise CheckpointError(f"{self.run_dir} already holds a run; pass --resume or choose another run_dir")
         evals = self.run_dir / EVALS_FILE
         if checkpoint is not None and evals.exists():  # a resumed run evaluates again what it redoes
-            from spade_core.jsonl import read_jsonl
+            from spade_core.app.jsonl import read_jsonl
 
             keep = [r for r in read_jsonl(evals) if int(r.get("iteration") or 0) <= self.iteration]
             evals.write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in keep), encoding="utf-8")

@@ -34,10 +34,10 @@ from fastapi import FastAPI, HTTPException, Request
 from fastapi.responses import FileResponse, HTMLResponse
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
-from spade_core.catalog import CatalogEntry, open_store, resolve, seed_entries
+from spade_core.app.catalog import CatalogEntry, open_store, resolve, seed_entries
+from spade_core.app.jsonl import read_jsonl
 from spade_core.config import SpadeConfig
 from spade_core.errors import EnvNotFound, SpadeError
-from spade_core.jsonl import read_jsonl
 
 from .lineage import lineage_svg
 

@@ -33,7 +33,7 @@ def spade_register_commands(cli: typer.Typer) -> None:
         """Browse the registry and self-play runs in a web page (read-only)."""
         import uvicorn
         from rich.console import Console
-        from spade_core.cli import command_config, command_plugins
+        from spade_core.app.cli import command_config, command_plugins
         from spade_core.errors import SpadeError
 
         from .app import UiSettings, create_ui_app, ui_uvicorn_config

@@ -22,7 +22,7 @@ def _status_kb(field: str) -> int:
 
 
 def main(argv: list[str]) -> None:
-    from spade_core.cli import build_app
+    from spade_core.app.cli import build_app
     from typer.testing import CliRunner
 
     app = build_app()

@@ -20,7 +20,7 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from spade_core.hub import write_hub_folder
+from spade_core.app.hub import write_hub_folder
 from spade_core.metadata import EnvMetadata, EnvStatus, ValidationReport, code_hash
 
 from ..cli_support import spade

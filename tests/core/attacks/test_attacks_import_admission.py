@@ -2,7 +2,7 @@
 itself as ``admitted`` (in any of the ways a row can say so) is stored as a candidate
 unless ``--trust``; ``--status admitted`` admits only what the validation pipeline passes.
 
-The rule lives in one place (``spade_core.importer.prepare``), so every path and every
+The rule lives in one place (``spade_core.app.importer.prepare``), so every path and every
 encoding of the claim is checked here against the same expectations.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from spade_core.importer import ImportOptions, RawItem, prepare
+from spade_core.app.importer import ImportOptions, RawItem, prepare
 from spade_core.metadata import EnvStatus
 
 from ..cli_support import open_store

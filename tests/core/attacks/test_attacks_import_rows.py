@@ -13,8 +13,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from spade_core.dataset_files import MAX_ROW_BYTES
-from spade_core.importer import RawItem, import_items
+from spade_core.app.dataset_files import MAX_ROW_BYTES
+from spade_core.app.importer import RawItem, import_items
 
 from ..cli_support import open_store
 from .pools import (

@@ -14,7 +14,7 @@ a server that trickles its answer cannot hold a request for longer; an answer ov
 the limit, without being read into memory. The deadline bounds every socket operation of
 the request (connecting, sending, each read of the headers and of the body) by the time
 left to it: the network backend of the client's connection pool is wrapped so (see
-:func:`spade_core.http_reads.bound_by_deadlines`); a client given its own ``transport`` gets the deadline checked
+:func:`spade_core.app.http_reads.bound_by_deadlines`); a client given its own ``transport`` gets the deadline checked
 between the answer's chunks only.
 """
 
@@ -28,8 +28,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from spade_core.errors import SpadeError
-from spade_core.http_reads import (
+from spade_core.app.http_reads import (
     IDENTITY,
     AnswerTooLarge,
     AnswerTooSlow,
@@ -37,6 +36,7 @@ from spade_core.http_reads import (
     read_capped,
     request_deadline,
 )
+from spade_core.errors import SpadeError
 
 from ..errors import LLMBackendError, LLMRequestRejected
 from .base import ChatBackend, Completion, Conversation, SamplingRequest, apply_stop

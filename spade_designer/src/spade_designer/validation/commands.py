@@ -51,7 +51,7 @@ class Loaded:
 def _load(ctx: typer.Context, target: str, seed: int | None = None) -> Loaded:
     """Source, metadata, store (for a stored environment), seed domain and validation
     config of a path, a seed id or a store id."""
-    from spade_core.cli import command_config, command_plugins
+    from spade_core.app.cli import command_config, command_plugins
 
     spade_config = command_config(ctx)
     vconfig = ValidationConfig.from_section(spade_config.section("validation"), seed=seed)
@@ -63,7 +63,7 @@ def _load(ctx: typer.Context, target: str, seed: int | None = None) -> Loaded:
             return Loaded(path.read_text(encoding="utf-8"), None, None, None, vconfig)
         except UnicodeDecodeError as exc:
             raise ValidationInputError(f"{target}: not UTF-8 text ({exc.reason})") from None
-    from spade_core.catalog import open_store, resolve
+    from spade_core.app.catalog import open_store, resolve
 
     with open_store(spade_config, read_only=True) as lookup:
         entry = resolve(target, command_plugins(ctx), lookup)
@@ -103,7 +103,7 @@ def validate_command(
     got = _load(ctx, target, seed)
     store, meta = got.store, got.metadata
     try:
-        from spade_core.cli import command_config
+        from spade_core.app.cli import command_config
         from spade_sandbox.launcher import SandboxLauncher
 
         with Validator(config=got.config, launcher=SandboxLauncher.from_config(command_config(ctx))) as validator:
@@ -133,7 +133,7 @@ def fuzz_command(
     if got.store is not None:
         got.store.close()
     meta = got.metadata
-    from spade_core.cli import command_config
+    from spade_core.app.cli import command_config
     from spade_sandbox.launcher import SandboxLauncher
 
     launcher = SandboxLauncher.from_config(command_config(ctx))

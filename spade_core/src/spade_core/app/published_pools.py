@@ -1,8 +1,8 @@
 """Reading the layouts of the environment pools published on the Hugging Face Hub.
 
 ``spade import hf:...`` reads these when the folder is not a SPADE export
-(:mod:`spade_core.hub`). A problem with the dataset as a whole (no list of environments,
-a damaged Parquet file, no code column) raises :class:`~spade_core.importer.ImportSourceError`
+(:mod:`spade_core.app.hub`). A problem with the dataset as a whole (no list of environments,
+a damaged Parquet file, no code column) raises :class:`~spade_core.app.importer.ImportSourceError`
 before anything is imported; a bad entry or row is an item with its own error. Two layouts are known from the pools' dataset cards (org
 ``spade-rl``); what the cards leave open is handled by the aliases below (see
 docs/hub.md for what was confirmed):
@@ -27,7 +27,7 @@ A row whose ``sha256`` does not match its code fails on its own, and so does any
 bad row or entry (a file outside the dataset, a row too large or nested too deeply, odd
 types): the rest still import. Files are read only inside the dataset's folder, or
 inside its cache repository's folder for a Hugging Face cache snapshot, whose files are
-links into ``blobs/`` (:mod:`spade_core.dataset_files`).
+links into ``blobs/`` (:mod:`spade_core.app.dataset_files`).
 """
 
 from __future__ import annotations
@@ -265,7 +265,7 @@ def _json_lines(real: Path, rel: str) -> Rows:
 
 def _read_rows(path: Path, rel: str, budget: DecodeBudget) -> tuple[list[str], Rows]:
     """The columns of a table file and its ``(origin, row, error)`` triples; whole-file
-    problems raise. Rows are bounded (:mod:`spade_core.dataset_files`)."""
+    problems raise. Rows are bounded (:mod:`spade_core.app.dataset_files`)."""
     if path.suffix == ".parquet":
         pf = open_parquet(path, rel)
         rows = ((f"{rel}#{i}", r, e) for i, r, e in iter_parquet_rows(pf, rel, budget))

@@ -13,7 +13,7 @@ import re
 from importlib import resources
 from pathlib import Path
 
-from .errors import SpadeError
+from ..errors import SpadeError
 
 _NAME_RE = re.compile(r"^[a-z][a-z0-9_]{1,39}$")
 
@@ -44,7 +44,7 @@ def new_plugin(name: str, directory: Path) -> Path:
     if target.exists():
         raise NewPluginError(f"{target} already exists; choose another name or folder")
     values = {"name": name, "pkg": f"spade_{name}", "dist": f"spade-{name.replace('_', '-')}"}
-    templates = resources.files("spade_core") / "plugin_templates"
+    templates = resources.files("spade_core.app") / "plugin_templates"
     for template, dest in _FILES.items():
         text = (templates / template).read_text(encoding="utf-8")
         for key, value in values.items():

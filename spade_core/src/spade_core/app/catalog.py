@@ -12,14 +12,14 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from .config import SpadeConfig
-from .domains import Domain, SeedEnv
-from .errors import EnvNotFound, SpadeError, StoreError
-from .metadata import EnvMetadata, EnvStatus, code_hash
+from ..config import SpadeConfig
+from ..domains import Domain, SeedEnv
+from ..errors import EnvNotFound, SpadeError, StoreError
+from ..metadata import EnvMetadata, EnvStatus, code_hash
 
 if TYPE_CHECKING:
-    from .plugins import SpadePlugins
-    from .store import EnvStore
+    from ..plugins import SpadePlugins
+    from ..store import EnvStore
 
 Kind = Literal["store", "seed"]
 
@@ -37,8 +37,8 @@ def open_store(config: SpadeConfig, *, read_only: bool = False) -> Iterator[Any]
     Any failure that is not already a SpadeError (a driver error escaping the store) is
     reported as a :class:`StoreError` naming the store, so the CLI never shows a traceback.
     """
-    from .store import EnvStore
-    from .store.sqlite_reader import sqlite_path
+    from ..store import EnvStore
+    from ..store.sqlite_reader import sqlite_path
 
     url = config.resolved_store_url
     if read_only:

@@ -21,11 +21,11 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from .errors import SpadeError
-from .metadata import EnvMetadata, EnvStatus
+from ..errors import SpadeError
+from ..metadata import EnvMetadata, EnvStatus
 
 if TYPE_CHECKING:
-    from .store import EnvStore
+    from ..store import EnvStore
 
 ExportFormat = Literal["jsonl", "parquet", "dir"]
 FORMATS: tuple[str, ...] = ("jsonl", "parquet", "dir")

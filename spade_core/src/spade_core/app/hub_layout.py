@@ -27,7 +27,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ._version import __version__
+from .._version import __version__
+from ..errors import SpadeError
+from ..metadata import EnvMetadata
+from ..names import SCHEMA_VERSION
 from .dataset_files import (
     DecodeBudget,
     ImportSourceError,
@@ -39,10 +42,7 @@ from .dataset_files import (
     relative_inside,
     resolve_inside,
 )
-from .errors import SpadeError
 from .importer import RawItem
-from .metadata import EnvMetadata
-from .names import SCHEMA_VERSION
 
 LAYOUT = "spade-envs"
 LAYOUT_VERSION = 1
@@ -289,7 +289,7 @@ MAX_CARD_BYTES = 16 * 1024 * 1024
 
 def card_metadata(folder: Path) -> dict[str, Any] | None:
     """The YAML front matter of ``folder/README.md`` (``None`` without a card). The card
-    is read only inside the dataset (:func:`~spade_core.dataset_files.dataset_root`)."""
+    is read only inside the dataset (:func:`~spade_core.app.dataset_files.dataset_root`)."""
     readme = folder / "README.md"
     if not (readme.is_file() or readme.is_symlink()):
         return None
@@ -311,7 +311,7 @@ def read_spade_layout(folder: Path, meta: dict[str, Any]) -> list[RawItem]:
     newer than this version, a missing data file or one outside the dataset, an
     unreadable Parquet file, a decompression bomb or a missing column raises
     :class:`HubError` before any row is returned. Rows are decoded a few at a time, only
-    the columns import reads (:func:`~spade_core.dataset_files.iter_parquet_rows`)."""
+    the columns import reads (:func:`~spade_core.app.dataset_files.iter_parquet_rows`)."""
     spade = meta.get("spade") or {}
     version = spade.get("layout_version")
     if not isinstance(version, int) or version < 1:

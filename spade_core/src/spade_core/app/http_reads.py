@@ -26,7 +26,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, Protocol
 
-from .errors import SpadeError
+from ..errors import SpadeError
 
 __all__ = [
     "IDENTITY",

@@ -17,7 +17,7 @@ ending in ``Env``, metadata that fails validation, a row too large or nested too
 or a file that is a link out of the folder becomes an :class:`ItemError` naming the row
 and the reason, and never stops the rest of the batch. Only a problem with the input as
 a whole (no such path, unsupported format, a Parquet decompression bomb) raises
-:class:`ImportSourceError`. Files are read through :mod:`spade_core.dataset_files`: links
+:class:`ImportSourceError`. Files are read through :mod:`spade_core.app.dataset_files`: links
 must stay inside the folder, rows and decoding are bounded.
 
 A row's own status is the data's word, not the user's: unless ``ImportOptions.trust``
@@ -38,7 +38,10 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import ValidationError
 
-from .admission import AdmissionValidator
+from ..admission import AdmissionValidator
+from ..errors import EnvLoadError, EnvNotFound, InvalidTransition, SpadeError, StoreError
+from ..metadata import EnvMetadata, EnvStatus, ValidationReport, code_hash
+from ..source import env_class_node, parse_source
 from .dataset_files import (
     MAX_ROW_BYTES,
     MAX_SOURCE_BYTES,
@@ -56,13 +59,10 @@ from .dataset_files import (
     read_text_bounded,
     resolve_inside,
 )
-from .errors import EnvLoadError, EnvNotFound, InvalidTransition, SpadeError, StoreError
-from .metadata import EnvMetadata, EnvStatus, ValidationReport, code_hash
-from .source import env_class_node, parse_source
 
 if TYPE_CHECKING:
-    from .domains import Domain
-    from .store import EnvStore
+    from ..domains import Domain
+    from ..store import EnvStore
 
 #: Column names that may hold the environment's code, in order of preference.
 CODE_KEYS = ("code", "env_code", "source", "env_source", "program")
@@ -161,7 +161,7 @@ def read_items(path: str | Path) -> Iterator[RawItem]:
     """Every item under ``path`` in a stable order (see the module docstring).
 
     Files are read only where their real path (links resolved) lies inside the folder
-    (:func:`~spade_core.dataset_files.dataset_root`): a file of a folder that links out of
+    (:func:`~spade_core.app.dataset_files.dataset_root`): a file of a folder that links out of
     it is a failed item; a single file that does is refused as a whole."""
     p = Path(path)
     if not p.exists():
@@ -465,7 +465,7 @@ def _reward_range(code: str, class_name: str | None, domain: str) -> tuple[float
     """The range an item without one in its data gets (what the validator enforces and
     ``gymnasium.make`` checks): the class attribute ``reward_range`` the code declares,
     else its domain's (tool use: [-0.1, 1]); ``None`` leaves the metadata's default."""
-    from .env import declared_reward_range
+    from ..env import declared_reward_range
 
     try:
         declared = declared_reward_range(code, class_name)
@@ -479,7 +479,7 @@ def _reward_range(code: str, class_name: str | None, domain: str) -> tuple[float
 
 def _installed_domain(name: str) -> Domain | None:
     """The installed domain plugin called ``name`` (``None``: none, or plugins failed to load)."""
-    from .plugins import get_plugins
+    from ..plugins import get_plugins
 
     try:
         return get_plugins().domains().get(name)

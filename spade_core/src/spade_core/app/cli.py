@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING, Any
 import typer
 from typer.core import TyperGroup
 
-from .config import SpadeConfig, load_config
-from .errors import SpadeError
+from ..config import SpadeConfig, load_config
+from ..errors import SpadeError
 
 if TYPE_CHECKING:
-    from .plugins import SpadePlugins
+    from ..plugins import SpadePlugins
 
 #: Exit code of a command stopped by a SpadeError (click uses 1 for aborts, 2 for usage).
 ERROR_EXIT_CODE = 2
@@ -112,14 +112,14 @@ def command_config(ctx: typer.Context) -> SpadeConfig:
 
 def command_plugins(ctx: typer.Context) -> SpadePlugins:
     """The plugin set whose commands are running."""
-    from .plugins import get_plugins
+    from ..plugins import get_plugins
 
     return _state(ctx).plugins or get_plugins()
 
 
 def build_app(plugins: SpadePlugins | None = None) -> typer.Typer:
     """The ``spade`` app with every plugin's commands (``plugins`` defaults to the process set)."""
-    from .plugins import get_plugins
+    from ..plugins import get_plugins
 
     chosen = plugins or get_plugins()
     app = typer.Typer(
@@ -147,7 +147,7 @@ def build_app(plugins: SpadePlugins | None = None) -> typer.Typer:
 def _register_commands(plugins: SpadePlugins, app: typer.Typer) -> None:
     """Each plugin adds its commands; a third-party plugin that fails to is reported and
     skipped, so one broken plugin cannot take the whole ``spade`` command down with it."""
-    from .plugins import DEFAULT_PLUGINS
+    from ..plugins import DEFAULT_PLUGINS
 
     for impl in plugins.pm.hook.spade_register_commands.get_hookimpls():
         if impl.plugin_name in DEFAULT_PLUGINS:
@@ -183,7 +183,7 @@ def _config_path_from_argv(argv: list[str]) -> str | None:
 def main(argv: list[str] | None = None) -> None:
     args = list(sys.argv[1:] if argv is None else argv)
     try:
-        from .plugins import SpadePlugins, reset_plugins
+        from ..plugins import SpadePlugins, reset_plugins
 
         config = load_config(_config_path_from_argv(args))
         if config.plugins is not None:
@@ -196,9 +196,9 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":  # pragma: no cover
-    # ``python -m spade_core.cli`` runs this file as ``__main__``: the app must be built from
+    # ``python -m spade_core.app.cli`` runs this file as ``__main__``: the app must be built from
     # the package's module, whose CliState the plugins' commands look up (with this module's,
     # they found none and loaded the active file instead of ``--config FILE``).
-    from spade_core.cli import main as package_main
+    from spade_core.app.cli import main as package_main
 
     package_main()

@@ -4,7 +4,7 @@ Registered by the built-in plugin through ``spade_register_commands`` (:func:`re
 Each command parses its options, calls the module that does the work (catalog, play,
 importer, exporter) and renders the result with rich; ``--json`` prints machine-readable
 output instead. Errors are :class:`~spade_core.errors.SpadeError` and reach the user as
-one red line (see :mod:`spade_core.cli`).
+one red line (see :mod:`spade_core.app.cli`).
 """
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ from rich.console import Console
 from rich.panel import Panel
 from rich.table import Table
 
+from ..metadata import EnvMetadata, EnvStatus
+from ..terminal import escape, printable, terminal_json
 from .cli import command_config, command_plugins
-from .metadata import EnvMetadata, EnvStatus
-from .terminal import escape, printable, terminal_json
 
 
 class ImportStatus(StrEnum):
@@ -344,8 +344,8 @@ def import_envs(
     that format, and so does a row of a published pool read with hf:."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+    from ..errors import SpadeError
     from .catalog import open_store
-    from .errors import SpadeError
     from .importer import ImportOptions, ImportOutcome, import_items, read_items
 
     config = command_config(ctx)
@@ -450,8 +450,8 @@ def export(
     """Export store environments in a format `spade import` reads back."""
     from rich.progress import Progress, SpinnerColumn, TextColumn
 
+    from ..errors import SpadeError
     from .catalog import open_store
-    from .errors import SpadeError
     from .exporter import export_envs, iter_envs
 
     config = command_config(ctx)
@@ -488,11 +488,11 @@ def _export_to_hub(
     private: bool,
     message: str | None,
 ) -> None:
+    from ..errors import SpadeError
+    from ..metadata import code_hash
     from .catalog import open_store, seed_entries
-    from .errors import SpadeError
     from .exporter import iter_envs
     from .hub import export_target, export_to_hub
-    from .metadata import code_hash
 
     target = export_target(to_hub)
     if target.path is not None and (private or message is not None):

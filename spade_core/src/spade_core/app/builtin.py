@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .hookspecs import hookimpl
+from ..hookspecs import hookimpl
 
 if TYPE_CHECKING:
     import typer

@@ -3,8 +3,8 @@
 A reference ``hf:REPO[@REVISION]`` names a Hub dataset (``owner/name``), fetched with
 ``huggingface_hub.snapshot_download`` (so ``HF_HUB_OFFLINE=1`` reads the local cache),
 or a local folder (``hf:./folder``: a reference starting with ``.``, ``/`` or ``~``, or
-``file:``). What a folder holds is read as the export layout (:mod:`spade_core.hub_layout`)
-or as one of the published pools' layouts (:mod:`spade_core.published_pools`).
+``file:``). What a folder holds is read as the export layout (:mod:`spade_core.app.hub_layout`)
+or as one of the published pools' layouts (:mod:`spade_core.app.published_pools`).
 An export goes to a local folder, or to a temporary one that :func:`upload_folder`
 uploads in one call: the only step that needs the network.
 
@@ -20,6 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..metadata import EnvMetadata
 from .hub_layout import (
     COLUMNS,
     INSTALL_HINT,
@@ -38,7 +39,6 @@ from .hub_layout import (
     write_hub_folder,
 )
 from .importer import UNTRUSTED_STATUS_NOTE, RawItem
-from .metadata import EnvMetadata
 from .published_pools import read_published
 
 #: What the Hub accepts as a repository id: ``name`` or ``owner/name``.
@@ -206,14 +206,14 @@ def read_hub_items(ref: HubRef, *, keep_status: bool | None = None) -> list[RawI
 
     The layout is recognised by the folder: a card whose ``spade.layout`` is
     ``spade-envs`` (an export), else the published SPADE pools' layouts
-    (:func:`spade_core.published_pools.read_published`). Problems with the dataset as a
-    whole raise :class:`HubError` (or :class:`~spade_core.importer.ImportSourceError`)
+    (:func:`spade_core.app.published_pools.read_published`). Problems with the dataset as a
+    whole raise :class:`HubError` (or :class:`~spade_core.app.importer.ImportSourceError`)
     before anything is imported; a bad row is an item with its own outcome. Files are read
     only inside the dataset's folder, or inside its cache repository's folder for a
-    Hugging Face cache snapshot (:mod:`spade_core.dataset_files`).
+    Hugging Face cache snapshot (:mod:`spade_core.app.dataset_files`).
 
     The items carry the statuses the dataset records. A dataset is someone else's word:
-    :func:`~spade_core.importer.prepare` reads a recorded ``admitted`` as a ``candidate``
+    :func:`~spade_core.app.importer.prepare` reads a recorded ``admitted`` as a ``candidate``
     unless ``ImportOptions(trust=True)`` (``spade import --trust``), as for every import
     path. ``keep_status`` is accepted for compatibility and no longer does anything.
     """

@@ -19,17 +19,17 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from .actions import format_boxed, parse_boxed
+from ..actions import format_boxed, parse_boxed
+from ..config import SpadeConfig
+from ..env import ReferenceEnvAdapter, TextEnv
+from ..errors import EnvContractError, SpadeError, UntrustedCodeError
+from ..metadata import ActionFormat
+from ..source import instantiate, load_trusted_class
 from .catalog import CatalogEntry
-from .config import SpadeConfig
-from .env import ReferenceEnvAdapter, TextEnv
-from .errors import EnvContractError, SpadeError, UntrustedCodeError
-from .metadata import ActionFormat
-from .source import instantiate, load_trusted_class
 
 if TYPE_CHECKING:
-    from .plugins import SpadePlugins
-    from .store import EnvStore
+    from ..plugins import SpadePlugins
+    from ..store import EnvStore
 
 COMMANDS_HELP = {
     ":quit": "leave",
@@ -57,7 +57,7 @@ def open_env(
         cls = load_trusted_class(source, meta.class_name, source_name=meta.id)
         return ReferenceEnvAdapter(lambda: instantiate(cls), max_turns=meta.max_turns, reward_range=meta.reward_range)
     if plugins is None:
-        from .plugins import get_plugins
+        from ..plugins import get_plugins
 
         plugins = get_plugins()
     runner = plugins.env_runners().get(config.store_envs_run)

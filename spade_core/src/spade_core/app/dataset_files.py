@@ -1,7 +1,7 @@
 """Reading the files of a pool (a dataset) so that it neither reaches nor costs outside itself.
 
-Every reader of ``spade import`` (:mod:`spade_core.importer`, :mod:`spade_core.hub_layout`,
-:mod:`spade_core.published_pools`) opens a dataset's files through these helpers:
+Every reader of ``spade import`` (:mod:`spade_core.app.importer`, :mod:`spade_core.app.hub_layout`,
+:mod:`spade_core.app.published_pools`) opens a dataset's files through these helpers:
 
 * **Containment.** A file is read only when its real path (links resolved) lies inside
   the dataset's folder (:func:`dataset_root`): the folder named on the command line (for
@@ -37,8 +37,8 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path, PurePosixPath
 from typing import IO, Any
 
-from .errors import SpadeError
-from .locations import json_error
+from ..errors import SpadeError
+from ..locations import json_error
 
 #: Larger sources are refused: no designer writes a megabyte environment on purpose.
 MAX_SOURCE_BYTES = 1_000_000
