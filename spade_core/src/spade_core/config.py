@@ -2,8 +2,11 @@
 
 Lookup order for the file: an explicit path, ``./spade.toml``, ``$SPADE_HOME/spade.toml``.
 ``SPADE_HOME`` (default ``~/.spade``) holds the default store. Other packages keep their
-own sections (``[designer]``, ``[selfplay]``...) and validate them with their own models;
-:meth:`SpadeConfig.section` hands them the raw table. The file is parsed by
+own sections (``[designer]``, ``[selfplay]``...): each plugin declares the tables it owns
+and their models (``spade_register_config_sections``), a command validates the whole file
+once at its edge (``SpadePlugins.check_config``, from ``spade_core.app.cli.command_config``),
+and :meth:`SpadeConfig.settings` hands the validated table back (:meth:`SpadeConfig.section`,
+the raw one). The file is parsed by
 :func:`spade_core.config_file.read_config_file`, its one reader; this module validates.
 """
 
@@ -12,7 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 
 from .config_file import read_config_file
 from .errors import ConfigError
@@ -43,8 +46,28 @@ class SpadeConfig(BaseModel):
             return self.store_url
         return default_store_url(self.home)
 
+    #: Where the values came from (the file, or "defaults"), for error messages.
+    _origin: str = PrivateAttr(default="defaults")
+    #: The tables validated by their owners' models (``SpadePlugins.check_config``).
+    _settings: dict[str, Any] = PrivateAttr(default_factory=dict)
+
+    @property
+    def origin(self) -> str:
+        return self._origin
+
     def section(self, name: str) -> dict[str, Any]:
+        """The raw table ``[name]`` as written (empty when absent)."""
         return dict(self.sections.get(name, {}))
+
+    def settings(self, name: str) -> Any | None:
+        """The table ``[name]`` as its owner's model validated it at the command's edge
+        (``SpadePlugins.check_config``); ``None`` when the file has no such table or the
+        configuration was not checked (then owners validate :meth:`section` themselves)."""
+        return self._settings.get(name)
+
+    def keep_settings(self, typed: dict[str, Any]) -> None:
+        """Keep the validated tables (called by ``SpadePlugins.check_config``)."""
+        self._settings = dict(typed)
 
 
 def _format_errors(exc: ValidationError, origin: str) -> str:
@@ -75,6 +98,8 @@ def load_config(path: str | Path | None = None, **overrides: Any) -> SpadeConfig
         data["sections"] = tables.sections
     data.update({k: v for k, v in overrides.items() if v is not None})
     try:
-        return SpadeConfig.model_validate(data)
+        config = SpadeConfig.model_validate(data)
     except ValidationError as exc:
         raise ConfigError(_format_errors(exc, origin)) from None
+    config._origin = origin
+    return config

@@ -49,6 +49,21 @@ def spade_register_domains(register: Callable[[Domain], None]) -> None:
 
 
 @hookspec
+def spade_register_config_sections(register: Callable[[str, Any], None]) -> None:
+    """Declare the tables of ``spade.toml`` this plugin owns: ``register(table, model)``,
+    where ``model`` is a pydantic model class (or ``"module:Class"``, imported only when a
+    file has the table) that validates the table as written (``[designer]`` ->
+    ``DesignerConfig``). The model of pytest's ``pytest_addoption``: every table of the
+    configuration tree has one owner, and a command validates the whole file once, at its
+    edge (``SpadePlugins.check_config``): a bad value is a ``ConfigError`` naming the
+    table, the key and the plugin; a table no plugin owns is refused with the tables that
+    are known. ``[spade]`` is the core's own.
+
+    Called once per plugin set, by the first ``SpadePlugins.config_sections()``. A table
+    registered twice is a ``PluginError`` naming both plugins."""
+
+
+@hookspec
 def spade_register_llm_backends(register: Callable[[str, Callable[..., Any]], None]) -> None:
     """Register LLM backends: ``register(name, factory, options=None)``; ``factory(**options)``
     returns an object with ``chat(batch_of_message_lists, **sampling) -> list[Completion]``

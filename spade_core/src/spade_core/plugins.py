@@ -18,7 +18,7 @@ import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from importlib import metadata as importlib_metadata
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pluggy
 
@@ -26,6 +26,9 @@ from . import hookspecs
 from .domains import Domain
 from .errors import ConfigError, PluginError
 from .runners import EnvRunner
+
+if TYPE_CHECKING:
+    from .config import SpadeConfig
 
 ENTRY_POINT_GROUP = "spade"
 DEFAULT_PLUGINS: tuple[str, ...] = ("spade_core.app.builtin",)
@@ -87,6 +90,7 @@ class SpadePlugins:
         self._lock = threading.Lock()
         self._domains: dict[str, Domain] | None = None
         self._runners: dict[str, EnvRunner] | None = None
+        self._sections: dict[str, tuple[str, Any]] | None = None
         self._factories: dict[str, dict[str, Any]] = {}
 
     def _fill_hooks(self, info: PluginInfo) -> None:
@@ -258,6 +262,60 @@ class SpadePlugins:
                 self.pm.hook.spade_register_eval_suites(register=register)
                 self._factories["eval_suites"] = found
             return dict(self._factories["eval_suites"])
+
+    def config_sections(self) -> dict[str, tuple[str, Any]]:
+        """``table -> (plugin, model)`` for every table of ``spade.toml`` a plugin owns
+        (``spade_register_config_sections``)."""
+        with self._lock:
+            if self._sections is None:
+                found: dict[str, tuple[str, Any]] = {}
+                for impl in self.pm.hook.spade_register_config_sections.get_hookimpls():
+
+                    def register(table: str, model: Any, _plugin: str = impl.plugin_name) -> None:
+                        if not isinstance(table, str) or not table or table == "spade":
+                            raise PluginError(f"plugin {_plugin!r}: cannot own the configuration table {table!r}")
+                        if table in found:
+                            raise PluginError(
+                                f"configuration table [{table}] registered twice (by {found[table][0]!r} and {_plugin!r})"
+                            )
+                        found[table] = (_plugin, model)
+
+                    impl.function(register=register)
+                self._sections = found
+            return self._sections
+
+    def check_config(self, config: SpadeConfig) -> SpadeConfig:
+        """Validate every table of ``config`` with the model of the plugin that owns it, once,
+        and keep the results (``config.settings(table)``). All problems are reported in one
+        :class:`~spade_core.errors.ConfigError`, each line naming the table, the key and the
+        plugin; a table that no loaded plugin owns is one of them (a misspelt ``[desinger]``
+        would otherwise be ignored). Returns ``config``."""
+        from pydantic import ValidationError
+
+        owners = self.config_sections()
+        problems: list[str] = []
+        typed: dict[str, Any] = {}
+        for table, raw in config.sections.items():
+            if table not in owners:
+                known = ", ".join(f"[{t}]" for t in ["spade", *sorted(owners)])
+                problems.append(f"  [{table}]: no installed plugin reads this table (known: {known})")
+                continue
+            plugin, model = owners[table]
+            if isinstance(model, str):
+                module, _, attr = model.partition(":")
+                model = getattr(importlib.import_module(module), attr)
+            try:
+                typed[table] = model.model_validate(raw)
+            except ValidationError as exc:
+                for err in exc.errors():
+                    loc = ".".join(str(p) for p in err["loc"]) or "(table)"
+                    problems.append(f"  {table}.{loc}: {err['msg']} (plugin {plugin!r})")
+            except (ValueError, TypeError, ConfigError) as exc:
+                problems.append(f"  [{table}]: {exc} (plugin {plugin!r})")
+        if problems:
+            raise ConfigError("\n".join([f"invalid configuration in {config.origin}:", *problems]))
+        config.keep_settings(typed)
+        return config
 
     def create(self, kind: str, name: str, **options: Any) -> Any:
         """Instantiate a registered ``kind`` ("llm_backends", "corpora", ...) by name, after

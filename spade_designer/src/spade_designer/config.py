@@ -161,4 +161,9 @@ class DesignerConfig(_Model):
 
     @classmethod
     def from_spade_config(cls, config: SpadeConfig, **overrides: Any) -> DesignerConfig:
+        """``[designer]`` of ``config``: the one the command's edge validated when no flag
+        overrides it, else the table validated again with the flags over it."""
+        checked = config.settings("designer")
+        if isinstance(checked, cls) and all(v is None for v in overrides.values()):
+            return checked
         return cls.load(config.section("designer"), **overrides)

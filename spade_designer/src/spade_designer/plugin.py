@@ -124,3 +124,11 @@ def spade_admission_validator(config: SpadeConfig) -> PipelineAdmission:
     from .validation.admission import admission_validator
 
     return admission_validator(config)
+
+
+@hookimpl
+def spade_register_config_sections(register: Callable[[str, Any], None]) -> None:
+    """``[designer]`` (the one designer table: ``spade design`` reads it, ``spade selfplay``
+    lays ``[selfplay.designer]`` over it) and ``[validation]``."""
+    register("designer", "spade_designer.config:DesignerConfig")
+    register("validation", "spade_designer.validation.config:ValidationConfig")

@@ -46,9 +46,18 @@ def register(cli: typer.Typer) -> None:
         if iterations is not None:
             overrides.append(f"iterations={iterations}")
         cfg = load_selfplay_config(preset=preset, path=config, overrides=overrides)
+        # One configuration for the whole run, loaded and checked here (every table by its
+        # owner): the [spade], [validation] and [designer] tables of the file given to
+        # --config (else the global --config, ./spade.toml or SPADE_HOME's), handed to every
+        # stage instead of each looking it up; [selfplay.designer] is laid over [designer].
+        from spade_core.app.cli import command_config, command_plugins
+        from spade_core.config import load_config
+
+        spade_config = (command_plugins(ctx).check_config(load_config(config)) if config is not None
+                        else command_config(ctx))
         console = Console()
         if check:  # before anything changes this process's state
-            _check(cfg, console, "+".join(preset or []) or None)
+            _check(cfg, console, "+".join(preset or []) or None, spade_config)
             return
         from spade_designer.llm.transformers_backend import use_flush_denormal_for_process
 
@@ -57,13 +66,6 @@ def register(cli: typer.Typer) -> None:
 
         preset_label = "+".join(preset or []) or None
         console.print(f"[bold]spade selfplay[/] preset={preset_label or '-'} run_dir={cfg.run_dir} iterations={cfg.iterations}")
-        # One configuration for the whole run, loaded here: the [spade], [validation] and
-        # [designer]-level tables of the file given to --config (else the global --config,
-        # ./spade.toml or SPADE_HOME's), handed to every stage instead of each looking it up.
-        from spade_core.app.cli import command_config
-        from spade_core.config import load_config
-
-        spade_config = load_config(config) if config is not None else command_config(ctx)
         run = SelfPlayRun(cfg, console=console, spade_config=spade_config)
         records = run.run(resume=resume)
         console.print(f"[green]done:[/] {len(records)} iterations; metrics in {cfg.run_dir / 'metrics.jsonl'}; "
@@ -233,14 +235,14 @@ def _experiment_process() -> None:
     use_flush_denormal_for_process()
 
 
-def _check(cfg: Any, console: Any, preset: str | None) -> None:
+def _check(cfg: Any, console: Any, preset: str | None, spade_config: Any = None) -> None:
     """``spade selfplay --check``: the plan of the run and what this machine lacks for it."""
     from rich.table import Table
     from spade_core.terminal import escape
 
     from .plan import machine_problems, plan_run
 
-    plan = plan_run(cfg)
+    plan = plan_run(cfg, spade_config=spade_config)
     table = Table(title=f"spade selfplay --check (preset {preset or '-'})", show_header=False)
     table.add_column("what", style="bold")
     table.add_column("value")

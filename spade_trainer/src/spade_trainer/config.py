@@ -333,14 +333,15 @@ def preset_table(presets: str | list[str] | tuple[str, ...] | None) -> dict[str,
                           f"(--preset {bases[0]} --preset {names[0]})")
     data: dict[str, Any] = {}
     for name in names:
-        data = _merge(data, _preset_table(name))
+        data = merge_tables(data, _preset_table(name))
     return data
 
 
-def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+def merge_tables(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    """``over`` laid on ``base`` key by key, nested tables merged (neither is changed)."""
     out = dict(base)
     for k, v in over.items():
-        out[k] = _merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+        out[k] = merge_tables(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
     return out
 
 
@@ -375,14 +376,14 @@ def load_selfplay_config(
         file, table = tables.path, tables.sections.get("selfplay")
         if not isinstance(table, dict):
             raise ConfigError(f"{file}: no [selfplay] table")
-        data = _merge(data, table)
+        data = merge_tables(data, table)
         origin += f" + {file}"
     for item in overrides or []:
         keys, value = parse_override(item)
         nested: dict[str, Any] = {keys[-1]: value}
         for k in reversed(keys[:-1]):
             nested = {k: nested}
-        data = _merge(data, nested)
+        data = merge_tables(data, nested)
     try:
         return SelfPlayConfig.model_validate(data)
     except ValidationError as exc:

@@ -32,19 +32,29 @@ if TYPE_CHECKING:
 FALLBACK_HINT = "Read the rules in the first message carefully and plan each move before acting."
 
 
-def designer_config_of(config: SelfPlayConfig) -> DesignerConfig:
-    """The ``DesignerConfig``: the ``[selfplay.designer]`` table, with sampling budgets
-    taken from ``[selfplay.generation]`` unless set there explicitly. Raises pydantic's
+def designer_table_of(config: SelfPlayConfig, spade_config: SpadeConfig | None = None) -> dict[str, Any]:
+    """The designer's table of a run, three layers, each laid over the one before key by key
+    (nested tables merged): ``[designer]`` of the loaded ``spade.toml`` (the one designer
+    table, what ``spade design`` reads too); the run's sampling of the shared policy
+    (``[selfplay.generation]``: ``designer_max_new_tokens``, ``temperature``, ``top_p``,
+    ``hint_max_new_tokens``, so a run's reply budgets live in one table); then
+    ``[selfplay.designer]``."""
+    from .config import merge_tables
+
+    gen = config.generation
+    run = {"sampling": {"max_new_tokens": gen.designer_max_new_tokens, "temperature": gen.temperature or 1.0,
+                        "top_p": gen.top_p},
+           "hint": {"max_new_tokens": gen.hint_max_new_tokens}}
+    base = spade_config.section("designer") if spade_config is not None else {}
+    return merge_tables(merge_tables(base, run), config.designer)
+
+
+def designer_config_of(config: SelfPlayConfig, spade_config: SpadeConfig | None = None) -> DesignerConfig:
+    """The run's ``DesignerConfig`` (:func:`designer_table_of`). Raises pydantic's
     ``ValidationError`` for a table the designer does not accept."""
     from spade_designer.config import DesignerConfig
 
-    gen = config.generation
-    table = dict(config.designer)
-    sampling = {"max_new_tokens": gen.designer_max_new_tokens, "temperature": gen.temperature or 1.0,
-                "top_p": gen.top_p, **dict(table.get("sampling", {}))}
-    hint = {"max_new_tokens": gen.hint_max_new_tokens, **dict(table.get("hint", {}))}
-    table.update(sampling=sampling, hint=hint)
-    return DesignerConfig.model_validate(table)
+    return DesignerConfig.model_validate(designer_table_of(config, spade_config))
 
 
 class DesignerStage:
@@ -195,6 +205,6 @@ def build_designer_stage(
     from spade_designer.assembly import assemble_designer
 
     backend = PolicyChatBackend(policy, tokenizer, name="policy", model_name=config.model.source)
-    designer = assemble_designer(spade_config, designer_config_of(config), store=store, plugins=plugins,
+    designer = assemble_designer(spade_config, designer_config_of(config, spade_config), store=store, plugins=plugins,
                                  backend=backend)
     return DesignerStage(designer, config.domain)

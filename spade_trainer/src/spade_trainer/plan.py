@@ -25,6 +25,7 @@ from .learner import VLLMSettings
 from .policy_update import UpdateSettings
 
 if TYPE_CHECKING:
+    from spade_core.config import SpadeConfig
     from spade_core.plugins import SpadePlugins
 
 #: Sub-folder of the run folder that holds the checkpoints.
@@ -93,9 +94,11 @@ def _eval_row(c: SelfPlayConfig) -> str:
             f"{' and before the first' if e.at_start else ''}, size {e.size}, seed {e.seed}")
 
 
-def plan_run(config: SelfPlayConfig, *, plugins: SpadePlugins | None = None) -> RunPlan:
+def plan_run(config: SelfPlayConfig, *, plugins: SpadePlugins | None = None,
+             spade_config: SpadeConfig | None = None) -> RunPlan:
     """The plan of ``config``. With an evaluation configured, its suite must be one of
-    ``plugins``' (default: the installed plugins)."""
+    ``plugins``' (default: the installed plugins). The designer's table is ``[designer]``
+    of ``spade_config`` with ``[selfplay.designer]`` laid over it."""
     cfg = config
     gen = cfg.generation
     update = UpdateSettings(learning_rate=cfg.optim.learning_rate, max_grad_norm=cfg.optim.max_grad_norm,
@@ -105,7 +108,7 @@ def plan_run(config: SelfPlayConfig, *, plugins: SpadePlugins | None = None) -> 
                          max_new_tokens=max(gen.agent_max_new_tokens, gen.designer_max_new_tokens),
                          temperature=update.temperature)
             if gen.backend == "vllm" else None)
-    _check_designer_table(cfg)
+    _check_designer_table(cfg, spade_config)
     if cfg.eval.every > 0:
         from .periodic_eval import eval_suite
 
@@ -117,13 +120,13 @@ def plan_run(config: SelfPlayConfig, *, plugins: SpadePlugins | None = None) -> 
     return RunPlan(cfg, update, cfg.model.device != "cpu", vllm)
 
 
-def _check_designer_table(cfg: SelfPlayConfig) -> None:
+def _check_designer_table(cfg: SelfPlayConfig, spade_config: SpadeConfig | None = None) -> None:
     from .designer_stage import designer_config_of
 
     try:
-        dcfg = designer_config_of(cfg)
+        dcfg = designer_config_of(cfg, spade_config)
     except ValidationError as exc:
-        lines = ["invalid [selfplay.designer] table:"]
+        lines = ["invalid designer table ([designer] with [selfplay.designer] over it):"]
         for err in exc.errors():
             lines.append(f"  designer.{'.'.join(str(p) for p in err['loc'])}: {err['msg']}")
         raise ConfigError("\n".join(lines)) from None
@@ -136,7 +139,7 @@ def _check_designer_table(cfg: SelfPlayConfig) -> None:
         if dcfg.corpus != "none":
             plugins.check_options("corpora", dcfg.corpus, dict(dcfg.corpus_options))
     except ConfigError as exc:
-        raise ConfigError(f"[selfplay.designer]: {exc}") from None
+        raise ConfigError(f"[designer] / [selfplay.designer]: {exc}") from None
 
 
 def _installed(module: str) -> bool:

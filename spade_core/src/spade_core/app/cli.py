@@ -92,8 +92,11 @@ class CliState:
     _config: SpadeConfig | None = field(default=None, repr=False)
 
     def config(self) -> SpadeConfig:
+        """The configuration file loaded and every table checked by its owner, once."""
         if self._config is None:
-            self._config = load_config(self.config_path)
+            from ..plugins import get_plugins
+
+            self._config = (self.plugins or get_plugins()).check_config(load_config(self.config_path))
         return self._config
 
 
