@@ -50,6 +50,19 @@ def test_one_worker_per_code_version_holding_many_instances(pool: SandboxPool):
     assert pool.step(b, "x")[4] == {"turn": 1}  # instances do not share state
 
 
+def test_an_isolation_key_gives_the_same_code_a_worker_of_its_own(pool: SandboxPool):
+    """Same source, class and modules: one worker per isolation key, each running the code
+    as given (one code hash)."""
+    shared = COUNTER
+    a, b = pool.spawn(shared, isolation="client-a"), pool.spawn(shared, isolation="client-a")
+    c = pool.spawn(shared, isolation="client-b")
+    plain = pool.spawn(shared)
+    assert a.worker_id == b.worker_id
+    assert len({a.worker_id, c.worker_id, plain.worker_id}) == 3
+    assert a.code_hash == c.code_hash == plain.code_hash
+    assert len({pool.worker_of(h).pid for h in (a, c, plain)}) == 3
+
+
 def test_env_exception_is_env_code_error_with_traceback_and_worker_survives(pool: SandboxPool):
     src = step_body("if action == 'boom':\n    raise ValueError('the env broke: ' + action)")
     h, other = pool.spawn(src), pool.spawn(src)

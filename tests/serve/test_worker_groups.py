@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 
+from spade_core.metadata import code_hash
 from spade_serve.catalog import EnvCatalog
 from spade_serve.sessions import SessionManager
 from spade_serve.settings import ServeSettings
@@ -31,6 +32,10 @@ def test_sessions_of_different_clients_never_share_a_worker(pool: SandboxPool) -
         assert (a1.group, a2.group, b1.group, b2.group) == (0, 0, 1, 1)
         assert worker(a1) == worker(a2) and worker(b1) == worker(b2)
         assert worker(a1) != worker(b1)
+        # apart by the pool's isolation key, not by a changed source: every group runs the
+        # code exactly as stored (one code hash, that of the stored source)
+        stored = code_hash(manager.catalog.get("counter-v1").source)
+        assert {s.instance.handle.code_hash for s in (a1, a2, b1, b2)} == {stored}
         await manager.close(a1)
         await manager.close(a2)
         # the first client's group is free again: the next client to need one takes it

@@ -34,7 +34,7 @@ class Backend(Protocol):
     name: str
 
     def start_worker(
-        self, worker_id: int, key: tuple[str, str, tuple[str, ...]], spec: dict[str, Any], limits: SandboxLimits
+        self, worker_id: int, key: protocol.WorkerKey, spec: dict[str, Any], limits: SandboxLimits
     ) -> WorkerLink:
         """Start a worker for ``spec`` and wait until it is ready (or raise why not)."""
         ...
@@ -102,7 +102,7 @@ class ZygoteBackend:
             return self._zygote
 
     def start_worker(
-        self, worker_id: int, key: tuple[str, str, tuple[str, ...]], spec: dict[str, Any], limits: SandboxLimits
+        self, worker_id: int, key: protocol.WorkerKey, spec: dict[str, Any], limits: SandboxLimits
     ) -> WorkerLink:
         from .errors import error_from_reply
 

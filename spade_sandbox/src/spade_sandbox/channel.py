@@ -297,7 +297,7 @@ class WorkerLink:
     """One worker: its pipe channel, pidfd and the instances it holds."""
 
     id: int
-    key: tuple[str, str, tuple[str, ...]]
+    key: protocol.WorkerKey
     pid: int
     sock: protocol.PipeChannel
     pidfd: int

@@ -68,13 +68,14 @@ class SandboxedEnv(ReferenceEnvAdapter):
         class_name: str | None = None,
         render_mode: str | None = None,
         sandbox: SandboxSettings | None = None,
+        isolation: str = "",
     ) -> None:
         if pool is None and sandbox is not None:
             pool = pool_for(sandbox)
         elif pool is None:
             pool = current_default_pool() or default_pool(active_sandbox_settings())
         self.pool = pool
-        handle = self.pool.spawn(source, allowed_modules=allowed_modules, class_name=class_name)
+        handle = self.pool.spawn(source, allowed_modules=allowed_modules, class_name=class_name, isolation=isolation)
         self.handle = handle
         super().__init__(RemoteEnv(self.pool, handle), max_turns=max_turns, reward_range=reward_range, render_mode=render_mode)
         self._finalizer = weakref.finalize(self, self.pool.close_env_later, handle)

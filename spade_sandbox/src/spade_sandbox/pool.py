@@ -27,6 +27,7 @@ from .errors import (
 )
 from .handles import EnvHandle, WorkerInfo, check_seed
 from .limits import SandboxLimits
+from .protocol import WorkerKey
 from .replies import (  # noqa: F401 (ResetResult, StepResult, check_*_reply: imported from here by others)
     ResetResult,
     StepResult,
@@ -71,7 +72,7 @@ class SandboxPool(BatchCalls):
         self.runtime_guard = not unsafe_skip_static_check if unsafe_runtime_guard is None else unsafe_runtime_guard
         self.backend = resolve_backend(backend) if isinstance(backend, str) else backend
         self._lock = threading.RLock()
-        self._current: dict[tuple[str, str, tuple[str, ...]], WorkerLink] = {}
+        self._current: dict[WorkerKey, WorkerLink] = {}
         self._links: dict[int, WorkerLink] = {}
         self._next_worker = 0
         self._closed = False
@@ -136,8 +137,14 @@ class SandboxPool(BatchCalls):
         *,
         allowed_modules: Iterable[str] = (),
         class_name: str | None = None,
+        isolation: str = "",
     ) -> EnvHandle:
         """Create an instance of the environment defined by ``source``.
+
+        Workers are keyed by code version (the source's hash, the class, the allowed
+        modules) and ``isolation``: instances spawned with different ``isolation`` keys
+        never share a worker process (nor the module's or the class's state), the same
+        code or not. ``spade serve`` gives each client's group of sessions its own key.
 
         Runs the static check first (:class:`StaticCheckError` lists every finding), then
         constructs the class in the worker for this code version, starting that worker if
@@ -158,7 +165,7 @@ class SandboxPool(BatchCalls):
             class_name = report.class_name
         if class_name is None:
             raise StaticCheckError([StaticFinding(1, 0, "env-class", "no top-level class whose name ends in 'Env'")])
-        key = (code_hash(source), class_name, allowed)
+        key = (code_hash(source), class_name, allowed, str(isolation))
         link = self._worker_for(key, source)
         with link.lock:
             alive = link.alive
@@ -180,7 +187,7 @@ class SandboxPool(BatchCalls):
             link.instances.add(iid)
         return EnvHandle(link.id, iid, key[0], class_name)
 
-    def _worker_for(self, key: tuple[str, str, tuple[str, ...]], source: str) -> WorkerLink:
+    def _worker_for(self, key: WorkerKey, source: str) -> WorkerLink:
         # Striped per-code-version lock: two threads spawning the same new code share
         # one worker instead of racing to start two.
         with self._spawn_locks[hash(key) % len(self._spawn_locks)]:
@@ -193,7 +200,7 @@ class SandboxPool(BatchCalls):
                 worker_id = self._next_worker
             return self._start_worker(key, source, worker_id)
 
-    def _start_worker(self, key: tuple[str, str, tuple[str, ...]], source: str, worker_id: int) -> WorkerLink:
+    def _start_worker(self, key: WorkerKey, source: str, worker_id: int) -> WorkerLink:
         spec = {
             "source": source,
             "class_name": key[1],

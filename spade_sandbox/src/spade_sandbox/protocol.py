@@ -22,6 +22,10 @@ from typing import Any
 
 import msgpack
 
+#: What a worker runs, the key of its pool: (code hash, class name, allowed modules,
+#: isolation key). Instances whose keys differ never share a worker.
+WorkerKey = tuple[str, str, tuple[str, ...], str]
+
 HEADER = struct.Struct(">I")
 #: Hard upper bound of one frame; the pool configures a lower one (SandboxLimits).
 MAX_FRAME_BYTES = 256 * 1024 * 1024

@@ -219,7 +219,7 @@ class InProcessLink:
     same request/reply messages, but answered by an instance table in this process."""
 
     id: int
-    key: tuple[str, str, tuple[str, ...]]
+    key: protocol.WorkerKey
     table: Any
     call_timeout_s: float
     layers: list[str] = field(default_factory=lambda: ["restricted-python"])
@@ -300,7 +300,7 @@ class RestrictedBackend:
     name = "restricted"
 
     def start_worker(
-        self, worker_id: int, key: tuple[str, str, tuple[str, ...]], spec: dict[str, Any], limits: SandboxLimits
+        self, worker_id: int, key: protocol.WorkerKey, spec: dict[str, Any], limits: SandboxLimits
     ) -> InProcessLink:
         from .worker import Instances, classify
 

@@ -10,9 +10,9 @@ taken.
 Which worker a session's instance lives in: sessions of one environment *and one
 client* are grouped ``sessions_per_worker`` to a worker; sessions of different clients
 never share a worker process (nor the environment's module and class state), whatever
-``sessions_per_worker`` is. The pool keys workers by code version, so group ``k > 0``
-runs the source with a trailing comment naming the group (same behaviour, a distinct code
-hash); group 0 is the code as stored. A worker killed for a hang, a crash or its memory
+``sessions_per_worker`` is. Each group has its own isolation key in the pool (whose
+workers are keyed by code version and that key), so two groups never share a worker while
+every group runs the code exactly as stored. A worker killed for a hang, a crash or its memory
 limit therefore touches the sessions of its group only.
 
 Within a shared group (``sessions_per_worker > 1``) one call at a time goes to the
@@ -163,8 +163,9 @@ class Session:
         )
 
 
-def _group_source(source: str, group: int) -> str:
-    return source if group == 0 else f"{source}\n# spade-serve worker group {group}\n"
+def _group_key(env_id: str, group: int) -> str:
+    """The pool's isolation key of a worker group of ``env_id``."""
+    return f"spade-serve/{env_id}/group-{group}"
 
 
 def _digest(*parts: Any) -> bytes:
@@ -244,8 +245,9 @@ class SessionManager:
         from spade_sandbox.env import SandboxedEnv
 
         return SandboxedEnv(
-            _group_source(env.source, group),
+            env.source,
             pool=self.pool,
+            isolation=_group_key(env.id, group),
             max_turns=meta.max_turns,
             allowed_modules=env.allowed_modules,
             reward_range=meta.reward_range,
