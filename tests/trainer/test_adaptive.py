@@ -31,7 +31,9 @@ def test_success_at_the_top_raises_it_once_enough_plays_were_counted() -> None:
 
 def test_failure_at_the_top_lowers_it_and_middling_success_keeps_it() -> None:
     rule = AdaptiveDifficulty(levels=5, start=2, window=3, min_attempts=10)
-    assert _play(rule, 2, 5, 5) == 0 and rule.hi == 2 and rule.attempts == 10  # 0.5: stays, keeps counting
+    assert _play(rule, 2, 5, 5) == 0 and rule.hi == 2  # 0.5: stays
+    assert rule.attempts == rule.wins == 0  # and the next check rests on fresh plays only
+    assert _play(rule, 2, 9, 1) == 1 and rule.hi == 3  # 0.9 of the new plays: up (0.7 of all ten and ten)
     rule = AdaptiveDifficulty(levels=5, start=2, window=3, min_attempts=10)
     assert _play(rule, 2, 1, 9) == -1 and (rule.lo, rule.hi) == (1, 1)
 

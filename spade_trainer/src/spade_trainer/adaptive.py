@@ -4,14 +4,17 @@ RLVE (adaptive verifiable environments), as we read its paper, keeps per environ
 window of difficulty levels ``[lo, hi]`` of a procedural generator; each problem is drawn at
 a level chosen uniformly from the window; the agent's accuracy is tracked at the top level ``hi``, and once
 ``min_attempts`` problems there were played, an accuracy of at least ``raise_at`` moves the
-top up one level (the bottom follows, so the window is at most ``window`` levels wide). No
-designer and no LLM: the rule sees only measured success.
+top up one level (the bottom follows, so the window is at most ``window`` levels wide).
+Every check starts the counts again, move or not, so each decision rests on fresh plays
+(its released code does so: accuracy over all plays since the last move would let early
+failures hold a learning agent back for good; our first version did that, and the window
+of a real run never moved). Its problems start at difficulty 0, the bottom of the ladder.
+No designer and no LLM: the rule sees only measured success.
 
 This class adds one thing the issue asks for beyond that reading: an accuracy at the top of
 at most ``lower_at`` moves the top back down one level (never below the bottom of the ladder), so a
 top the agent cannot reach yet does not take a share of every update. Both thresholds, the
-window and the attempts needed are fields; the counts at the top start again after every
-move. The ladder itself (which knob settings are level 0, 1, ...) belongs to the caller.
+window and the attempts needed are fields. The ladder itself (which knob settings are level 0, 1, ...) belongs to the caller.
 """
 
 from __future__ import annotations
@@ -69,6 +72,7 @@ class AdaptiveDifficulty:
         if self.attempts < self.min_attempts:
             return 0
         accuracy = self.wins / self.attempts
+        self.attempts = self.wins = 0  # every check rests on fresh plays, move or not
         step = 0
         if accuracy >= self.raise_at and self.hi < self.levels - 1:
             step = 1
@@ -79,7 +83,6 @@ class AdaptiveDifficulty:
                                "accuracy": round(accuracy, 4)})
             self.hi += step
             self.lo = min(self.hi, max(self.lo, self.hi - self.window + 1))
-            self.attempts = self.wins = 0
         return step
 
     def state(self) -> dict[str, Any]:
