@@ -310,8 +310,9 @@ def import_envs(
     path: str = typer.Argument(
         ...,
         metavar="SOURCE",
-        help="A .py file, a folder, a .jsonl / .parquet pool, or hf:OWNER/NAME[@REVISION] / hf:./FOLDER "
-        "(a Hugging Face dataset: docs/hub.md).",
+        help="A .py file, a folder, a .jsonl / .parquet pool, hf:OWNER/NAME[@REVISION] / hf:./FOLDER "
+        "(a Hugging Face dataset: docs/hub.md), or harbor:DIR (Harbor tasks spade export --to-harbor wrote: "
+        "docs/harbor.md).",
     ),
     domain: str | None = typer.Option(None, "--domain", help="Domain of every item (else the data's 'domain')."),
     skill: str | None = typer.Option(None, "--skill", help="Skill of every item (else the data's, else 'general')."),
@@ -355,6 +356,10 @@ def import_envs(
 
         # The whole dataset is read and checked before anything is stored.
         items = read_hub_items(parse_hub_ref(path))
+    elif path.startswith("harbor:"):
+        from .harbor import harbor_path, read_harbor_items
+
+        items = read_harbor_items(harbor_path(path))
     else:
         items = list(read_items(Path(path)))
     by_format: dict[str, list[str]] = {}
@@ -446,8 +451,18 @@ def export(
     ),
     private: bool = typer.Option(False, "--private", help="With --to-hub OWNER/NAME: create the dataset private."),
     message: str | None = typer.Option(None, "--message", help="With --to-hub OWNER/NAME: the commit message."),
+    to_harbor: Path | None = typer.Option(
+        None, "--to-harbor", metavar="DIR", help="One Harbor task per environment under DIR (docs/harbor.md)."
+    ),
+    seed: int | None = typer.Option(None, "--seed", help="With --to-harbor: the episode seed of every task (default 0)."),
+    to_atif: Path | None = typer.Option(
+        None, "--to-atif", metavar="DIR", help="With --run: one ATIF trajectory per recorded episode under DIR."
+    ),
+    run: Path | None = typer.Option(
+        None, "--run", metavar="RUN", help="With --to-atif: a run folder (its transcripts.jsonl) or a task's episode file."
+    ),
 ) -> None:
-    """Export store environments in a format `spade import` reads back."""
+    """Export store environments in a format `spade import` reads back (or episodes as ATIF)."""
     from rich.progress import Progress, SpinnerColumn, TextColumn
 
     from ..errors import SpadeError
@@ -455,13 +470,34 @@ def export(
     from .exporter import export_envs, iter_envs
 
     config = command_config(ctx)
+    if (to_atif is None) != (run is None):
+        raise SpadeError("--to-atif DIR and --run RUN go together")
+    targets = [t for t in (path, to_hub, to_harbor, to_atif) if t is not None]
+    if len(targets) > 1:
+        raise SpadeError("export writes one target: PATH, --to-hub REPO, --to-harbor DIR or --to-atif DIR")
+    if seed is not None and to_harbor is None:
+        raise SpadeError("--seed applies to --to-harbor only")
+    if (to_harbor is not None or to_atif is not None) and (fmt is not None or include_seeds or private or message):
+        raise SpadeError("--format, --include-seeds, --private and --message do not apply to --to-harbor or --to-atif")
+    if to_atif is not None and run is not None:
+        from .harbor import export_atif
+
+        n = export_atif(run, to_atif, overwrite=force)
+        _console().print(f"exported {n} ATIF trajectories to {escape(str(to_atif))}")
+        return
+    if to_harbor is not None:
+        _export_to_harbor(ctx, to_harbor, domain, skill, status, force, seed or 0)
+        return
     if to_hub is not None:
         if path is not None or fmt is not None:
             raise SpadeError("--to-hub writes its own layout: give either PATH [--format] or --to-hub REPO")
         _export_to_hub(ctx, to_hub, domain, skill, status, force, include_seeds, private, message)
         return
     if path is None:
-        raise SpadeError("export needs a target: PATH (a .jsonl / .parquet file or a folder) or --to-hub REPO")
+        raise SpadeError(
+            "export needs a target: PATH (a .jsonl / .parquet file or a folder), --to-hub REPO, --to-harbor DIR "
+            "or --to-atif DIR --run RUN"
+        )
     if include_seeds or private or message is not None:
         raise SpadeError("--include-seeds, --private and --message apply to --to-hub only")
     progress = Progress(SpinnerColumn(), TextColumn("exported {task.completed}"), console=Console(stderr=True), transient=True)
@@ -516,6 +552,19 @@ def _export_to_hub(
     counts = ", ".join(f"{n} in {split}" for split, n in done.counts.items())
     where = done.url or str(done.folder)
     _console().print(f"exported {sum(done.counts.values())} environments ({counts}) to {escape(where)}")
+
+
+def _export_to_harbor(
+    ctx: typer.Context, target: Path, domain: str | None, skill: str | None, status: EnvStatus | None, force: bool, seed: int
+) -> None:
+    from .catalog import open_store
+    from .exporter import iter_envs
+    from .harbor import TaskRuntime, export_harbor
+
+    runtime = TaskRuntime.from_plugins(command_plugins(ctx))
+    with open_store(command_config(ctx), read_only=True) as store:
+        n = export_harbor(iter_envs(store, domain=domain, skill=skill, status=status), target, runtime, seed=seed, overwrite=force)
+    _console().print(f"exported {n} environments as Harbor tasks to {escape(str(target))}")
 
 
 # --- spade plugins --------------------------------------------------------------------
