@@ -259,6 +259,29 @@ def test_the_command_is_registered() -> None:
                                          env={"COLUMNS": "200"}).output
 
 
+def test_a_bad_start_is_refused_before_anything_loads(tmp_path: Path) -> None:
+    from spade_core.app.cli import build_app
+    from typer.testing import CliRunner
+
+    for bad, says in [("2x2,3x3", "write one CANDIDATESxGUESSES"), ("axb", "write one CANDIDATESxGUESSES"),
+                      ("1x9", "candidates")]:
+        result = CliRunner().invoke(build_app(), ["experiment", "curriculum", "--run-dir", str(tmp_path / "r"),
+                                                  "--start", bad], env={"COLUMNS": "200"})
+        assert result.exit_code == 2 and says in result.output, (bad, result.output)
+    assert not (tmp_path / "r").exists()
+
+
+def test_the_adaptive_arm_starts_where_it_is_told_rlve_s_difficulty_0_at_the_bottom(
+        experiment: Callable[..., CurriculumExperiment], monkeypatch: pytest.MonkeyPatch) -> None:
+    import spade_trainer.curriculum_experiment as ce
+
+    monkeypatch.setattr(ce, "_won", lambda ep: False)
+    data = experiment("adaptive", groups=4, group_size=4, updates=1, candidates=2, guesses=2).run()
+    (first,) = data["updates"]
+    assert first["window"]["lo"] == first["window"]["hi"] == 0 and first["knobs"] == [{"CANDIDATES": 2, "GUESSES": 2}]
+    assert data["moves"] == []  # the bottom cannot go lower
+
+
 def test_the_ladder_is_winnable_by_halving_and_ordered_by_difficulty() -> None:
     assert all(c <= 2**g - 1 for c, g in LADDER)
     diffs = [difficulty(c, g) for c, g in LADDER]

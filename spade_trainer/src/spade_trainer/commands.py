@@ -183,6 +183,10 @@ def register(cli: typer.Typer) -> None:
             help="Multiplier of designer advantages (default: agent samples / designer samples).")] = None,
         device: Annotated[str, typer.Option(
             help="cpu, cuda or cuda:N: where the model is sampled and trained (float32 on every device).")] = "cpu",
+        start: Annotated[str, typer.Option(
+            help="The rung's starting knobs, CANDIDATESxGUESSES: the fixed arm trains there throughout, the spade "
+                 "arm's frontier and the adaptive arm's window start there (2x2, the ladder's bottom, is RLVE's "
+                 "difficulty 0).")] = "3x2",
     ) -> None:
         """SPADE against the fixed pool, in miniature: one arm on the games domain's bottom rung,
         evaluated on held-out instances at several difficulty levels."""
@@ -191,7 +195,15 @@ def register(cli: typer.Typer) -> None:
         from .curriculum_experiment import CurriculumSettings, parse_levels, run_seeds
 
         console = Console()
-        settings = [CurriculumSettings(arm=arm, seed=n, updates=updates, eval_every=eval_every,  # type: ignore[arg-type]
+        import re
+
+        from .errors import ConfigError
+
+        knobs = re.fullmatch(r"\s*(\d+)\s*[xX]\s*(\d+)\s*", start)
+        if knobs is None:
+            raise ConfigError(f"--start {start!r}: write one CANDIDATESxGUESSES, e.g. 2x2")
+        candidates, guesses = int(knobs[1]), int(knobs[2])
+        settings = [CurriculumSettings(arm=arm, seed=n, candidates=candidates, guesses=guesses, updates=updates, eval_every=eval_every,  # type: ignore[arg-type]
                                        groups=groups, group_size=group_size, eval_episodes=eval_episodes,
                                        learning_rate=lr, levels=parse_levels(levels), reward=reward,
                                        invalid_designs=invalid_designs,  # type: ignore[arg-type]
