@@ -22,8 +22,9 @@ from spade_core.app.harbor import (
     EPISODE_FILE,
     REWARD_FILE,
     TASK_HOME,
+    HarborError,
     main,
-    toml_value,
+    toml_document,
     trajectory_from_transcript,
 )
 from spade_core.metadata import EnvMetadata, StatsSnapshot, ValidationReport
@@ -111,10 +112,12 @@ def test_each_environment_becomes_a_task_folder_with_spade_metadata_in_task_toml
     assert not (tasks / "SwapSort-v1/solution/hint.md").exists(), "no hint, no note"
 
 
-def test_toml_strings_escape_what_toml_forbids() -> None:
+def test_task_toml_holds_what_toml_forbids_and_leaves_out_none() -> None:
     tricky = 'quote " backslash \\ tab \t newline \n del \x7f bell \x07 é 🎲'
-    assert tomllib.loads(f"v = {toml_value(tricky)}")["v"] == tricky
-    assert tomllib.loads(f"v = {toml_value([0.1, -2.5, 1e-05])}")["v"] == [0.1, -2.5, 1e-05]
+    table = {"a": tricky, "n": None, "t": {"x": [0.1, -2.5, 1e-05], "gone": None}}
+    assert tomllib.loads(toml_document(table)) == {"a": tricky, "t": {"x": [0.1, -2.5, 1e-05]}}
+    with pytest.raises(HarborError, match="cannot write task.toml"):
+        toml_document({"bad": object()})
 
 
 def test_export_refuses_a_non_empty_folder_and_mixed_targets(tasks: Path, tmp_path: Path) -> None:

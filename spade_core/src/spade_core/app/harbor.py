@@ -34,7 +34,7 @@ transcript of a run (``transcripts.jsonl``) or of a task's episode file.
 
 The container side is :func:`main` (``python -m spade_core.app.harbor``), which the
 task's ``spade-episode`` script and ``tests/test.sh`` call. Every write here is
-standard library only (JSON, and TOML written by :func:`toml_value`).
+JSON by the standard library, TOML by ``tomli_w``.
 """
 
 from __future__ import annotations
@@ -104,47 +104,22 @@ class HarborError(SpadeError):
 
 # --- writing TOML --------------------------------------------------------------------
 
-_TOML_ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f", "\r": "\\r"}
-_TOML_BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
+
+def _without_none(table: Mapping[str, Any]) -> dict[str, Any]:
+    """``table`` with its ``None`` values left out (TOML has no null), nested tables too."""
+    return {k: _without_none(v) if isinstance(v, Mapping) else v for k, v in table.items() if v is not None}
 
 
-def toml_value(value: Any) -> str:
-    """``value`` (str, bool, int, finite float, or a list of them) as a TOML value."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            raise HarborError(f"cannot write {value!r} to task.toml")
-        return repr(value)
-    if isinstance(value, str):
-        out = []
-        for ch in value:
-            if ch in _TOML_ESCAPES:
-                out.append(_TOML_ESCAPES[ch])
-            elif ord(ch) < 0x20 or ord(ch) == 0x7F:
-                out.append(f"\\u{ord(ch):04X}")
-            else:
-                out.append(ch)
-        return '"' + "".join(out) + '"'
-    if isinstance(value, (list, tuple)):
-        return "[" + ", ".join(toml_value(v) for v in value) + "]"
-    raise HarborError(f"cannot write a {type(value).__name__} to task.toml")
+def toml_document(table: Mapping[str, Any]) -> str:
+    """``table`` (nested tables of plain values) as TOML text, written by ``tomli_w`` (the
+    writing half of the standard library's ``tomllib``); a value TOML cannot hold is a
+    :class:`HarborError`."""
+    import tomli_w
 
-
-def toml_document(tables: Sequence[tuple[str | None, Mapping[str, Any]]]) -> str:
-    """Tables (``None``: the root keys) of plain values as TOML text."""
-    parts = []
-    for name, values in tables:
-        lines = [f"[{name}]"] if name else []
-        for key, value in values.items():
-            if value is None:
-                continue
-            shown = key if _TOML_BARE_KEY.match(key) else toml_value(key)
-            lines.append(f"{shown} = {toml_value(value)}")
-        parts.append("\n".join(lines))
-    return "\n\n".join(parts) + "\n"
+    try:
+        return tomli_w.dumps(_without_none(table))
+    except (TypeError, ValueError) as exc:
+        raise HarborError(f"cannot write task.toml: {exc}") from None
 
 
 # --- export -----------------------------------------------------------------------------
@@ -209,25 +184,17 @@ def task_summary(meta: EnvMetadata, seed: int) -> dict[str, Any]:
 
 def task_config(meta: EnvMetadata, seed: int) -> str:
     """``task.toml`` of the task of ``meta``."""
-    return toml_document(
-        [
-            (None, {"schema_version": HARBOR_SCHEMA_VERSION}),
-            (
-                "task",
-                {
-                    "name": harbor_name(meta),
-                    "version": str(meta.version),
-                    "description": " ".join(meta.description.split())[:500],
-                    "keywords": [meta.domain, meta.skill, *meta.tags],
-                },
-            ),
-            ("metadata", {"category": meta.domain, "tags": [meta.skill, *meta.tags]}),
-            ("metadata.spade", task_summary(meta, seed)),
-            ("verifier", {"environment_mode": "separate", "timeout_sec": VERIFIER_TIMEOUT_S}),
-            ("agent", {"user": "agent", "timeout_sec": AGENT_TIMEOUT_S}),
-            ("environment", {"network_mode": "no-network"}),
-        ]
-    )
+    spade = task_summary(meta, seed)
+    return toml_document({
+        "schema_version": HARBOR_SCHEMA_VERSION,
+        "task": {"name": harbor_name(meta), "version": str(meta.version),
+                 "description": " ".join(meta.description.split())[:500],
+                 "keywords": [meta.domain, meta.skill, *meta.tags]},
+        "metadata": {"category": meta.domain, "tags": [meta.skill, *meta.tags], "spade": spade},
+        "verifier": {"environment_mode": "separate", "timeout_sec": VERIFIER_TIMEOUT_S},
+        "agent": {"user": "agent", "timeout_sec": AGENT_TIMEOUT_S},
+        "environment": {"network_mode": "no-network"},
+    })
 
 
 def instruction(meta: EnvMetadata) -> str:
