@@ -13,6 +13,15 @@ An environment class may declare the class constants an edit is allowed to chang
 * ``(bool,)`` — ``True`` or ``False``;
 * ``(str, "a", "b", ...)`` — one of the listed choices.
 
+Which way is harder may be declared beside it, for the knobs where one way is::
+
+        HARDER = {"SIZE": "higher", "PINGS": "lower"}
+
+(a higher ``SIZE``, fewer ``PINGS``: harder; for a ``str`` knob "higher" means later in its
+list of choices, for a ``bool`` knob ``True``). :func:`difficulty_ladder` turns the
+declared directions into levels from easiest to hardest, which the adaptive fixed-pool
+baseline (``spade_trainer.adaptive``) moves along by the agent's measured success.
+
 The block is a literal, read with :mod:`ast` (:func:`read_knobs`): nothing is executed, so
 the designer can read the knobs of untrusted stored code. The current value of each knob
 is the literal assigned to the constant in the class body. :func:`apply_values` writes
@@ -34,6 +43,9 @@ from .errors import DesignerError
 
 #: The class attribute holding the declarations.
 KNOBS_ATTRIBUTE = "KNOBS"
+#: The class attribute saying which way each knob is harder (``"higher"`` / ``"lower"``).
+HARDER_ATTRIBUTE = "HARDER"
+_DIRECTIONS = {"higher": 1, "lower": -1}
 
 KnobValue = bool | int | float | str
 
@@ -60,6 +72,8 @@ class Knob:
     high: float | None = None
     choices: tuple[str, ...] = ()
     value: KnobValue = 0
+    #: Which way is harder: +1 a higher value (later choice, True), -1 lower, 0 not declared.
+    harder: int = 0
 
     def describe(self) -> str:
         """The declared range, as the edit prompt and error messages show it."""
@@ -226,7 +240,63 @@ def read_knobs(source: str, class_name: str | None = None) -> KnobSet:
         except KnobValueError as exc:
             raise KnobDeclarationError(f"the current value does not fit its own declaration: {exc}") from None
         knobs.append(Knob(knob.name, knob.type, knob.low, knob.high, knob.choices, current))
-    return KnobSet(cls.name, tuple(knobs))
+    harder = _harder(cls.name, constants.get(HARDER_ATTRIBUTE), [k.name for k in knobs])
+    return KnobSet(cls.name, tuple(Knob(k.name, k.type, k.low, k.high, k.choices, k.value, harder.get(k.name, 0))
+                                   for k in knobs))
+
+
+def _harder(cls: str, block: ast.expr | None, names: list[str]) -> dict[str, int]:
+    """The ``HARDER`` block of class ``cls``: knob name -> +1 / -1."""
+    if block is None:
+        return {}
+    where = f"{cls}.{HARDER_ATTRIBUTE}"
+    try:
+        value = ast.literal_eval(block)
+    except ValueError:
+        raise KnobDeclarationError(f"{where} must be a dict literal such as {{'SIZE': 'higher'}}") from None
+    if not isinstance(value, dict):
+        raise KnobDeclarationError(f"{where} must be a dict literal such as {{'SIZE': 'higher'}}")
+    out: dict[str, int] = {}
+    for name, way in value.items():
+        if name not in names:
+            raise KnobDeclarationError(f"{where}: {name!r} is not a declared knob (declared: {', '.join(names) or 'none'})")
+        if way not in _DIRECTIONS:
+            raise KnobDeclarationError(f"{where}[{name!r}] must be 'higher' or 'lower' (which way is harder), got {way!r}")
+        out[name] = _DIRECTIONS[way]
+    return out
+
+
+def difficulty_ladder(knobs: KnobSet, levels: int = 5) -> list[dict[str, KnobValue]]:
+    """Knob settings from easiest to hardest: every knob with a declared direction moves
+    together from its easy end to its hard end in ``levels`` steps (ints rounded, a bool
+    switching half-way, a str knob along its choices); knobs without one keep their value.
+    Settings that come out alike are kept once; no directed knob: an empty ladder."""
+    directed = [k for k in knobs.knobs if k.harder]
+    if not directed or levels < 1:
+        return []
+    ladder: list[dict[str, KnobValue]] = []
+    for i in range(levels):
+        t = i / (levels - 1) if levels > 1 else 1.0
+        values = knobs.values()
+        for k in directed:
+            values[k.name] = _at(k, t)
+        if not ladder or ladder[-1] != values:
+            ladder.append(values)
+    return ladder
+
+
+def _at(knob: Knob, t: float) -> KnobValue:
+    """The value of ``knob`` at ``t`` of the way from its easy end (0) to its hard end (1)."""
+    if knob.type is bool:
+        hard = knob.harder > 0
+        return hard if t >= 0.5 else not hard
+    if knob.type is str:
+        order = knob.choices if knob.harder > 0 else tuple(reversed(knob.choices))
+        return order[round(t * (len(order) - 1))]
+    assert knob.low is not None and knob.high is not None
+    easy, hard = (knob.low, knob.high) if knob.harder > 0 else (knob.high, knob.low)
+    value = easy + t * (hard - easy)
+    return int(round(value)) if knob.type is int else float(value)
 
 
 def check_values(knobs: KnobSet, values: Mapping[str, object]) -> dict[str, KnobValue]:
