@@ -29,6 +29,7 @@ class AffineCipherEnv:
     MAX_ANSWERS = 2
     # what an edit may change (spade_designer.knobs): letters per encode, message length, decodes
     KNOBS = {"ENCODE_LIMIT": (int, 2, 26), "MESSAGE_WORDS": (int, 1, 4), "MAX_ANSWERS": (int, 1, 4)}
+    HARDER = {"ENCODE_LIMIT": "lower", "MESSAGE_WORDS": "higher", "MAX_ANSWERS": "lower"}
 
     @property
     def GRAMMAR(self):

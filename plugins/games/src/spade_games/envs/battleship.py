@@ -24,6 +24,7 @@ class BattleshipEnv:
     SHIPS = (3, 2, 2)
     # what an edit may change (spade_designer.knobs): the sea's side
     KNOBS = {"SIZE": (int, 5, 9)}
+    HARDER = {"SIZE": "higher"}
 
     @property
     def COLS(self):

@@ -29,6 +29,7 @@ class CausalGraphEnv:
     MAX_LINKS = 5
     # what an edit may change (spade_designer.knobs): how many direct links the graph may have
     KNOBS = {"MAX_LINKS": (int, 2, 6)}
+    HARDER = {"MAX_LINKS": "higher"}
     GRAMMAR = (
         "Commands: \\boxed{do P} switches P on and shows which variables follow; "
         "\\boxed{do P block Q R} does the same while holding Q and R off; "

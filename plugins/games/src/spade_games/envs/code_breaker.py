@@ -30,6 +30,7 @@ class CodeBreakerEnv:
     DIGITS = "123456"
     # what an edit may change (spade_designer.knobs): the code's length and its alphabet
     KNOBS = {"LENGTH": (int, 3, 6), "DIGITS": (str, "1234", "12345", "123456", "1234567", "12345678")}
+    HARDER = {"LENGTH": "higher", "DIGITS": "higher"}
     _WORDS = {3: "three", 4: "four", 5: "five", 6: "six"}
 
     @property

@@ -31,6 +31,7 @@ class CulpritDeductionEnv:
     OPTIONS = 4
     # what an edit may change (spade_designer.knobs): how many suspects, tools and rooms there are
     KNOBS = {"OPTIONS": (int, 3, 6)}
+    HARDER = {"OPTIONS": "higher"}
 
     @property
     def CATEGORIES(self):

@@ -27,6 +27,7 @@ class FogMazeEnv:
     SIZE = 5
     # what an edit may change (spade_designer.knobs): the maze's side
     KNOBS = {"SIZE": (int, 5, 7)}
+    HARDER = {"SIZE": "higher"}
     GRAMMAR = "Command: \\boxed{move DIR} with DIR one of north, south, east, west (row 0 is the north edge)."
 
     def __init__(self, max_turns=25):

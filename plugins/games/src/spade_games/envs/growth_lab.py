@@ -28,6 +28,7 @@ class GrowthLabEnv:
     MAX_CAUSES = 3
     # what an edit may change (spade_designer.knobs): how many factors may matter (at least two)
     KNOBS = {"MAX_CAUSES": (int, 2, 4)}
+    HARDER = {"MAX_CAUSES": "higher"}
     GRAMMAR = (
         "Commands: \\boxed{experiment 101000} grows a plant with each factor high (1) or low (0), in the "
         "order water, light, soil, music, pot, heat; \\boxed{causes water heat} names every factor that "

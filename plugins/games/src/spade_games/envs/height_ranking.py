@@ -23,6 +23,7 @@ class HeightRankingEnv:
     MAX_ANSWERS = 2
     # what an edit may change (spade_designer.knobs): how many orders the player may submit
     KNOBS = {"MAX_ANSWERS": (int, 1, 4)}
+    HARDER = {"MAX_ANSWERS": "lower"}
     GRAMMAR = (
         "Commands: \\boxed{compare NAME NAME} tells which of two people is taller; "
         "\\boxed{answer N1 N2 N3 N4 N5 N6} lists all six names from tallest to shortest."

@@ -26,6 +26,7 @@ class HiddenGraphRouteEnv:
     # what an edit may change (spade_designer.knobs): roads drawn beyond the spanning tree (a
     # drawn road that exists already is skipped) and the longest road
     KNOBS = {"EXTRA_ROADS": (int, 0, 10), "MAX_LENGTH": (int, 2, 20)}
+    HARDER = {"EXTRA_ROADS": "higher", "MAX_LENGTH": "higher"}
     GRAMMAR = (
         "Commands: \\boxed{scan X} reveals every road at town X and its length; "
         "\\boxed{route A C F} submits a route as a list of towns from start to goal (ends the game)."

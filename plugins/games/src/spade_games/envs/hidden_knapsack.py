@@ -23,6 +23,7 @@ class HiddenKnapsackEnv:
     N = 7
     # what an edit may change (spade_designer.knobs): how many items there are
     KNOBS = {"N": (int, 4, 10)}
+    HARDER = {"N": "higher"}
     GRAMMAR = (
         "Commands: \\boxed{appraise 1 4 6} reports the total value of a set of item numbers (any set, even "
         "over capacity); \\boxed{pack 1 4 6} submits your final load (ends the game)."

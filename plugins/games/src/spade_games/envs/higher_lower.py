@@ -33,6 +33,7 @@ class HigherLowerEnv:
     # what an edit may change (spade_designer.knobs): how many numbers are listed and how
     # many guesses the player has
     KNOBS = {"CANDIDATES": (int, 2, 15), "GUESSES": (int, 1, 4)}
+    HARDER = {"CANDIDATES": "higher", "GUESSES": "lower"}
 
     def __init__(self, max_turns=4):
         self.max_turns = max_turns

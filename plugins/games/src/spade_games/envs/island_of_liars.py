@@ -27,6 +27,7 @@ class IslandOfLiarsEnv:
     MAX_ANSWERS = 2
     # what an edit may change (spade_designer.knobs): how many verdicts the player may give
     KNOBS = {"MAX_ANSWERS": (int, 1, 4)}
+    HARDER = {"MAX_ANSWERS": "lower"}
     GRAMMAR = (
         "Commands: \\boxed{ask X Y} asks islander X 'Is Y a knight?' (X and Y are letters A-F); "
         "\\boxed{answer KNKKNN} gives your verdict, one letter per islander A-F: K = knight, N = knave."

@@ -25,6 +25,7 @@ class PeakFinderEnv:
     SLOPE = 6
     # what an edit may change (spade_designer.knobs): the domain's upper end and the steepest slope
     KNOBS = {"HIGH": (int, 40, 200), "SLOPE": (int, 1, 12)}
+    HARDER = {"HIGH": "higher"}
 
     @property
     def GRAMMAR(self):

@@ -25,6 +25,7 @@ class PolynomialProbeEnv:
     MAX_ANSWERS = 3
     # what an edit may change (spade_designer.knobs): coefficient ranges and the answer budget
     KNOBS = {"LEAD": (int, 1, 9), "SPREAD": (int, 2, 30), "MAX_ANSWERS": (int, 1, 5)}
+    HARDER = {"MAX_ANSWERS": "lower"}
     GRAMMAR = (
         "Commands: \\boxed{query X} evaluates f at an integer X in [-10, 10]; "
         "\\boxed{answer A B C} states the coefficients of f(x) = A*x^2 + B*x + C."

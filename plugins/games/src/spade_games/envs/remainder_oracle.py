@@ -30,6 +30,7 @@ class RemainderOracleEnv:
     MAX_GUESSES = 3
     # what an edit may change (spade_designer.knobs): the range of N and the question budgets
     KNOBS = {"LIMIT": (int, 200, 5000), "MAX_MODS": (int, 2, 5), "MAX_GUESSES": (int, 1, 5)}
+    HARDER = {"LIMIT": "higher", "MAX_MODS": "lower", "MAX_GUESSES": "lower"}
     GRAMMAR = (
         "Commands: \\boxed{mod K} reveals the remainder of N divided by K, for an integer K in [2, 20]; "
         "\\boxed{guess N} names the secret number."

@@ -42,6 +42,7 @@ class SecretRuleEnv:
     PER_CLASS = 3
     # what an edit may change (spade_designer.knobs): challenge numbers that fit (as many do not)
     KNOBS = {"PER_CLASS": (int, 2, 5)}
+    HARDER = {"PER_CLASS": "higher"}
     _WORDS = {4: "four", 6: "six", 8: "eight", 10: "ten"}
 
     @property

@@ -53,6 +53,7 @@ class SequenceRuleEnv:
     # what an edit may change (spade_designer.knobs): the last term that can be probed (always
     # before the asked term) and how many answers the player may give
     KNOBS = {"PROBE_LIMIT": (int, 4, 14), "MAX_ANSWERS": (int, 1, 4)}
+    HARDER = {"PROBE_LIMIT": "lower", "MAX_ANSWERS": "lower"}
 
     @property
     def GRAMMAR(self):

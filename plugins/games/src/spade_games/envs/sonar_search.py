@@ -23,6 +23,7 @@ class SonarSearchEnv:
     SIZE = 8
     # what an edit may change (spade_designer.knobs): the grid's side
     KNOBS = {"SIZE": (int, 6, 12)}
+    HARDER = {"SIZE": "higher"}
 
     @property
     def GRAMMAR(self):

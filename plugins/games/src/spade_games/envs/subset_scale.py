@@ -25,6 +25,7 @@ class SubsetScaleEnv:
     MAX_ANSWERS = 2
     # what an edit may change (spade_designer.knobs): the heaviest possible box, the answer budget
     KNOBS = {"MAX_WEIGHT": (int, 5, 99), "MAX_ANSWERS": (int, 1, 4)}
+    HARDER = {"MAX_ANSWERS": "lower"}
     GRAMMAR = (
         "Commands: \\boxed{weigh A C} puts two or more distinct boxes on the scale and reports their "
         "total weight; \\boxed{answer WA WB WC WD} states the four weights in order A, B, C, D."

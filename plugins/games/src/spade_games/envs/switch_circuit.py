@@ -24,6 +24,7 @@ class SwitchCircuitEnv:
     # what an edit may change (spade_designer.knobs): switches (and lights), the fewest toggles a
     # target needs
     KNOBS = {"N": (int, 8, 12), "MIN_TOGGLES": (int, 2, 5)}
+    HARDER = {"N": "higher", "MIN_TOGGLES": "higher"}
 
     @property
     def GRAMMAR(self):

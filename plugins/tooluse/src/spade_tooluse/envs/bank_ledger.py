@@ -9,6 +9,7 @@ class BankLedgerEnv(ToolEnv):
     ACCOUNTS = 4
     # what an edit may change (spade_designer.knobs): accounts in the ledger (three take part in the requests)
     KNOBS = {"ACCOUNTS": (int, 3, 8)}
+    HARDER = {"ACCOUNTS": "higher"}
     tools = [
         function_schema("list_accounts", "List every account id with its owner name."),
         function_schema(

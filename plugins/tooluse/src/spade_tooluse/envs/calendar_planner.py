@@ -12,6 +12,7 @@ class CalendarPlannerEnv(ToolEnv):
     EVENTS = 6
     # what an edit may change (spade_designer.knobs): events already in the calendar (more would reach the 15:00 slot a move asks for)
     KNOBS = {"EVENTS": (int, 3, 6)}
+    HARDER = {"EVENTS": "higher"}
     tools = [
         function_schema("list_events", "Events on a day (YYYY-MM-DD).", {"day": {"type": "string"}}, ["day"]),
         function_schema("find_events", "Events whose title contains the text.", {"text": {"type": "string"}}, ["text"]),

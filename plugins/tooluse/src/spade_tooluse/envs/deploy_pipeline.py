@@ -14,6 +14,7 @@ class DeployPipelineEnv(ToolEnv):
     # what an edit may change (spade_designer.knobs): other settings the service to copy from
     # holds besides the one the deploy needs (drawn after everything else)
     KNOBS = {"EXTRA_SETTINGS": (int, 0, 3)}
+    HARDER = {"EXTRA_SETTINGS": "higher"}
     tools = [
         function_schema("get_service", "A service's running version, settings and lock state.", {"service": {"type": "string"}}, ["service"]),
         function_schema("deploy", "Deploy a version of a service.", {"service": {"type": "string"}, "version": {"type": "string"}},

@@ -12,6 +12,7 @@ class EmployeeDirectoryEnv(ToolEnv):
     PEOPLE = 12
     # what an edit may change (spade_designer.knobs): people in the directory (a head, three leads, the rest engineers)
     KNOBS = {"PEOPLE": (int, 5, 14)}
+    HARDER = {"PEOPLE": "higher"}
     tools = [
         function_schema("find_employee", "Employees whose name contains the text.", {"name": {"type": "string"}}, ["name"]),
         function_schema("get_employee", "An employee's record: name, title, department, manager id, phone.",

@@ -12,6 +12,7 @@ class ExpenseReportsEnv(ToolEnv):
     ITEMS = 3
     # what an edit may change (spade_designer.knobs): items on the first request
     KNOBS = {"ITEMS": (int, 1, 4)}
+    HARDER = {"ITEMS": "higher"}
     tools = [
         function_schema("get_policy", "Per-item limit of every category."),
         function_schema("create_report", "Start a draft report for an employee. Returns the report id.",

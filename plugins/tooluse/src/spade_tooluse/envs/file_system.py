@@ -15,6 +15,7 @@ class FileSystemEnv(ToolEnv):
     FILES = 6
     # what an edit may change (spade_designer.knobs): files drawn for /tmp (two to four of them are logs)
     KNOBS = {"FILES": (int, 4, 8)}
+    HARDER = {"FILES": "higher"}
     tools = [
         function_schema("list_dir", "Names of the files and folders directly inside a folder.", {"path": {"type": "string"}}, ["path"]),
         function_schema("read_file", "Content of a file.", {"path": {"type": "string"}}, ["path"]),

@@ -13,6 +13,7 @@ class HiringPipelineEnv(ToolEnv):
     CANDIDATES = 12
     # what an edit may change (spade_designer.knobs): candidates in the pipeline (spread over the three roles)
     KNOBS = {"CANDIDATES": (int, 6, 12)}
+    HARDER = {"CANDIDATES": "higher"}
     tools = [
         function_schema("list_candidates", "Candidates for a role, optionally only those in a stage.",
                         {"role": {"type": "string"}, "stage": {"type": "string", "enum": STAGES}}, ["role"]),

@@ -12,6 +12,7 @@ class LibraryCatalogEnv(ToolEnv):
     BOOKS = 16
     # what an edit may change (spade_designer.knobs): books in the catalogue
     KNOBS = {"BOOKS": (int, 6, 24)}
+    HARDER = {"BOOKS": "higher"}
     tools = [
         function_schema(
             "search_books", "Books matching an author's full name and/or a word in the title (at least one filter).",

@@ -14,6 +14,7 @@ class MailInboxEnv(ToolEnv):
     ARCHIVED = 2
     # what an edit may change (spade_designer.knobs): messages in the inbox and in the archive
     KNOBS = {"INBOX": (int, 3, 8), "ARCHIVED": (int, 0, 2)}
+    HARDER = {"INBOX": "higher", "ARCHIVED": "higher"}
     tools = [
         function_schema("list_messages", "Messages in a folder.", {"folder": {"type": "string"}}, ["folder"]),
         function_schema("search_messages", "Messages (any folder) whose subject contains the text.", {"text": {"type": "string"}}, ["text"]),

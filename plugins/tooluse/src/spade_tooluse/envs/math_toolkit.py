@@ -11,6 +11,7 @@ class MathToolkitEnv(ToolEnv):
     MAX_NUMBERS = 7
     # what an edit may change (spade_designer.knobs): the longest list to average (at least five numbers)
     KNOBS = {"MAX_NUMBERS": (int, 5, 12)}
+    HARDER = {"MAX_NUMBERS": "higher"}
     tools = [
         function_schema("add", "a + b.", {"a": NUM, "b": NUM}, ["a", "b"]),
         function_schema("multiply", "a * b.", {"a": NUM, "b": NUM}, ["a", "b"]),

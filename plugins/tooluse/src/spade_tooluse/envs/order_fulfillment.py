@@ -12,6 +12,7 @@ class OrderFulfillmentEnv(ToolEnv):
     PRODUCTS_LISTED = 5
     # what an edit may change (spade_designer.knobs): products in the inventory
     KNOBS = {"PRODUCTS_LISTED": (int, 2, 8)}
+    HARDER = {"PRODUCTS_LISTED": "higher"}
     tools = [
         function_schema("find_product", "Products whose name contains the query.", {"query": {"type": "string"}}, ["query"]),
         function_schema("check_stock", "Units in stock for a SKU.", {"sku": {"type": "string"}}, ["sku"]),

@@ -14,6 +14,7 @@ class SalesTableEnv(ToolEnv):
     ROWS = 30
     # what an edit may change (spade_designer.knobs): rows in the table
     KNOBS = {"ROWS": (int, 12, 60)}
+    HARDER = {"ROWS": "higher"}
     tools = [
         function_schema(
             "filter_rows", "Rows whose column equals the value (text columns only).",

@@ -12,6 +12,7 @@ class SmartHomeEnv(ToolEnv):
     LIGHTS = 4
     # what an edit may change (spade_designer.knobs): rooms with a light
     KNOBS = {"LIGHTS": (int, 2, 5)}
+    HARDER = {"LIGHTS": "higher"}
     tools = [
         function_schema("get_status", "State of every device."),
         function_schema("set_light", "Switch a room's light; brightness 1-100 when on.",

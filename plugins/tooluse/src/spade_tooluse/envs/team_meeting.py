@@ -14,6 +14,7 @@ class TeamMeetingEnv(ToolEnv):
     FREE_HOURS = 4
     # what an edit may change (spade_designer.knobs): contacts (spread over three companies) and the free hours each has besides the common one
     KNOBS = {"CONTACTS": (int, 6, 12), "FREE_HOURS": (int, 1, 8)}
+    HARDER = {"CONTACTS": "higher"}
     tools = [
         function_schema("search_contacts", "Contacts working at a company.", {"company": {"type": "string"}}, ["company"]),
         function_schema(

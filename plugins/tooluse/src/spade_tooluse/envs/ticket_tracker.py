@@ -13,6 +13,7 @@ class TicketTrackerEnv(ToolEnv):
     TICKETS = 8
     # what an edit may change (spade_designer.knobs): tickets in the tracker (T-102, the third, is the first request's)
     KNOBS = {"TICKETS": (int, 3, 10)}
+    HARDER = {"TICKETS": "higher"}
     tools = [
         function_schema(
             "search_tickets", "Tickets filtered by status, priority and/or assignee (all optional).",
