@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The paper's comparison on one GPU: the fixed-environment baseline and SPADE trained from the
-# same 4B-class model, both evaluated on the same suites, then `spade compare`.
+# The paper's comparison on one GPU: the fixed-environment baseline, the adaptive fixed-pool
+# baseline (RLVE-style, the paper's strongest) and SPADE trained from the same 4B-class model,
+# each evaluated on the same suites, then `spade compare`.
 # docs/evaluation.md ("The paper's experiments on one GPU") has the time and memory it is
 # expected to take and how that was estimated. NOT YET RUN on a GPU; what is checked on the
 # CPU development machine is the --dry-run mode (tests/eval/test_gpu_paper_recipe.py).
@@ -12,9 +13,10 @@
 #   --dry-run            validate everything without a GPU: arguments, both runs' configuration
 #                        (`spade selfplay --check`; only what this machine lacks is tolerated),
 #                        the evaluation suites and their options; print what would run; exit 0
-#   --out DIR            output folder (default runs/paper-<date>): baseline/, spade/, compare/
+#   --out DIR            output folder (default runs/paper-<date>): baseline/, adaptive/, spade/, compare/
 #   --base NAME          base preset of both runs (default gpu)
 #   --baseline NAME      the ablation preset laid on the base for the baseline run (default baseline)
+#   --adaptive NAME      the preset laid on the base for the adaptive run (default adaptive; none: no such run)
 #   --domain NAME        the domain both runs train on (default: the base preset's)
 #   --iterations N       iterations of each run (default: the base preset's)
 #   --eval-every N       evaluate during each run every N iterations, suite reasoning_gym (default 2; 0: off)
@@ -47,14 +49,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-usage() { sed -n '2,49p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,51p' "$0" | sed 's/^# \{0,1\}//'; }
 die() { echo "gpu_paper_recipe: $2" >&2; exit "$1"; }
 positive() {  # NAME VALUE [allow-zero]
   [[ $2 =~ ^[0-9]+$ ]] || die 2 "$1 takes a whole number, got '$2'"
   if [ "${3:-}" != zero ] && [ "$2" -lt 1 ]; then die 2 "$1 must be at least 1, got $2"; fi
 }
 
-MODEL="" DRY_RUN=0 OUT="" BASE=gpu BASELINE=baseline DOMAIN="" ITERATIONS="" EVAL_EVERY=2
+MODEL="" DRY_RUN=0 OUT="" BASE=gpu BASELINE=baseline ADAPTIVE=adaptive DOMAIN="" ITERATIONS="" EVAL_EVERY=2
 RG_SIZE=10 BFCL_SIZE=25 BFCL_CATEGORIES=base,miss_func,miss_param,long_context MAX_MODEL_LEN=40960
 RUN_TIMEOUT=7200 SKIP_INSTALL=0 EXTRA=()
 RG_HARD_SIZE=8 AIME_K=32 AIME25_DATA=math-ai/aime25 AIME26_DATA="" GPQA_DATA="" PAPER_MODEL="" LCB_DATA=livecodebench/code_generation_lite
@@ -62,11 +64,11 @@ while [ $# -gt 0 ]; do
   case "$1" in
     -h|--help) usage; exit 0 ;;
     --dry-run|--check) DRY_RUN=1 ;;
-    --out|--base|--baseline|--domain|--iterations|--eval-every|--rg-size|--bfcl-size|--bfcl-categories|--max-model-len|--run-timeout|\
+    --out|--base|--baseline|--adaptive|--domain|--iterations|--eval-every|--rg-size|--bfcl-size|--bfcl-categories|--max-model-len|--run-timeout|\
     --rg-hard-size|--aime-k|--aime25-data|--aime26-data|--gpqa-data|--lcb-data|--paper-model)
       [ $# -ge 2 ] || die 2 "$1 needs a value"
       case "$1" in
-        --out) OUT=$2 ;; --base) BASE=$2 ;; --baseline) BASELINE=$2 ;; --domain) DOMAIN=$2 ;;
+        --out) OUT=$2 ;; --base) BASE=$2 ;; --baseline) BASELINE=$2 ;; --adaptive) ADAPTIVE=$2 ;; --domain) DOMAIN=$2 ;;
         --iterations) positive "$1" "$2"; ITERATIONS=$2 ;;
         --eval-every) positive "$1" "$2" zero; EVAL_EVERY=$2 ;;
         --rg-size) positive "$1" "$2"; RG_SIZE=$2 ;;
@@ -165,6 +167,9 @@ common=()
 for o in "${overrides[@]}"; do common+=(--set "$o"); done
 baseline_cmd=(spade selfplay --preset "$BASE" --preset "$BASELINE" --run-dir "$OUT/baseline" "${common[@]}" "${EXTRA[@]}")
 spade_cmd=(spade selfplay --preset "$BASE" --run-dir "$OUT/spade" "${common[@]}" "${EXTRA[@]}")
+adaptive_cmd=(spade selfplay --preset "$BASE" --preset "$ADAPTIVE" --run-dir "$OUT/adaptive" "${common[@]}" "${EXTRA[@]}")
+RUNS=(baseline spade)
+[ "$ADAPTIVE" = none ] || RUNS=(baseline adaptive spade)
 
 check_run() {  # NAME COMMAND...
   local name=$1 rc=0
@@ -260,6 +265,7 @@ with open(plan, "w") as out:
         out.write(args + "\n")
 PYEOF
 check_run baseline "${baseline_cmd[@]}"
+[ "$ADAPTIVE" = none ] || check_run adaptive "${adaptive_cmd[@]}"
 check_run spade "${spade_cmd[@]}"
 
 stage_done "checks"
@@ -269,19 +275,24 @@ while IFS= read -r line; do final_eval+=("$line"); done < "$PLAN"
 if [ -z "$PAPER_MODEL" ]; then
   PAPER_MODEL=$(python -c 'import sys; from spade_eval.paper import model_scale; s = model_scale(sys.argv[1].rsplit("/", 1)[-1]); print(f"{s:g}B" if s else "")' "$MODEL")
 fi
-compare_cmd=(spade compare "$OUT/baseline" "$OUT/spade" --baseline baseline --out "$OUT/compare" --paper)
+compare_cmd=(spade compare)
+for run in "${RUNS[@]}"; do compare_cmd+=("$OUT/$run"); done
+compare_cmd+=(--baseline baseline --out "$OUT/compare" --paper)
 [ -z "$PAPER_MODEL" ] || compare_cmd+=(--paper-model "$PAPER_MODEL")
 if [ "$DRY_RUN" = 1 ]; then
   echo "gpu_paper_recipe: would run, in order:"
   printf ' %q' "${baseline_cmd[@]}"; echo
+  [ "$ADAPTIVE" = none ] || { printf ' %q' "${adaptive_cmd[@]}"; echo; }
   printf ' %q' "${spade_cmd[@]}"; echo
-  for run in baseline spade; do
+  for run in "${RUNS[@]}"; do
     echo "  vllm serve <newest checkpoint of $OUT/$run> --served-model-name $run --max-model-len $MAX_MODEL_LEN  (loopback, until its evals end)"
     for e in "${final_eval[@]}"; do
       echo "  spade eval --suite $e --policy openai:http://127.0.0.1:<port>/v1#$run --run $OUT/$run"
     done
   done
   printf ' %q' "${compare_cmd[@]}"; echo
+  echo "gpu_paper_recipe: the paper's ablations, each a run of its own laid on the base (not run by this script):"
+  python -c 'from spade_trainer.config import ablation_names; print("\n".join(f"  spade selfplay --preset BASE --preset {n}" for n in ablation_names() if n not in ("baseline", "adaptive")))'
   echo "gpu_paper_recipe: dry run passed: arguments, both configurations and the suites validate"
   exit 0
 fi
@@ -289,6 +300,10 @@ fi
 # --- train --------------------------------------------------------------------------------
 timeout "$RUN_TIMEOUT" "${baseline_cmd[@]}" || die 4 "the baseline run failed or ran past $RUN_TIMEOUT s ($OUT/baseline)"
 stage_done "train baseline"
+if [ "$ADAPTIVE" != none ]; then
+  timeout "$RUN_TIMEOUT" "${adaptive_cmd[@]}" || die 4 "the adaptive run failed or ran past $RUN_TIMEOUT s ($OUT/adaptive)"
+  stage_done "train adaptive"
+fi
 timeout "$RUN_TIMEOUT" "${spade_cmd[@]}" || die 4 "the SPADE run failed or ran past $RUN_TIMEOUT s ($OUT/spade)"
 stage_done "train spade"
 
@@ -297,7 +312,7 @@ PORT=${PORT:-8011}
 SERVER=""
 stop_server() { if [ -n "$SERVER" ]; then kill "$SERVER" 2>/dev/null || true; wait "$SERVER" 2>/dev/null || true; SERVER=""; fi; }
 trap 'stop_server; rm -f "$PLAN"' EXIT
-for run in baseline spade; do
+for run in "${RUNS[@]}"; do
   weights=$(python -c 'import sys; from spade_eval.policy import parse_policy; print(parse_policy("run:" + sys.argv[1]).options["model"])' "$OUT/$run") \
     || die 4 "$OUT/$run has no checkpoint with weights to evaluate"
   vllm serve "$weights" --served-model-name "$run" --host 127.0.0.1 --port "$PORT" \

@@ -33,12 +33,16 @@ def test_the_dry_run_validates_both_runs_and_the_suites_and_prints_the_plan(tmp_
     assert r.returncode == 0, r.stdout + r.stderr
     text = r.stdout
     assert "spade selfplay --check (preset gpu+baseline)" in text and "spade selfplay --check (preset gpu)" in text
-    assert len(re.findall(r"3 \(checkpoint every 3\)", text)) == 2
+    assert "spade selfplay --check (preset gpu+adaptive)" in text  # the adaptive fixed-pool baseline (RLVE-style)
+    assert len(re.findall(r"3 \(checkpoint every 3\)", text)) == 3
     assert "none: fixed pool" in text  # the baseline designs nothing
     assert "baseline: configuration valid" in text and "spade: configuration valid" in text
+    assert "adaptive: configuration valid" in text
+    for ablation in ("no_corpus", "no_memory", "solve_rate_reward", "learning_potential", "no_designer_training"):
+        assert f"spade selfplay --preset BASE --preset {ablation}" in text
     assert "suite reasoning_gym: 24 episodes in 4 groups" in text
     assert "suite bfcl: 4 episodes in 2 groups (multi_turn_base, multi_turn_long_context)" in text
-    assert f"spade compare {out}/baseline {out}/spade --baseline baseline" in text
+    assert f"spade compare {out}/baseline {out}/adaptive {out}/spade --baseline baseline" in text
     assert "--suite bfcl --size 2 -o categories=base,long_context" in text and "--max-model-len 40960" in text and "--suite reasoning_gym --size 1" in text
     assert "dry run passed" in text and not out.exists()  # nothing was written
 

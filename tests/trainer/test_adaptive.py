@@ -60,3 +60,32 @@ def test_levels_are_drawn_from_the_window_only() -> None:
 def test_nonsense_settings_are_refused(bad: dict[str, float]) -> None:
     with pytest.raises(ConfigError, match="adaptive difficulty"):
         AdaptiveDifficulty(**{"levels": 5, **bad})  # type: ignore[arg-type]
+
+
+def test_the_pool_adapts_directed_environments_keeps_the_rest_and_restores_its_windows(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from spade_core.metadata import EnvMetadata, EnvStatus
+    from spade_core.store import EnvStore
+    from spade_trainer.adaptive import AdaptivePool
+    from spade_trainer.config import AdaptiveSettings
+
+    knobbed = ("class E:\n    TOP = 4\n    KNOBS = {'TOP': (int, 2, 9)}\n    HARDER = {'TOP': 'higher'}\n"
+               "    def reset(self, seed=None):\n        return 'go', {}\n")
+    plain = "class F:\n    def reset(self, seed=None):\n        return 'go', {}\n"
+    settings = AdaptiveSettings(enabled=True, levels=3, min_attempts=4, window=2)
+    with EnvStore(f"sqlite:///{tmp_path / 's.db'}") as store:
+        a = store.add(knobbed, EnvMetadata(name="a", domain="games", skill="s", class_name="E"))
+        b = store.add(plain, EnvMetadata(name="b", domain="games", skill="s", class_name="F"))
+        pool = AdaptivePool(settings, store)
+        rng = random.Random(0)
+        child = pool.instance(a, rng)
+        assert child.name == "a.level0" and child.status == EnvStatus.candidate and "TOP = 2" in store.get_source(child.id)
+        assert pool.instance(b, rng) is b  # no direction: played as it is
+        assert pool.instance(a, rng).id == child.id  # the same level is the same stored child
+        moved = pool.observe([(child.id, [True] * 4), (b.id, [True] * 4)])
+        assert moved == {a.id: {"lo": 0, "hi": 1, "attempts_at_top": 0, "wins_at_top": 0, "move": 1, "levels": 3}}
+        saved = pool.state()
+        assert saved[b.id] == {"adapts": False, "why": "no knob declares which way is harder (HARDER)"}
+        assert saved[a.id]["easiest"] == {"TOP": 2} and saved[a.id]["hardest"] == {"TOP": 9}
+        again = AdaptivePool(settings, store)
+        again.restore(saved, [a, b])
+        assert again.state() == saved

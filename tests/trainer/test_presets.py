@@ -24,6 +24,7 @@ from spade_trainer.rewards import DesignerRewardSpec, DesignerRewardVariant, des
 #: What each ablation changes in the resolved configuration (dotted key -> value), nothing else.
 EXPECTED_CHANGES: dict[str, dict[str, Any]] = {
     "baseline": {"fixed_pool": True},
+    "adaptive": {"fixed_pool": True, "adaptive.enabled": True},
     "no_corpus": {"designer.corpus": "none"},
     "no_memory": {"designer.memory": "none"},
     "solve_rate_reward": {"reward.variant": "plateau", "reward.win_rate": "solve_rate"},
@@ -70,7 +71,7 @@ def test_an_ablation_changes_its_base_exactly_where_it_must(base: str, ablation:
 def test_an_ablation_plans_a_run(base: str, ablation: str) -> None:
     plan = plan_run(load_selfplay_config(preset=[base, ablation]))
     rows = dict(plan.rows())
-    if ablation == "baseline":
+    if ablation in ("baseline", "adaptive"):
         assert rows["designs per iteration"].startswith("none: fixed pool")
         assert "unhinted (no regret measured)" in rows["episodes per iteration"]
         # no designer sample: the update is sized for the agent's episodes alone
@@ -94,7 +95,7 @@ def test_presets_combine_in_order_and_name_their_mistakes() -> None:
         load_selfplay_config(preset=["tiny", "gpu"])
     with pytest.raises(ConfigError, match="must come first"):
         load_selfplay_config(preset=["baseline", "tiny"])
-    with pytest.raises(ConfigError, match=r"unknown preset 'fixed'.*ablations on top of a base: baseline"):
+    with pytest.raises(ConfigError, match=r"unknown preset 'fixed'.*ablations on top of a base: adaptive, baseline"):
         load_selfplay_config(preset=["tiny", "fixed"])
 
 
@@ -148,3 +149,11 @@ def test_the_help_names_every_preset() -> None:
     text = " ".join(result.output.split())
     for name in [*base_preset_names(), *ablation_names()]:
         assert name in text, name
+
+
+def test_the_adaptive_settings_need_a_fixed_pool_and_ordered_thresholds() -> None:
+    with pytest.raises(ConfigError, match="adaptive.enabled = true adapts the fixed pool's knobs"):
+        load_selfplay_config(preset="tiny", overrides=["adaptive.enabled=true"])
+    with pytest.raises(ConfigError, match="lower_at"):
+        load_selfplay_config(preset="tiny+adaptive", overrides=["adaptive.lower_at=0.95"])
+    assert load_selfplay_config(preset="tiny+adaptive").adaptive.levels == 6

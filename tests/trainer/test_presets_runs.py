@@ -115,3 +115,43 @@ def test_the_logged_design_reward_reads_the_win_rate_the_rewards_read() -> None:
         data: dict = {}
         record_designs(None, [candidate], {"g-v1": est}, spec, data, win_rate=win_rate)
         assert data["designs"][0]["reward"] == expected
+
+
+#: GuessEnv with a declared knob: the number range, harder when higher.
+KNOBBED_GUESS = GUESS_ENV.replace(
+    'class GuessEnv:\n    """Guess a number in [1, 4]; the hint names it."""\n',
+    'class GuessEnv:\n    """Guess a number in [1, TOP]."""\n    TOP = 4\n    KNOBS = {"TOP": (int, 2, 9)}\n'
+    '    HARDER = {"TOP": "higher"}\n').replace("self.rng.randint(1, 4)", "self.rng.randint(1, self.TOP)")
+
+
+@pytest.mark.slow
+def test_the_adaptive_baseline_plays_each_pool_environment_at_a_level_of_its_window(tmp_path: Path) -> None:
+    """A real run of the adaptive preset: the pool environment with a direction is played as
+    its child at the bottom of its ladder (a stored candidate with the parent in its lineage),
+    the rule sees every unhinted play, and a checkpoint keeps the windows."""
+    with EnvStore(f"sqlite:///{tmp_path / 'pool.db'}") as store:
+        parent = store.add(KNOBBED_GUESS, EnvMetadata(name="guess_knobs", domain="games", skill="logical_deduction",
+                                                      max_turns=3))
+        store.set_status(parent.id, EnvStatus.admitted)
+    cfg = load_selfplay_config(preset="tiny+adaptive", overrides=[
+        f'run_dir="{tmp_path / "run"}"', "iterations=2", "import_seed_pool=false", "checkpoint_every=2",
+        f'pool_from="{tmp_path / "pool.db"}"', "adaptive.min_attempts=2", "adaptive.levels=4"])
+    run = SelfPlayRun(cfg)
+    run.run()
+    first, second = _metrics(tmp_path / "run")
+    child = "guess_knobs.level0-v1"
+    assert list(first["per_env"]) == [child]  # level 0: TOP = 2, the ladder's bottom
+    assert first["adaptive"][parent.id]["levels"] == 4 and "move" in first["adaptive"][parent.id]
+    with EnvStore(f"sqlite:///{tmp_path / 'run' / 'store.db'}", create=False) as store:
+        made = store.get(child)
+        assert made.status == EnvStatus.candidate and made.parent_ids == [parent.id]
+        assert made.edit is not None and made.edit.values == {"TOP": 2} and made.edit.previous == {"TOP": 4}
+        assert "TOP = 2" in store.get_source(child)
+        assert [m.id for m in store.find(status=EnvStatus.admitted)] == [parent.id]  # the pool stays the pool
+    moved = first["adaptive"][parent.id]["move"]
+    hi = first["adaptive"][parent.id]["hi"]
+    assert hi == max(0, moved)  # from the bottom: up one or stay
+    assert set(second["per_env"]) <= {f"guess_knobs.level{n}-v1" for n in range(hi + 1)}
+    (checkpoint,) = (tmp_path / "run" / "checkpoints").iterdir()
+    state = json.loads(next(checkpoint.rglob("selfplay_state.json")).read_text())
+    assert state["adaptive"][parent.id]["adapts"] is True and state["adaptive"][parent.id]["levels"] == 4

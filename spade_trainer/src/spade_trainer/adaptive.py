@@ -20,10 +20,17 @@ window and the attempts needed are fields. The ladder itself (which knob setting
 from __future__ import annotations
 
 import random
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .errors import ConfigError
+
+if TYPE_CHECKING:
+    from spade_core.metadata import EnvMetadata
+    from spade_core.store import EnvStore
+
+    from .config import AdaptiveSettings
 
 
 @dataclass
@@ -89,4 +96,133 @@ class AdaptiveDifficulty:
         return {"lo": self.lo, "hi": self.hi, "attempts_at_top": self.attempts, "wins_at_top": self.wins}
 
 
-__all__ = ["AdaptiveDifficulty"]
+@dataclass
+class _Ladder:
+    """One pool environment under the rule: its knobs, its ladder and its window."""
+
+    parent: EnvMetadata
+    source: str
+    knobs: Any  # spade_designer.knobs.KnobSet
+    ladder: list[dict[str, Any]]
+    rule: AdaptiveDifficulty | None
+    #: Why it does not adapt (no knob with a declared direction, an unreadable block).
+    why_fixed: str = ""
+
+
+class AdaptivePool:
+    """The adaptive fixed-pool baseline of a self-play run (``[selfplay.adaptive]``): every
+    pool environment whose knobs declare which way is harder (``HARDER``) gets a ladder of
+    knob settings, easiest first (:func:`spade_designer.knobs.difficulty_ladder`), and an
+    :class:`AdaptiveDifficulty` window on it starting at the bottom (RLVE's difficulty 0).
+
+    Each time the loop chooses a pool environment, :meth:`instance` draws a level from its
+    window and hands back the environment at that level: a child stored in the run's store
+    (status ``candidate``, so never drawn into the pool itself; the parent in its lineage,
+    the knob values as a ``parameter`` edit; the same level is the same stored child). The
+    child differs from its parent only in declared knob literals, checked against their
+    declared ranges. :meth:`observe` gives the rule every unhinted play's result; an
+    environment without a direction is played as it is."""
+
+    def __init__(self, settings: AdaptiveSettings, store: EnvStore) -> None:
+        self.settings = settings
+        self.store = store
+        self.envs: dict[str, _Ladder] = {}
+        #: child id -> (parent id, level)
+        self.children: dict[str, tuple[str, int]] = {}
+
+    def _ladder(self, meta: EnvMetadata) -> _Ladder:
+        found = self.envs.get(meta.id)
+        if found is not None:
+            return found
+        from spade_designer.knobs import KnobDeclarationError, difficulty_ladder, read_knobs
+
+        source = self.store.get_source(meta.id)
+        s = self.settings
+        try:
+            knobs = read_knobs(source, meta.class_name)
+        except KnobDeclarationError as exc:
+            found = _Ladder(meta, source, None, [], None, f"its knobs cannot be read: {exc}")
+        else:
+            ladder = difficulty_ladder(knobs, s.levels)
+            if len(ladder) < 2:
+                found = _Ladder(meta, source, knobs, ladder, None, "no knob declares which way is harder (HARDER)")
+            else:
+                rule = AdaptiveDifficulty(levels=len(ladder), start=0, window=s.window, raise_at=s.raise_at,
+                                          lower_at=s.lower_at, min_attempts=s.min_attempts)
+                found = _Ladder(meta, source, knobs, ladder, rule)
+        self.envs[meta.id] = found
+        return found
+
+    def instance(self, meta: EnvMetadata, rng: random.Random) -> EnvMetadata:
+        """What to play for pool environment ``meta`` now: its child at a level drawn from
+        its window, or ``meta`` itself when it does not adapt."""
+        entry = self._ladder(meta)
+        if entry.rule is None:
+            return meta
+        level = entry.rule.sample(rng)
+        child = self._child(entry, level)
+        self.children[child.id] = (meta.id, level)
+        return child
+
+    def _child(self, entry: _Ladder, level: int) -> EnvMetadata:
+        from spade_core.metadata import EnvEdit, EnvMetadata, EnvStatus
+        from spade_designer.knobs import apply_values
+
+        parent = entry.parent
+        values = entry.ladder[level]
+        previous = entry.knobs.values()
+        changed = {k: v for k, v in values.items() if previous.get(k) != v}
+        source = apply_values(entry.source, entry.knobs, changed) if changed else entry.source
+        if not changed:
+            return parent
+        data = parent.model_dump(mode="json", exclude={"id", "code_hash", "stats", "validation", "created_at",
+                                                       "updated_at", "edit", "hint"})
+        data.update(name=f"{parent.name}.level{level}", version=1, status=EnvStatus.candidate.value,
+                    parent_ids=[parent.id], tags=sorted({*parent.tags, "adaptive"}),
+                    edit=EnvEdit(kind="parameter", parent_id=parent.id, values=changed,
+                                 previous={k: previous[k] for k in changed}).model_dump(mode="json"))
+        return self.store.add(source, EnvMetadata.model_validate(data))
+
+    def observe(self, results: Iterable[tuple[str, Iterable[bool]]]) -> dict[str, Any]:
+        """``(env id, wins of its unhinted plays)`` for the environments just played; each
+        adapting parent's rule records them and applies itself once. Returns, per parent id,
+        its window after the move and the move made."""
+        touched: dict[str, int] = {}
+        for env_id, wins in results:
+            parent_id, level = self.children.get(env_id, (env_id, None))
+            entry = self.envs.get(parent_id)
+            if entry is None or entry.rule is None or level is None:
+                continue
+            for won in wins:
+                entry.rule.record(level, bool(won))
+            touched[parent_id] = 0
+        for parent_id in touched:
+            touched[parent_id] = self.envs[parent_id].rule.update()  # type: ignore[union-attr]
+        return {p: {**self.envs[p].rule.state(), "move": m, "levels": len(self.envs[p].ladder)}  # type: ignore[union-attr]
+                for p, m in touched.items()}
+
+    def state(self) -> dict[str, Any]:
+        """Every environment's window and its ladder's ends (for the run's records)."""
+        out: dict[str, Any] = {}
+        for pid, e in sorted(self.envs.items()):
+            if e.rule is None:
+                out[pid] = {"adapts": False, "why": e.why_fixed}
+            else:
+                out[pid] = {"adapts": True, **e.rule.state(), "levels": len(e.ladder),
+                            "easiest": e.ladder[0], "hardest": e.ladder[-1], "moves": list(e.rule.moves)}
+        return out
+
+    def restore(self, state: dict[str, Any], metas: Iterable[EnvMetadata]) -> None:
+        """Windows from :meth:`state` (a resumed run), for the pool environments ``metas``."""
+        for meta in metas:
+            saved = state.get(meta.id)
+            entry = self._ladder(meta)
+            if not saved or entry.rule is None or not saved.get("adapts"):
+                continue
+            rule = entry.rule
+            rule.lo, rule.hi = int(saved["lo"]), int(saved["hi"])
+            rule.attempts, rule.wins = int(saved["attempts_at_top"]), int(saved["wins_at_top"])
+            rule.moves = list(saved.get("moves", []))
+
+
+__all__ = ["AdaptiveDifficulty", "AdaptivePool"]

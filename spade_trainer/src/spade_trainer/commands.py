@@ -9,7 +9,8 @@ import typer
 
 _PRESET_HELP = (
     "Preset; repeat it to lay ablations on a base (--preset tiny --preset baseline, or tiny+baseline). "
-    "Bases: gpu, quickstart, tiny. Ablations: baseline (fixed pool, no designer), learning_potential, "
+    "Bases: gpu, quickstart, tiny. Ablations: baseline (fixed pool, no designer), adaptive (the fixed pool "
+    "with each environment's knobs following the agent's success, RLVE-style), learning_potential, "
     "no_corpus, no_designer_training, no_memory, solve_rate_reward (docs/trainer.md, Presets)."
 )
 

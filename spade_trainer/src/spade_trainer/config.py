@@ -157,6 +157,29 @@ class EvalSettings(_Section):
     concurrency: int = Field(default=16, ge=1)
 
 
+class AdaptiveSettings(_Section):
+    """The adaptive fixed-pool baseline (``[selfplay.adaptive]``, RLVE-style; needs
+    ``fixed_pool``): each pool environment's knobs follow the agent's measured success along
+    its difficulty ladder (the knobs' declared ``HARDER`` directions, easiest first) by the
+    rule of :class:`~spade_trainer.adaptive.AdaptiveDifficulty`; no designer, no LLM."""
+
+    enabled: bool = False
+    #: Steps of each environment's ladder from its easiest to its hardest knob settings.
+    levels: int = Field(default=6, ge=2, le=64)
+    #: Levels a play is drawn from: the top and up to ``window - 1`` below it.
+    window: int = Field(default=4, ge=1)
+    #: Success at the top, over at least ``min_attempts`` plays, that moves it up / down.
+    raise_at: float = Field(default=0.9, gt=0.0, le=1.0)
+    lower_at: float = Field(default=0.1, ge=0.0, lt=1.0)
+    min_attempts: int = Field(default=16, ge=1)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> AdaptiveSettings:
+        if not self.lower_at < self.raise_at:
+            raise ValueError(f"lower_at ({self.lower_at}) must be below raise_at ({self.raise_at})")
+        return self
+
+
 class LoggingSettings(_Section):
     tensorboard: bool = False
     wandb: bool = False
@@ -206,6 +229,7 @@ class SelfPlayConfig(_Section):
     rollout: RolloutExecutorSettings = Field(default_factory=RolloutExecutorSettings)
     logging: LoggingSettings = Field(default_factory=LoggingSettings)
     eval: EvalSettings = Field(default_factory=EvalSettings)
+    adaptive: AdaptiveSettings = Field(default_factory=AdaptiveSettings)
     #: Raw ``[designer]``-style options handed to the designer (validated there).
     designer: dict[str, Any] = Field(default_factory=dict)
 
@@ -220,6 +244,9 @@ class SelfPlayConfig(_Section):
             if self.train_on_hinted:
                 raise ValueError("fixed_pool = true writes no hints (there is no designer), so train_on_hinted "
                                  "must be false")
+        elif self.adaptive.enabled:
+            raise ValueError("adaptive.enabled = true adapts the fixed pool's knobs: it needs fixed_pool = true "
+                             "(lay the adaptive preset on a base: --preset tiny --preset adaptive)")
         return self
 
     @property

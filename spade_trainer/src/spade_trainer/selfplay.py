@@ -31,8 +31,10 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from spade_core.app.eval_harness import EVALS_FILE
 from spade_core.errors import EnvNotFound
 from spade_core.metadata import EnvMetadata, EnvStatus
+from spade_core.returns import is_win
 from spade_core.shaping import AgentRewardContext, DesignerRewardContext
 
+from .adaptive import AdaptivePool
 from .config import SelfPlayConfig
 from .design_protocol import DesignedCandidate, DesignStage
 from .edit_stage import record_designs
@@ -158,6 +160,8 @@ class SelfPlayRun:
         self.learner: Learner = None  # type: ignore[assignment]
         self.policy: TokenPolicy | None = None
         self.stage: DesignStage | None = None
+        #: The adaptive fixed-pool baseline's windows (``[selfplay.adaptive]``), else None.
+        self.adaptive: AdaptivePool | None = None
         self.evaluation: PeriodicEvaluation | None = None
         #: Episodes and environment steps (agent turns) played so far, every iteration's.
         self.episodes_played = 0
@@ -335,6 +339,11 @@ class SelfPlayRun:
         if cfg.designs:  # a fixed pool has no designer at all
             factory = self._design_stage_factory or (lambda run: run._default_design_stage())
             self.stage = factory(self)
+        if cfg.adaptive.enabled:
+            self.adaptive = AdaptivePool(cfg.adaptive, self.store)
+            if checkpoint is not None:
+                saved = state.get("adaptive") or {}
+                self.adaptive.restore(saved, [m for m in self._pool() if m.id in saved])
         if cfg.eval.every > 0 and self.rank == 0:  # the weights are the same in every process
             self.evaluation = PeriodicEvaluation(cfg.eval, plugins=self.plugins, spade_config=self.spade_config,
                                                  max_new_tokens=gen.agent_max_new_tokens)
@@ -407,9 +416,13 @@ class SelfPlayRun:
         regrets = [m.latest_stats.regret or 0.0 for m in metas]
         return {"win_rate": sum(wins) / len(wins), "regret": sum(regrets) / len(regrets), "envs": float(len(metas))}
 
+    def _pool(self) -> list[EnvMetadata]:
+        """The run's admitted environments of its domain, by id."""
+        return sorted(self.store.find(domain=self.config.domain, status=EnvStatus.admitted), key=lambda m: m.id)
+
     def choose_envs(self, new_ids: Sequence[str], rng: random.Random) -> list[EnvMetadata]:
         """This iteration's environments: every new admission, then a uniform draw from the pool."""
-        pool = sorted(self.store.find(domain=self.config.domain, status=EnvStatus.admitted), key=lambda m: m.id)
+        pool = self._pool()
         by_id = {m.id: m for m in pool}
         chosen = [by_id[i] for i in new_ids if i in by_id]
         rest = [m for m in pool if m.id not in set(new_ids)]
@@ -473,6 +486,8 @@ class SelfPlayRun:
         t0 = time.perf_counter()
         new_ids = [c.env_id for c in candidates if c.admitted and c.env_id]
         chosen = self.choose_envs(new_ids, rng)
+        if self.adaptive is not None:  # each pool environment at a level of its window
+            chosen = [self.adaptive.instance(m, rng) for m in chosen]
         hinted = self.config.designs  # a fixed pool has no hint writer: unhinted plays only
         if hinted:
             self._phase(f"writing hints for {sum(1 for m in chosen if not m.hint)} environments")
@@ -503,6 +518,9 @@ class SelfPlayRun:
         for env_id in hung:
             self.store.set_status(env_id, EnvStatus.retired)
         record.data["retired_hung"] = hung
+        if self.adaptive is not None:  # the rule sees every unhinted play's result
+            record.data["adaptive"] = self.adaptive.observe(
+                (e.env_id, [is_win(r) for r in e.unhinted_returns]) for e in measurement.estimates)
         return measurement
 
     def reward(self, candidates: Sequence[DesignedCandidate], chosen: Sequence[EnvMetadata],
@@ -724,6 +742,8 @@ class SelfPlayRun:
         mine.mkdir(parents=True, exist_ok=True)
         _copy_sqlite(self.store_path, mine / STORE_FILE)
         state = {"iteration": self.iteration, "fingerprint": self.config.fingerprint(), "world_size": self.world_size}
+        if self.adaptive is not None:
+            state["adaptive"] = self.adaptive.state()
         (mine / STATE_FILE).write_text(json.dumps(state), encoding="utf-8")
         return checkpoint
 
