@@ -1,5 +1,5 @@
 """Fixtures of the serving tests: real servers on loopback (uvicorn in a thread), real
-sandbox pools, openenv-core's own clients."""
+sandbox pools, OpenEnv's own clients."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Load on loopback with openenv-core's own client: many concurrent WebSocket sessions,
+"""Load on loopback with OpenEnv's own client: many concurrent WebSocket sessions,
 every step answered, nothing left behind (sessions, workers, descriptors, memory). The big
 run (256 sessions x 200 steps) is marked slow; a small one always runs. Both are bounded
 in count and time and stop by themselves."""

@@ -8,7 +8,6 @@ other sessions as they were."""
 from __future__ import annotations
 
 import asyncio
-import importlib.metadata
 import json
 from collections.abc import AsyncIterator, Iterator
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -356,12 +355,12 @@ def test_openenv_sessions_are_opened_and_closed_by_method_and_played_over_the_we
         assert manager.sessions == {}
 
 
-def test_openenv_cores_mcp_tool_client_in_production_mode(serve) -> None:
+def test_openenvs_mcp_tool_client_in_production_mode(serve) -> None:
     from openenv.core.mcp_client import MCPToolClient
 
     async def go(url: str) -> tuple[list[str], Any]:
         client = MCPToolClient(base_url=url)
-        client.use_production_mode = True  # openenv-core 0.3: HTTP /mcp, no WebSocket
+        client.use_production_mode = True  # HTTP /mcp only, no WebSocket (openenv-core 0.3's only mode)
         try:
             names = [t.name for t in await client.list_tools()]
             return names, await client.call_tool("act", action="win")
@@ -375,14 +374,6 @@ def test_openenv_cores_mcp_tool_client_in_production_mode(serve) -> None:
         assert manager.sessions == {}
 
 
-def _openenv_version() -> tuple[int, ...]:
-    try:
-        return tuple(int(p) for p in importlib.metadata.version("openenv").split(".")[:2])
-    except (importlib.metadata.PackageNotFoundError, ValueError):
-        return (0,)
-
-
-@pytest.mark.skipif(_openenv_version() < (0, 10), reason="openenv >= 0.10 is not installed (it replaces openenv-core 0.3's files)")
 def test_openenv_0_10s_mcp_tool_client_resets_over_the_websocket_and_calls_tools(serve) -> None:
     from openenv.core.mcp_client import MCPToolClient
 

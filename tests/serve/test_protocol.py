@@ -1,6 +1,6 @@
-"""``spade serve`` speaks openenv-core 0.3's protocol: its own client plays SPADE
-environments over the WebSocket, plain HTTP keeps sessions by id, and the schema, health
-and metadata routes answer in openenv-core's shapes."""
+"""``spade serve`` speaks OpenEnv 0.10's protocol: its own client plays SPADE environments
+over the WebSocket, plain HTTP keeps sessions by id, and the schema, health and metadata
+routes answer in OpenEnv's shapes."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from .envs import served
 
 
 def play(url: str, actions: list[str], seed: int | None = None) -> list[dict]:
-    """Reset then step ``actions`` with openenv-core's GenericEnvClient; each answer's
+    """Reset then step ``actions`` with OpenEnv's GenericEnvClient; each answer's
     observation dict (plus reward and done)."""
 
     async def go() -> list[dict]:

@@ -1,6 +1,8 @@
-"""``spade serve --space DIR``: the folder openenv-core's own checks accept (``openenv
-validate``'s multi-mode check and the structure check of ``openenv build``/``push``), and the
-server it holds runs: a store environment carried in the folder plays over HTTP."""
+"""``spade serve --space DIR``: the folder OpenEnv 0.10's own checks accept (``openenv
+validate DIR`` at the static level, the highest that runs without Docker, its multi-mode
+check and the structure check of ``openenv build``/``push``), and the server it holds runs:
+a store environment carried in the folder plays over HTTP, and ``openenv validate URL``
+passes it."""
 
 from __future__ import annotations
 
@@ -55,9 +57,12 @@ def test_the_space_folder_passes_openenvs_checks_but_for_the_lock_it_was_told_to
     ok, issues = validate_multi_mode_deployment(space)
     assert (ok, issues) == (False, ["Missing uv.lock - run 'uv lock' to generate it"])
     manifest = yaml.safe_load((space / "openenv.yaml").read_text())
+    validation = manifest.pop("validation")
     assert manifest == {
         "spec_version": 1, "name": "space", "type": "space", "runtime": "fastapi", "app": "server.app:app", "port": 8000,
     }
+    assert validation["capabilities"] == {"verifier": {"kind": "reward_channel"}, "task_api": True}
+    assert validation["reward"]["range"] == [0.0, 1.0] and validation["types"]["tags"] == ["spade", "games"]
     card = (space / "README.md").read_text()
     front = yaml.safe_load(card.split("---")[1])
     assert (front["sdk"], front["app_port"]) == ("docker", 8000) and "openenv" in front["tags"]
@@ -87,12 +92,34 @@ def test_with_uv_the_lock_is_written_and_openenv_validate_passes(home: Path, tmp
     assert "no uv.lock" not in out
     assert validate_multi_mode_deployment(tmp_path / "space") == (True, [])
     lock = (tmp_path / "space" / "uv.lock").read_text()
-    assert 'source = { directory = "vendor/spade_core" }' in lock and 'name = "openenv-core"' in lock
+    assert 'source = { directory = "vendor/spade_core" }' in lock and 'name = "openenv"' in lock
+
+
+def openenv_validate(*args: str) -> tuple[int, dict]:
+    """OpenEnv's ``openenv validate ARGS --json``: its exit status and its report."""
+    done = subprocess.run(
+        [sys.executable, "-m", "openenv.cli", "validate", *args, "--json"], capture_output=True, text=True, timeout=120
+    )
+    return done.returncode, json.loads(done.stdout)
+
+
+def test_openenv_validate_passes_the_space_folder_at_the_static_level(home: Path, tmp_path: Path) -> None:
+    code, out = spade("serve", "--space", "./space", SEED_ENV, STORE_ENV, "--no-lock")
+    assert code == 0, out
+    code, report = openenv_validate(str(tmp_path / "space"), "--level", "static")
+    assert (code, report["verdict"], report["levels_run"]) == (0, "pass", [1]), report["results"]
+    assert [(r["check_id"], r["status"]) for r in report["results"]] == [("static.manifest", "pass")]
+    # Above static the checks build and run the Docker image: without Docker they are skipped.
+    code, report = openenv_validate(str(tmp_path / "space"), "--skip-build")
+    statuses = {r["check_id"]: r["status"] for r in report["results"]}
+    assert (code, report["verdict"], report["levels_run"]) == (0, "warn", [1])
+    assert statuses.pop("static.manifest") == "pass" and set(statuses.values()) == {"skip"}
 
 
 def play_the_space(folder: Path, command: list[str], spade_home: Path) -> None:
     """Start the Space's server (``command`` in ``folder``) on a free loopback port with an
-    empty SPADE_HOME, check what it serves and play one step of the carried store env."""
+    empty SPADE_HOME, check what it serves, play one step of the carried store env, and
+    run ``openenv validate`` against it at each environment's base URL."""
     port = free_port()
     env = {k: v for k, v in os.environ.items() if k != "VIRTUAL_ENV"}
     env["SPADE_HOME"] = str(spade_home)
@@ -124,6 +151,9 @@ def play_the_space(folder: Path, command: list[str], spade_home: Path) -> None:
         assert step.status_code == 200, step.text
         body = step.json()
         assert body["observation"]["metadata"]["step_count"] == 1 and body["reward"] in (0.0, 1.0)
+        for env_id in (SEED_ENV, STORE_ENV):
+            code, report = openenv_validate(f"{url}/envs/{env_id}")
+            assert (code, report["passed"]) == (0, True), report["criteria"]
     finally:
         proc.send_signal(signal.SIGTERM)
         try:
@@ -163,4 +193,4 @@ def test_all_carries_every_admitted_store_env_and_vendors_each_served_domains_pl
     assert STORE_ENV in spec["env_ids"] and SEED_ENV in spec["env_ids"]
     assert {"games", "tooluse"} <= {p.name for p in (tmp_path / "space" / "vendor").iterdir()}
     pyproject = (tmp_path / "space" / "pyproject.toml").read_text()
-    assert 'spade-tooluse = { path = "vendor/tooluse" }' in pyproject and '"openenv-core>=0.3,<0.4",' in pyproject
+    assert 'spade-tooluse = { path = "vendor/tooluse" }' in pyproject and '"openenv>=0.10,<0.11",' in pyproject

@@ -1,7 +1,7 @@
-"""The server's restated wire models (spade_serve.wire) are openenv-core 0.3's own: same
+"""The server's restated wire models (spade_serve.wire) are OpenEnv 0.10's own: same
 fields, types, defaults and constraints, and every answer the server gives parses with
-openenv-core's models. The server does not import openenv-core (whose package import
-loads gradio and mcp); these tests are what keeps the two in step."""
+OpenEnv's models. The server does not import OpenEnv (whose package import loads gradio
+and mcp); these tests are what keeps the two in step."""
 
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ def _shape(model: type[BaseModel]) -> dict:
 
 
 @pytest.mark.parametrize("ours,name", sorted(wire.OPENENV_NAMES.items(), key=lambda kv: kv[1]))
-def test_every_wire_model_matches_openenv_core(ours: type, name: str) -> None:
+def test_every_wire_model_matches_openenvs(ours: type, name: str) -> None:
     other = getattr(theirs, name)
     if issubclass(ours, enum.Enum):
         assert {m.name: m.value for m in ours} == {m.name: m.value for m in other}
@@ -43,7 +43,7 @@ def test_every_wire_model_matches_openenv_core(ours: type, name: str) -> None:
 
 
 def test_spade_models_are_valid_openenv_models_of_their_kind() -> None:
-    # What openenv-core's server-side code would accept as an action, observation, state.
+    # What OpenEnv's server-side code would accept as an action, observation, state.
     theirs.Action.model_validate({k: v for k, v in SpadeAction(message="a").model_dump().items() if k == "metadata"})
     obs = SpadeObservation(text="t", terminated=True, done=True, reward=1.0, metadata={"terminated": True})
     body = wire_result(obs)
@@ -80,13 +80,13 @@ def test_for_all_results_the_wire_body_round_trips_through_the_typed_client(
     assert parsed.done == (terminated or truncated) and parsed.reward == reward
 
 
-def test_the_server_modules_do_not_import_openenv_core() -> None:
+def test_the_server_modules_do_not_import_openenv() -> None:
     code = "import sys, spade_serve.app, spade_serve.server; print(sorted(m for m in ('openenv', 'gradio', 'mcp') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
 
 
-def test_openenv_cores_own_runtime_validator_passes_the_server(serve) -> None:
+def test_openenvs_own_runtime_validator_passes_the_server(serve) -> None:
     from openenv.cli._validation import validate_running_environment
 
     with serve() as (url, _):

@@ -1,7 +1,7 @@
 """spade_serve: SPADE registry environments as a service, over OpenEnv's protocol.
 
 ``spade serve`` exposes seed and admitted environments at ``/reset``, ``/step``,
-``/state``, ``/schema``, ``/health`` and ``/ws`` (openenv-core 0.3's routes and wire
+``/state``, ``/schema``, ``/health`` and ``/ws`` (OpenEnv 0.10's routes and wire
 shapes), and as MCP tools at ``/mcp`` (:mod:`spade_serve.mcp_tools`), each session a
 sandboxed instance. Public API (imported lazily)::
 

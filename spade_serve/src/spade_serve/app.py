@@ -1,10 +1,10 @@
-"""The web app: OpenEnv's routes over SPADE sessions (FastAPI, as openenv-core's server).
+"""The web app: OpenEnv's routes over SPADE sessions (FastAPI, as OpenEnv's server).
 
 Routes, at the root (for a server of one environment, or naming ``env_id`` in the reset
-body) and under ``/envs/{env_id}`` (so openenv-core's clients reach any served
+body) and under ``/envs/{env_id}`` (so OpenEnv's clients reach any served
 environment with ``base_url=http://host:port/envs/<id>``):
 
-* ``WS  /ws`` — openenv-core's WebSocket protocol: ``{"type": "reset"|"step"|"state"|"close",
+* ``WS  /ws`` — OpenEnv's WebSocket protocol: ``{"type": "reset"|"step"|"state"|"close",
   "data": ...}`` in; ``{"type": "observation"|"state"|"error", "data": ...}`` out. One
   connection is one session; ``?session_id=<id>`` plays an open session instead (openenv's
   MCP client plays the session its ``/mcp`` calls opened), which outlives the connection.
@@ -15,6 +15,10 @@ environment with ``base_url=http://host:port/envs/<id>``):
   ``DELETE /sessions/{id}`` closes one.
 * ``GET /schema``, ``GET /metadata``, ``GET /health``, ``GET /envs`` (what is served),
   ``GET /status`` (sessions, queued calls, workers).
+* OpenEnv's Task API: ``GET /list_environments``, ``GET /{env_name}/splits``, ``POST
+  /{env_name}/tasks``, ``/num_tasks``, ``/task``, ``/task_range`` (an environment's seeds
+  and knob settings, :mod:`spade_serve.tasks`); a reset plays one with ``split`` and
+  ``index``.
 * ``POST /mcp``, ``DELETE /mcp`` — MCP tools over JSON-RPC 2.0 (MCP's streamable HTTP
   transport, and openenv's ``openenv/session/*`` methods): ``initialize`` opens and resets
   a session (its id in ``Mcp-Session-Id``), ``tools/list`` gives the environment's tools,
@@ -54,10 +58,15 @@ from .errors import (
 from .mcp_tools import MCP_SESSION_HEADER, McpAnswer, McpEndpoint, McpRequestContext
 from .models import SpadeAction, SpadeObservation, SpadeState, wire_result
 from .sessions import Session, SessionManager
+from .tasks import Task, TaskCatalog, variant
 from .wire import (
     EnvironmentMetadata,
+    GetTaskRangeRequest,
+    GetTaskRequest,
     HealthResponse,
     HealthStatus,
+    ListTasksRequest,
+    NumTasksRequest,
     ResetRequest,
     SchemaResponse,
     StepRequest,
@@ -140,6 +149,7 @@ def create_app(manager: SessionManager) -> FastAPI:
     reaper and, at shutdown, closes every session, worker and the zygote."""
     settings = manager.settings
     catalog = manager.catalog
+    tasks = TaskCatalog()
     schema = SchemaResponse(
         action=SpadeAction.model_json_schema(),
         observation=SpadeObservation.model_json_schema(),
@@ -241,11 +251,19 @@ def create_app(manager: SessionManager) -> FastAPI:
         has_session = "session_id" in body or SESSION_HEADER.lower() in request.headers
         session = session_for(request, body, env_ref) if has_session else None
         reset = _reset_request(body)
+        base = catalog.get(session.env.id) if session is not None else env_for(env_ref, named)
+        task = await task_of(base, reset)
+        target = base if task is None else variant(base, task.knobs)
+        if session is not None and task is not None and session.env.knobs != target.knobs:
+            raise InvalidRequest(
+                f"session {session.id} plays {session.env.id} at knobs {dict(session.env.knobs)}, task {task.index} of "
+                f"{task.split!r} at {dict(task.knobs)}: reset without a session id to open a session for it"
+            )
         new = session is None
         if session is None:
-            session = await manager.open(env_for(env_ref, named).id, client_of(request), "http")
+            session = await manager.open(target, client_of(request), "http")
         try:
-            obs = await manager.reset(session, reset.seed, reset.episode_id)
+            obs = await manager.reset(session, task.seed if task else reset.seed, reset.episode_id)
         except ServeError:
             if new:
                 await manager.close(session)
@@ -274,9 +292,80 @@ def create_app(manager: SessionManager) -> FastAPI:
     for prefix in ("", "/envs/{env_id}"):
         _routes(app, prefix, http_reset, http_step, http_state, lambda ref: metadata_of(env_for(ref)))
 
+    # --- OpenEnv's Task API ------------------------------------------------------------
+    async def task_of(env: ServedEnv, reset: ResetRequest) -> Task | None:
+        """The task a reset names (``split`` and ``index``), else ``None``."""
+        extra = reset.model_extra or {}
+        if "split" not in extra and "index" not in extra:
+            return None
+        return await manager.gate.run(tasks.for_reset, env, extra.get("split"), extra.get("index"), reset.seed)
+
+    def task_env(env_id: str | None, env_name: str) -> ServedEnv:
+        """The environment a Task API route names: ``env_name``, which under
+        ``/envs/<env_id>/`` must be that environment."""
+        env = catalog.get(env_name)
+        if env_id is not None and catalog.get(env_id).id != env.id:
+            raise UnknownEnv(f"{env_name!r} is not the environment of this route ({env_id})", env_id=env_name)
+        return env
+
+    def task_body(model: Any, body: dict[str, Any]) -> Any:
+        try:
+            return model.model_validate(body)
+        except ValidationError as exc:
+            raise _invalid(exc, "task request") from None
+
+    async def list_environments(env_id: str | None = None) -> list[str]:
+        if env_id is not None:
+            return [catalog.get(env_id).id]
+        return [e.id for e in catalog.listed()]
+
+    async def list_splits(env_name: str, env_id: str | None = None) -> list[dict[str, Any]]:
+        task_env(env_id, env_name)
+        return tasks.splits()
+
+    async def list_tasks(request: Request, env_name: str, env_id: str | None = None) -> dict[str, Any]:
+        env, asked = task_env(env_id, env_name), task_body(ListTasksRequest, await json_body(request))
+        found = await manager.gate.run(tasks.preview, env, asked.split)
+        return {"tasks": [t.spec() for t in found], "env_name": env.id}
+
+    async def num_tasks(request: Request, env_name: str, env_id: str | None = None) -> dict[str, Any]:
+        env, asked = task_env(env_id, env_name), task_body(NumTasksRequest, await json_body(request))
+        return {"num_tasks": await manager.gate.run(tasks.num_tasks, env, asked.split)}
+
+    async def get_task(request: Request, env_name: str, env_id: str | None = None) -> dict[str, Any]:
+        env, asked = task_env(env_id, env_name), task_body(GetTaskRequest, await json_body(request))
+        return {"task": (await manager.gate.run(tasks.task, env, asked.split, asked.index)).spec()}
+
+    async def get_task_range(request: Request, env_name: str, env_id: str | None = None) -> dict[str, Any]:
+        env, asked = task_env(env_id, env_name), task_body(GetTaskRangeRequest, await json_body(request))
+        found = await manager.gate.run(tasks.task_range, env, asked.split, asked.start, asked.stop)
+        return {"tasks": [t.spec() for t in found]}
+
+    for prefix in ("", "/envs/{env_id}"):
+        app.add_api_route(f"{prefix}/list_environments", list_environments, methods=["GET"], tags=["Task API"])
+        app.add_api_route(f"{prefix}/{{env_name}}/splits", list_splits, methods=["GET"], tags=["Task API"])
+        app.add_api_route(f"{prefix}/{{env_name}}/tasks", list_tasks, methods=["POST"], tags=["Task API"])
+        app.add_api_route(f"{prefix}/{{env_name}}/num_tasks", num_tasks, methods=["POST"], tags=["Task API"])
+        app.add_api_route(f"{prefix}/{{env_name}}/task", get_task, methods=["POST"], tags=["Task API"])
+        app.add_api_route(f"{prefix}/{{env_name}}/task_range", get_task_range, methods=["POST"], tags=["Task API"])
+
     @app.get("/health", response_model=HealthResponse)
-    async def health() -> HealthResponse:
+    @app.get("/envs/{env_id}/health", response_model=HealthResponse)
+    async def health(env_id: str | None = None) -> HealthResponse:
+        if env_id is not None:
+            catalog.get(env_id)
         return HealthResponse(status=HealthStatus.HEALTHY)
+
+    @app.get("/envs/{env_id}/openapi.json", include_in_schema=False)
+    async def env_openapi(env_id: str) -> dict[str, Any]:
+        """The API of one environment's base URL (its routes under ``/envs/<id>``, with that
+        prefix as the document's server), so OpenEnv's clients and ``openenv validate``
+        see each served environment as a server of its own."""
+        env = catalog.get(env_id)
+        whole = app.openapi()
+        prefix = "/envs/{env_id}"
+        paths = {p[len(prefix):]: ops for p, ops in whole.get("paths", {}).items() if p.startswith(prefix + "/")}
+        return {**whole, "servers": [{"url": f"/envs/{env.id}"}], "paths": paths}
 
     @app.get("/schema", response_model=SchemaResponse)
     @app.get("/envs/{env_id}/schema", response_model=SchemaResponse)
@@ -351,8 +440,8 @@ def create_app(manager: SessionManager) -> FastAPI:
                 await websocket.send_text(WSErrorResponse(data=data).model_dump_json())
                 await websocket.close(code=_WS_GOING_AWAY, reason=reason)
 
-        async def start(env_id: str) -> Session:
-            opened = await manager.open(env_id, client, "ws")
+        async def start(env: str | ServedEnv) -> Session:
+            opened = await manager.open(env, client, "ws")
             opened.on_server_close = server_closed
             return opened
 
@@ -391,9 +480,17 @@ def create_app(manager: SessionManager) -> FastAPI:
                             raise InvalidRequest(f"this connection plays session {session.id} of {session.env.id}, not {named}")
                         await manager.close(session)
                         session = None
+                    base = catalog.get(session.env.id) if session is not None else env_for(env_ref, named)
+                    task = await task_of(base, reset)
+                    target = base if task is None else variant(base, task.knobs)
+                    if session is not None and task is not None and session.env.knobs != target.knobs:
+                        if not owned:
+                            raise InvalidRequest(f"this connection plays session {session.id} at other knobs than task {task.index}")
+                        await manager.close(session)  # a knob setting is other code: a fresh instance
+                        session = None
                     if session is None:
-                        session = await start(env_for(env_ref, named).id)
-                    obs = await manager.reset(session, reset.seed, reset.episode_id)
+                        session = await start(target)
+                    obs = await manager.reset(session, task.seed if task else reset.seed, reset.episode_id)
                     reply: Any = WSObservationResponse(data=wire_result(obs))
                 elif kind == "step":
                     action = SpadeAction.model_validate(WSStepMessage.model_validate(message).data)
@@ -460,7 +557,7 @@ def create_app(manager: SessionManager) -> FastAPI:
 
 
 class _Coded(ServeError):
-    """An error with one of openenv-core's own codes (INVALID_JSON, UNKNOWN_TYPE)."""
+    """An error with one of OpenEnv's own codes (INVALID_JSON, UNKNOWN_TYPE)."""
 
     def __init__(self, code: str, message: str) -> None:
         super().__init__(message)
@@ -468,20 +565,22 @@ class _Coded(ServeError):
 
 
 def _error_text(exc: ServeError) -> str:
-    """A WebSocket error message (openenv-core's ``WSErrorResponse``) as JSON text."""
+    """A WebSocket error message (OpenEnv's ``WSErrorResponse``) as JSON text."""
     return WSErrorResponse(data=exc.payload()).model_dump_json()
 
 
 def _reset_request(data: dict[str, Any]) -> ResetRequest:
-    """The reset's fields (seed >= 0, episode_id); any other field is named as unknown
-    (a SPADE environment takes no other reset arguments)."""
+    """The reset's fields (seed >= 0, episode_id, and a task's split and index); any other
+    field is named as unknown (a SPADE environment takes no other reset arguments)."""
     try:
         reset = ResetRequest.model_validate(data)
     except ValidationError as exc:
         raise _invalid(exc, "reset request") from None
-    unknown = sorted(set(data) - {"seed", "episode_id"})
+    unknown = sorted(set(data) - {"seed", "episode_id", "split", "index"})
     if unknown:
-        raise InvalidRequest(f"unknown reset field(s): {', '.join(map(str, unknown))} (a reset takes seed, episode_id, env_id)")
+        raise InvalidRequest(
+            f"unknown reset field(s): {', '.join(map(str, unknown))} (a reset takes seed, episode_id, env_id, split, index)"
+        )
     return reset
 
 

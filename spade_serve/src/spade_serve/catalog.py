@@ -32,10 +32,21 @@ class ServedEnv:
     metadata: EnvMetadata
     source: str
     allowed_modules: tuple[str, ...]
+    #: The knob setting this variant plays (:func:`spade_serve.tasks.variant`): the class
+    #: constants its source assigns after the class. Empty: the environment as written.
+    knobs: tuple[tuple[str, Any], ...] = ()
 
     @property
     def id(self) -> str:
         return self.metadata.id
+
+    @property
+    def group_id(self) -> str:
+        """What sessions that may share a worker have in common: the id, and the knob
+        setting of a variant (its code differs, so its sessions need workers of their own)."""
+        if not self.knobs:
+            return self.metadata.id
+        return self.metadata.id + "[" + ",".join(f"{k}={v!r}" for k, v in self.knobs) + "]"
 
     @property
     def uses_tools(self) -> bool:

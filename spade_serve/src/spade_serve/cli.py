@@ -160,7 +160,8 @@ def _write_space(console: Console, target: Path, catalog: EnvCatalog, plugins: S
     dists = list(BASE_DISTRIBUTIONS) + sorted(
         {i.distribution for i in plugins.infos if i.distribution and set(i.domains) & domains} - set(BASE_DISTRIBUTIONS)
     )
-    result = write_space(target, ids, store_envs, dists, overwrite=force, lock=lock)
+    metadata = [e.metadata for e in served] + [m for _, m in store_envs if m.id not in {e.id for e in served}]
+    result = write_space(target, ids, store_envs, dists, served=metadata, overwrite=force, lock=lock)
     console.print(f"wrote an OpenEnv Space for {len(ids)} environments to {target} (vendored: {', '.join(result.distributions)})")
     if result.lock_problem is not None:
         console.print(f"[yellow]no uv.lock: {result.lock_problem}; `openenv validate` requires one[/]")

@@ -1,6 +1,6 @@
-"""A typed client for ``spade serve``: openenv-core's ``EnvClient`` over SPADE's models.
+"""A typed client for ``spade serve``: OpenEnv's ``EnvClient`` over SPADE's models.
 
-openenv-core's own ``GenericEnvClient`` works against the server unchanged (actions are
+OpenEnv's own ``GenericEnvClient`` works against the server unchanged (actions are
 ``{"message": "..."}``, observations plain dicts with ``text``, ``terminated``,
 ``truncated``, ``info``, ``tools`` and ``metadata``). :class:`SpadeEnvClient` adds types,
 a bearer token, the ``/envs/<id>`` route and :class:`~spade_serve.errors.RemoteError`
@@ -30,7 +30,7 @@ from spade_core.app.http_reads import AnswerTooLarge
 from .errors import RemoteError
 from .models import SpadeAction, SpadeObservation, SpadeState
 
-#: Default largest WebSocket message read from the server, in bytes (openenv-core's is 100 MiB).
+#: Default largest WebSocket message read from the server, in bytes (OpenEnv's is 100 MiB).
 MAX_MESSAGE_BYTES = 8 * 1024 * 1024
 #: The close code a WebSocket library sends when a message passes its ``max_size``.
 _MESSAGE_TOO_BIG = 1009
@@ -58,28 +58,15 @@ class SpadeEnvClient(EnvClient[SpadeAction, SpadeObservation, SpadeState]):
     ) -> None:
         if isinstance(max_message_bytes, bool) or not isinstance(max_message_bytes, int) or max_message_bytes < 1024:
             raise ValueError(f"max_message_bytes must be an integer >= 1024, got {max_message_bytes!r}")
-        super().__init__(env_base_url(url, env_id), connect_timeout_s=connect_timeout_s, message_timeout_s=message_timeout_s)
-        self._max_message_size = max_message_bytes  # the base class's websockets max_size
+        super().__init__(
+            env_base_url(url, env_id),
+            connect_timeout_s=connect_timeout_s,
+            message_timeout_s=message_timeout_s,
+            max_message_size_mb=max_message_bytes / (1024 * 1024),
+            headers={"Authorization": f"Bearer {token}"} if token is not None else None,
+        )
+        self._max_message_size = max_message_bytes  # exact, not rounded through megabytes
         self.env_id = env_id
-        self._token = token
-
-    async def connect(self) -> SpadeEnvClient:
-        if self._token is None or self._ws is not None:  # type: ignore[has-type]
-            await super().connect()
-            return self
-        from websockets.asyncio.client import connect as ws_connect
-
-        try:
-            self._ws = await ws_connect(
-                self._ws_url,
-                open_timeout=self._connect_timeout,
-                max_size=self._max_message_size,
-                additional_headers={"Authorization": f"Bearer {self._token}"},
-                proxy=None,
-            )
-        except Exception as exc:
-            raise ConnectionError(f"Failed to connect to {self._ws_url}: {exc}") from exc
-        return self
 
     async def _receive(self) -> dict[str, Any]:
         from websockets.exceptions import ConnectionClosedError
@@ -92,7 +79,12 @@ class SpadeEnvClient(EnvClient[SpadeAction, SpadeObservation, SpadeState]):
             raise
 
     async def _send_and_receive(self, message: dict[str, Any]) -> dict[str, Any]:
-        await self._send(message)
+        from websockets.exceptions import ConnectionClosed
+
+        try:
+            await self._send(message)
+        except ConnectionClosed:
+            pass  # a refused session sends its error frame, then closes: read the frame
         response = await self._receive()
         if response.get("type") == "error":
             raise RemoteError(response.get("data") or {})

@@ -2,8 +2,8 @@
 
 Every error a request can end in is a :class:`ServeError`; the app turns it into one
 structured answer, ``{"type": "error", "data": {"code", "message", ...}}`` (the shape
-openenv-core's WebSocket protocol uses, on HTTP too), never a traceback. The codes
-extend openenv-core's ``WSErrorCode`` vocabulary (``CAPACITY_REACHED``,
+OpenEnv's WebSocket protocol uses, on HTTP too), never a traceback. The codes
+extend OpenEnv's ``WSErrorCode`` vocabulary (``CAPACITY_REACHED``,
 ``EXECUTION_ERROR``, ``VALIDATION_ERROR``...) with the serving ones (``BUSY``,
 ``SESSION_NOT_FOUND``...). An environment's failure carries the sandbox's own ``kind``
 (``timeout``, ``crash``, ``memory``, ``policy``, ``env_code``, ``contract``...) and

@@ -1,6 +1,6 @@
-"""The action, observation and state of a served SPADE environment, in openenv-core's shapes.
+"""The action, observation and state of a served SPADE environment, in OpenEnv's shapes.
 
-They subclass openenv-core's ``Action`` / ``Observation`` / ``State`` (restated in
+They subclass OpenEnv's ``Action`` / ``Observation`` / ``State`` (restated in
 :mod:`.wire`). A SPADE environment is a text environment: the action is one string (``\\boxed{...}`` for
 boxed domains, ``<tool_call>...</tool_call>`` / ``<answer>...</answer>`` for tool-use
 ones), the observation one string. OpenEnv's observation has a single ``done``; SPADE
@@ -51,7 +51,7 @@ class SpadeState(State):
 def wire_result(observation: SpadeObservation) -> dict[str, Any]:
     """The ``{"observation", "reward", "done"}`` body of a reset/step answer.
 
-    openenv-core's own serializer leaves ``metadata`` out of the observation; here it
+    OpenEnv's own serializer leaves ``metadata`` out of the observation; here it
     stays in, because that is where a client finds ``terminated`` and ``truncated``."""
     return {
         "observation": observation.model_dump(exclude={"reward", "done"}),

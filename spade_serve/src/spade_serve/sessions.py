@@ -247,7 +247,7 @@ class SessionManager:
         return SandboxedEnv(
             env.source,
             pool=self.pool,
-            isolation=_group_key(env.id, group),
+            isolation=_group_key(env.group_id, group),
             max_turns=meta.max_turns,
             allowed_modules=env.allowed_modules,
             reward_range=meta.reward_range,
@@ -285,7 +285,7 @@ class SessionManager:
         1``); ``None`` for a worker of its own or an in-process seed."""
         if session.group is None or self.settings.sessions_per_worker == 1:
             return None
-        return self._groups.get(session.env.id, {}).get(session.group)
+        return self._groups.get(session.env.group_id, {}).get(session.group)
 
     # --- shared workers: one call at a time, restoring, moving --------------------------
     @asynccontextmanager
@@ -314,12 +314,12 @@ class SessionManager:
 
     async def _move(self, session: Session, *, replay: bool) -> None:
         """Move the session to a worker of its own (a fresh group) by restoring it there."""
-        new = self._take_group(session.env.id, session.client, fresh=True)
+        new = self._take_group(session.env.group_id, session.client, fresh=True)
         try:
             await self._restore(session, replay=replay, group=new)
         except BaseException:
             if session.group != new:  # it never got there
-                self._give_group(session.env.id, new)
+                self._give_group(session.env.group_id, new)
             raise
 
     async def _restore(self, session: Session, *, replay: bool, group: int | None = None) -> None:
@@ -341,7 +341,7 @@ class SessionManager:
             raise await self._not_restored(session, exc) from None
         old, session.instance = session.instance, instance
         if target != session.group:
-            self._give_group(session.env.id, session.group)
+            self._give_group(session.env.group_id, session.group)
             session.group = target
         session.generation = -1  # restored only once the replay below has gone through
         self._closer.submit(_close_quietly, old)
@@ -353,7 +353,7 @@ class SessionManager:
                 raise
             except Exception as exc:
                 raise await self._not_restored(session, exc) from None
-        held = self._groups.get(session.env.id, {}).get(target)
+        held = self._groups.get(session.env.group_id, {}).get(target)
         session.generation = held.generation if held is not None else 0
 
     def _replay_refusal(self, session: Session, *, replay: bool) -> str | None:
@@ -425,8 +425,9 @@ class SessionManager:
                 )
 
     # --- lifecycle ------------------------------------------------------------------
-    async def open(self, env_id: str, client: str, transport: str) -> Session:
-        """A new session on ``env_id`` for ``client``: :class:`CapacityReached` past the
+    async def open(self, env_id: str | ServedEnv, client: str, transport: str) -> Session:
+        """A new session on ``env_id`` (an id of the catalog, or a served environment such as
+        a task's knob variant) for ``client``: :class:`CapacityReached` past the
         total or per-client limit, :class:`UnknownEnv`, :class:`ServerBusy`, or
         :class:`EnvFailed` when the instance cannot be built."""
         if self._closed:
@@ -447,14 +448,14 @@ class SessionManager:
                 active_sessions=mine,
                 max_sessions=s.max_sessions_per_client,
             )
-        env = await self.gate.run(self.catalog.get, env_id)
-        group = self._take_group(env.id, client) if self._sandboxed(env) else None
+        env = env_id if isinstance(env_id, ServedEnv) else await self.gate.run(self.catalog.get, env_id)
+        group = self._take_group(env.group_id, client) if self._sandboxed(env) else None
         self._reserved += 1
         self._per_client[client] = mine + 1
         try:
             instance = await self._start_instance(env, group)
         except BaseException as exc:
-            self._give_group(env.id, group)
+            self._give_group(env.group_id, group)
             self._release_client(client)
             if isinstance(exc, Exception) and not isinstance(exc, ServeError):
                 raise _env_failed(exc, f"cannot start {env.id}", session_closed=True) from None
@@ -514,7 +515,7 @@ class SessionManager:
             # every worker is free again (and the limits count what is really held).
             self.sessions.pop(session.id, None)
             self._release_client(session.client)
-            self._give_group(session.env.id, session.group)
+            self._give_group(session.env.group_id, session.group)
             if reason is not None and session.on_server_close is not None:
                 await session.on_server_close(reason)
 
@@ -629,7 +630,7 @@ class SessionManager:
 
     @staticmethod
     def _meta(session: Session) -> dict[str, Any]:
-        return {
+        meta = {
             "env_id": session.env.id,
             "session_id": session.id,
             "episode_id": session.episode_id,
@@ -638,6 +639,9 @@ class SessionManager:
             "terminated": session.terminated,
             "truncated": session.truncated,
         }
+        if session.env.knobs:  # a task's knob setting (spade_serve.tasks)
+            meta["knobs"] = dict(session.env.knobs)
+        return meta
 
     async def _failed(self, session: Session, exc: BaseException, method: str) -> ServeError:
         kind = getattr(exc, "kind", None) or ("contract" if isinstance(exc, SpadeError) else "env_code")

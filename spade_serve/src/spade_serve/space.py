@@ -1,12 +1,15 @@
 """``spade serve --space DIR``: an OpenEnv environment repository (a Hugging Face Space) for
 chosen environments, and the server it runs.
 
-What :func:`write_space` writes is what openenv-core 0.3 reads (``openenv validate``:
-``openenv/cli/_validation.py``; ``openenv push``/``build``: ``openenv/cli/_cli_utils.py``):
+What :func:`write_space` writes is what OpenEnv 0.10 reads (``openenv validate DIR``:
+``openenv/validation``, and its multi-mode check ``openenv/cli/_validation.py``; ``openenv
+push``/``build``: ``openenv/cli/_cli_utils.py``):
 
 * ``openenv.yaml``: ``spec_version: 1``, ``name``, ``type: space``, ``runtime: fastapi``,
-  ``app: server.app:app``, ``port``;
-* ``pyproject.toml``: a project depending on ``openenv-core`` and the SPADE distributions
+  ``app: server.app:app``, ``port``, and the ``validation:`` block ``openenv validate``
+  grades (:func:`validation_block`: the reward range, a resource budget, the verifier —
+  the served reward —, the Task API, type tags, no network);
+* ``pyproject.toml``: a project depending on ``openenv`` and the SPADE distributions
   the environments need, with the ``server = "server.app:main"`` script; those
   distributions are not on a package index, so their sources are copied to
   ``vendor/<folder>/`` and named in ``[tool.uv.sources]``;
@@ -100,7 +103,7 @@ def _pyproject(name: str, distributions: dict[str, str]) -> str:
     from spade_core.app.hub_layout import READ_REQUIREMENTS
 
     # The server reads environments/ (an export), which needs the layout's readers.
-    deps = ['  "openenv-core>=0.3,<0.4",'] + [f'  "{r}",' for r in READ_REQUIREMENTS]
+    deps = ['  "openenv>=0.10,<0.11",'] + [f'  "{r}",' for r in READ_REQUIREMENTS]
     deps += [f'  "{d}",' for d in distributions]
     sources = [f'{d} = {{ path = "{p}" }}' for d, p in distributions.items()]
     return "\n".join(
@@ -154,10 +157,10 @@ if __name__ == "__main__":
     main()
 '''
 
-CLIENT = '''"""Client of this Space: SPADE's typed OpenEnv client (openenv-core's GenericEnvClient works too).
+CLIENT = '''"""Client of this Space: SPADE's typed OpenEnv client (OpenEnv's GenericEnvClient works too).
 
     from client import SpadeEnvClient
-    with SpadeEnvClient(base_url="https://<owner>-<space>.hf.space", env_id="<id>") as env:
+    with SpadeEnvClient("https://<owner>-<space>.hf.space", env_id="<id>").sync() as env:
         result = env.reset(seed=0)
 """
 
@@ -166,7 +169,7 @@ from spade_serve.client import SpadeEnvClient
 __all__ = ["SpadeEnvClient"]
 '''
 
-MODELS = '''"""Wire models of this Space: openenv-core's Action/Observation as SPADE serves them."""
+MODELS = '''"""Wire models of this Space: OpenEnv's Action/Observation as SPADE serves them."""
 
 from spade_serve.models import *  # noqa: F401,F403
 '''
@@ -207,20 +210,48 @@ Written by `spade serve --space`. Run it locally with `uv run server` (or `docke
 """
 
 
+def validation_block(served: list[Any], *, call_timeout_s: float = 10.0) -> dict[str, Any]:
+    """The ``validation:`` block of ``openenv.yaml`` for environments of metadata ``served``
+    (``EnvMetadata``; at least one): the union of their reward ranges, a resource budget
+    (two CPUs and 4 GiB, a Space's free tier holds more; an episode's deadline is its
+    ``max_turns`` calls of ``call_timeout_s``, at most the hour OpenEnv's policy allows),
+    a floor margin of a tenth of the range (at least 0.1, the policy's least: admission
+    rejects environments that trivial policies win), the served reward as the verifier,
+    the Task API (:mod:`spade_serve.tasks`), ``spade`` and each domain as type tags, and
+    no network (the sandbox gives environments none). No oracle is declared: a SPADE
+    environment's ``solution()`` is a replay checked at admission, not an OpenEnv oracle
+    artifact."""
+    low = min(m.reward_range[0] for m in served)
+    high = max(m.reward_range[1] for m in served)
+    turns = max(m.max_turns for m in served)
+    margin = max(0.1, round(0.1 * (high - low), 6))
+    timeout = min(3600.0, float(turns * call_timeout_s))
+    return {
+        "reward": {"range": [float(low), float(high)], "oracle_tolerance": 0.0, "floor_margin": margin},
+        "resources": {"cpu": 2, "memory_mb": 4096, "disk_mb": 4096, "episode_timeout_s": timeout},
+        "capabilities": {"verifier": {"kind": "reward_channel"}, "task_api": True},
+        "types": {"tags": ["spade", *sorted({m.domain for m in served})]},
+        "network": {"mode": "no-network"},
+    }
+
+
 def write_space(
     target: Path,
     env_ids: list[str],
     store_envs: list[tuple[str, Any]],
     distributions: list[str],
     *,
+    served: list[Any] | None = None,
     name: str | None = None,
     overwrite: bool = False,
     lock: bool = True,
 ) -> SpaceResult:
     """Write the Space folder serving ``env_ids``, carrying the store
     environments ``store_envs`` (``(source, EnvMetadata)``) and the SPADE ``distributions``
-    they need (see the module docstring). With ``lock``, ``uv lock`` runs when uv is
-    installed; :attr:`SpaceResult.lock_problem` says why there is no lock otherwise."""
+    they need (see the module docstring). ``served``: the metadata of every served
+    environment, for ``openenv.yaml``'s ``validation:`` block (default: the store
+    environments'; without any the block is left out). With ``lock``, ``uv lock`` runs when
+    uv is installed; :attr:`SpaceResult.lock_problem` says why there is no lock otherwise."""
     from spade_core.app.hub import write_hub_folder
 
     if target.exists() and (not target.is_dir() or (any(target.iterdir()) and not overwrite)):
@@ -232,9 +263,7 @@ def write_space(
     vendored = {d: _vendor(d, target) for d in dict.fromkeys(distributions)}
     write_hub_folder(store_envs, target / ENVIRONMENTS, pretty_name=f"{project} environments")
     files = {
-        "openenv.yaml": (
-            f"spec_version: 1\nname: {project}\ntype: space\nruntime: fastapi\napp: server.app:app\nport: {PORT}\n"
-        ),
+        "openenv.yaml": _openenv_yaml(project, served if served is not None else [m for _, m in store_envs]),
         "pyproject.toml": _pyproject(project, vendored),
         "README.md": _readme(project, tuple(env_ids)),
         "Dockerfile": DOCKERFILE.format(port=PORT),
@@ -253,6 +282,15 @@ def write_space(
         (target / rel).write_text(text, encoding="utf-8")
     problem = lock_space(target) if lock else "not asked for (--no-lock)"
     return SpaceResult(target, tuple(env_ids), tuple(vendored), problem)
+
+
+def _openenv_yaml(project: str, served: list[Any]) -> str:
+    import yaml
+
+    head = f"spec_version: 1\nname: {project}\ntype: space\nruntime: fastapi\napp: server.app:app\nport: {PORT}\n"
+    if not served:
+        return head
+    return head + yaml.safe_dump({"validation": validation_block(served)}, sort_keys=False)
 
 
 def lock_space(folder: Path, *, timeout_s: float = 300.0) -> str | None:

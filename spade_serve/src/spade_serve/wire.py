@@ -1,11 +1,10 @@
-"""openenv-core 0.3's wire models, restated field for field.
+"""OpenEnv 0.10's wire models, restated field for field.
 
 Why not import them: importing anything under ``openenv.core`` runs its package
 ``__init__``, which imports gradio, mcp and fastmcp (about 7 s cold and 200 MiB here) for a
-server that needs eight small pydantic models. ``tests/serve/test_wire.py`` checks every
-model here against openenv-core's own (same fields, types, defaults and constraints), and
-the protocol tests play through openenv-core's clients, so the two cannot drift apart
-unnoticed.
+server that needs a few small pydantic models. ``tests/serve/test_wire.py`` checks every
+model here against OpenEnv's own (same fields, types, defaults and constraints), and the
+protocol tests play through OpenEnv's clients, so the two cannot drift apart unnoticed.
 """
 
 from __future__ import annotations
@@ -13,11 +12,11 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_serializer
 
 
 class WSErrorCode(StrEnum):
-    """openenv-core's WebSocket error codes (serving adds its own in :mod:`.errors`)."""
+    """OpenEnv's WebSocket error codes (serving adds its own in :mod:`.errors`)."""
 
     INVALID_JSON = "INVALID_JSON"
     UNKNOWN_TYPE = "UNKNOWN_TYPE"
@@ -82,10 +81,37 @@ class SchemaResponse(_Message):
     action: dict[str, Any]
     observation: dict[str, Any]
     state: dict[str, Any]
+    reset_observation: dict[str, Any] | None = None
+
+    @model_serializer(mode="wrap")
+    def _without_undeclared_reset_schema(self, handler: Any) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        if self.reset_observation is None:
+            data.pop("reset_observation", None)
+        return data
 
 
 class HealthResponse(_Message):
     status: HealthStatus = HealthStatus.HEALTHY
+
+
+class ListTasksRequest(_Message):
+    split: str
+
+
+class NumTasksRequest(_Message):
+    split: str
+
+
+class GetTaskRequest(_Message):
+    split: str
+    index: int
+
+
+class GetTaskRangeRequest(_Message):
+    split: str
+    start: int | None = None
+    stop: int | None = None
 
 
 class WSResetMessage(_Message):
@@ -117,7 +143,7 @@ class WSErrorResponse(_Response):
     data: dict[str, Any]
 
 
-#: Ours -> the name of openenv-core's model in ``openenv.core.env_server.types``.
+#: Ours -> the name of OpenEnv's model in ``openenv.core.env_server.types``.
 OPENENV_NAMES = {
     WSErrorCode: "WSErrorCode",
     HealthStatus: "HealthStatus",
@@ -129,6 +155,10 @@ OPENENV_NAMES = {
     EnvironmentMetadata: "EnvironmentMetadata",
     SchemaResponse: "SchemaResponse",
     HealthResponse: "HealthResponse",
+    ListTasksRequest: "ListTasksRequest",
+    NumTasksRequest: "NumTasksRequest",
+    GetTaskRequest: "GetTaskRequest",
+    GetTaskRangeRequest: "GetTaskRangeRequest",
     WSResetMessage: "WSResetMessage",
     WSStepMessage: "WSStepMessage",
     WSObservationResponse: "WSObservationResponse",

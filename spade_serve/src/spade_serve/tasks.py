@@ -1,0 +1,181 @@
+"""OpenEnv's Task API over registry environments: an environment's tasks are its seeds
+and, for a seed environment that declares ``KNOBS``, its knob settings.
+
+OpenEnv 0.10 lets a server list an environment's *splits* and *tasks* and fetch a task by
+index or by range (``/{env_name}/splits``, ``/tasks``, ``/num_tasks``, ``/task``,
+``/task_range``); a client then starts an episode of a task with ``reset(split=,
+index=)``. A SPADE environment is procedural, so a task is a ``(knob setting, seed)``
+pair:
+
+* two splits, ``train`` (seeds ``0 ..``) and ``test`` (held-out seeds from
+  :data:`TEST_SEED_BASE`, the base the trainer's experiments evaluate on), each of
+  :data:`SEEDS_PER_SETTING` seeds per knob setting;
+* the knob settings of a seed environment whose class declares ``KNOBS`` (the designer's
+  declaration, ``{"NAME": (type, low, high)}`` or ``(str, choice, ...)`` or ``(bool,)``):
+  the class as written first, then each knob at each declared bound or choice with the
+  others as written. A grid of every combination would be unbounded (a float range) or
+  far too large; these settings are the ones the declaration names. A store environment
+  (untrusted code, not imported here) and a seed without ``KNOBS`` have one setting:
+  the environment as written;
+* index ``i`` of a split is setting ``i // SEEDS_PER_SETTING`` at the split's seed
+  ``base + i % SEEDS_PER_SETTING``, so the first :data:`SEEDS_PER_SETTING` tasks are the
+  environment as written.
+
+A knob setting is played by a variant of the environment: its source with one assignment
+per changed knob appended (``CodeBreakerEnv.LENGTH = 5``), so it runs in the sandbox like
+any code, and its sessions get workers of their own (:attr:`ServedEnv.group_id`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+from spade_core.source import find_env_class, load_trusted_class
+
+from .catalog import ServedEnv
+from .errors import InvalidRequest
+
+#: Seeds per knob setting in each split.
+SEEDS_PER_SETTING = 1000
+#: The first seed of the ``test`` split (held out from ``train``).
+TEST_SEED_BASE = 1_000_000_000
+SPLITS: dict[str, int] = {"train": 0, "test": TEST_SEED_BASE}
+#: Most tasks one ``/tasks`` (a preview: ``num_tasks`` is the true count) or
+#: ``/task_range`` answer holds.
+MAX_TASKS_PER_ANSWER = 1000
+
+KnobSetting = tuple[tuple[str, Any], ...]
+
+
+class TaskError(InvalidRequest, http_status=400):
+    """An unknown split, an index out of range, a range too long (HTTP 400, as OpenEnv's
+    server answers an invalid task index)."""
+
+
+@dataclass(frozen=True)
+class Task:
+    """One task: an environment at a knob setting and a seed."""
+
+    env_id: str
+    split: str
+    index: int
+    seed: int
+    #: The changed knobs (empty: the environment as written).
+    knobs: KnobSetting
+
+    def spec(self) -> dict[str, Any]:
+        """The task as the Task API answers it."""
+        return {
+            "id": f"{self.env_id}/{self.split}/{self.index}",
+            "index": self.index,
+            "split": self.split,
+            "env_id": self.env_id,
+            "seed": self.seed,
+            "knobs": dict(self.knobs),
+        }
+
+
+def _declared_values(spec: Any) -> list[Any]:
+    """The values a knob declaration names: its bounds, its choices, or both booleans."""
+    if not isinstance(spec, tuple) or not spec:
+        return []
+    kind, rest = spec[0], spec[1:]
+    if kind is bool:
+        return [False, True]
+    if kind in (int, float) and len(rest) == 2:
+        return [kind(rest[0]), kind(rest[1])]
+    if kind is str:
+        return [str(v) for v in rest]
+    return []
+
+
+class TaskCatalog:
+    """The tasks of a server's environments (knob settings read once per environment)."""
+
+    def __init__(self, *, seeds_per_setting: int = SEEDS_PER_SETTING) -> None:
+        self.seeds_per_setting = seeds_per_setting
+        self._settings: dict[str, list[KnobSetting]] = {}
+        self._lock = threading.Lock()
+
+    def splits(self) -> list[dict[str, Any]]:
+        return [{"name": name, "type": name} for name in SPLITS]
+
+    def knob_settings(self, env: ServedEnv) -> list[KnobSetting]:
+        """The environment's settings, the one as written first (see the module doc).
+        Reads a seed's class (trusted plugin code) in this process once."""
+        with self._lock:
+            known = self._settings.get(env.id)
+        if known is not None:
+            return known
+        settings: list[KnobSetting] = [()]
+        if env.kind == "seed":
+            cls = load_trusted_class(env.source, env.metadata.class_name, source_name=env.id)
+            declared = getattr(cls, "KNOBS", None)
+            for name, spec in (declared.items() if isinstance(declared, dict) else ()):
+                default = getattr(cls, name, None)
+                for value in _declared_values(spec):
+                    if value != default and ((name, value),) not in settings:
+                        settings.append(((name, value),))
+        with self._lock:
+            self._settings.setdefault(env.id, settings)
+        return settings
+
+    def num_tasks(self, env: ServedEnv, split: str) -> int:
+        self._base(split)
+        return len(self.knob_settings(env)) * self.seeds_per_setting
+
+    def task(self, env: ServedEnv, split: str, index: Any) -> Task:
+        base = self._base(split)
+        if isinstance(index, bool) or not isinstance(index, int):
+            raise TaskError(f"a task index is an integer, got {index!r}")
+        settings = self.knob_settings(env)
+        count = len(settings) * self.seeds_per_setting
+        if not 0 <= index < count:
+            raise TaskError(f"task index {index} is out of range: split {split!r} of {env.id} has {count} tasks (0..{count - 1})")
+        setting, offset = divmod(index, self.seeds_per_setting)
+        return Task(env.id, split, index, base + offset, settings[setting])
+
+    def task_range(self, env: ServedEnv, split: str, start: int | None, stop: int | None) -> list[Task]:
+        """Tasks ``[start, stop)`` with Python's slice rules (negative counts from the end)."""
+        indices = range(self.num_tasks(env, split))[slice(start, stop)]
+        if len(indices) > MAX_TASKS_PER_ANSWER:
+            raise TaskError(
+                f"{len(indices)} tasks asked for; one answer holds at most {MAX_TASKS_PER_ANSWER}: ask for a shorter range"
+            )
+        return [self.task(env, split, i) for i in indices]
+
+    def for_reset(self, env: ServedEnv, split: Any, index: Any, seed: int | None) -> Task:
+        """The task a reset names with ``split`` and ``index`` (a seed, if given too, must
+        be the task's)."""
+        if split is None or index is None:
+            raise TaskError("a reset picks a task with both split and index")
+        task = self.task(env, split, index)
+        if seed is not None and seed != task.seed:
+            raise TaskError(f"task {index} of split {split!r} plays seed {task.seed}, not {seed}: send one or the other")
+        return task
+
+    def preview(self, env: ServedEnv, split: str) -> list[Task]:
+        """What ``/tasks`` lists: the first tasks of the split (``num_tasks`` counts all)."""
+        return self.task_range(env, split, 0, MAX_TASKS_PER_ANSWER)
+
+    def _base(self, split: Any) -> int:
+        if split not in SPLITS:
+            raise TaskError(f"unknown split {split!r}: the splits are {', '.join(SPLITS)}")
+        return SPLITS[split]
+
+
+def variant(env: ServedEnv, knobs: KnobSetting) -> ServedEnv:
+    """``env`` at a knob setting: its source with the changed class constants assigned
+    after the class (``Cls.NAME = value``); ``env`` itself for the setting as written."""
+    if not knobs:
+        return env
+    cls = env.metadata.class_name or find_env_class(env.source, source_name=env.id)
+    lines = "".join(f"{cls}.{name} = {value!r}\n" for name, value in knobs)
+    source = env.source.rstrip("\n") + "\n\n\n# a task's knob setting (spade serve)\n" + lines
+    return dataclasses.replace(env, source=source, knobs=knobs)
+
+
+__all__ = ["MAX_TASKS_PER_ANSWER", "SEEDS_PER_SETTING", "SPLITS", "TEST_SEED_BASE", "Task", "TaskCatalog", "TaskError", "variant"]
