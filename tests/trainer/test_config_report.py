@@ -35,7 +35,7 @@ def test_every_bad_field_is_named(tmp_path: Path) -> None:
 
 
 def test_unknown_preset_lists_the_known_ones() -> None:
-    with pytest.raises(ConfigError, match="bases: gpu, quickstart, tiny; ablations on top of a base: baseline"):
+    with pytest.raises(ConfigError, match="bases: gpu, quickstart, tiny; ablations on top of a base: adaptive, baseline"):
         load_selfplay_config(preset="huge")
 
 
