@@ -14,7 +14,10 @@ No designer and no LLM: the rule sees only measured success.
 This class adds one thing the issue asks for beyond that reading: an accuracy at the top of
 at most ``lower_at`` moves the top back down one level (never below the bottom of the ladder), so a
 top the agent cannot reach yet does not take a share of every update. Both thresholds, the
-window and the attempts needed are fields. The ladder itself (which knob settings are level 0, 1, ...) belongs to the caller.
+window and the attempts needed are fields. The ladder itself (which knob settings are level
+0, 1, ...) belongs to the caller: :class:`AdaptivePool` builds it from the knobs' declared
+directions for a self-play run (one window per process: under several processes each rank
+adapts on its own plays).
 """
 
 from __future__ import annotations
@@ -172,9 +175,9 @@ class AdaptivePool:
         values = entry.ladder[level]
         previous = entry.knobs.values()
         changed = {k: v for k, v in values.items() if previous.get(k) != v}
-        source = apply_values(entry.source, entry.knobs, changed) if changed else entry.source
-        if not changed:
+        if not changed:  # the level is the environment as written
             return parent
+        source = apply_values(entry.source, entry.knobs, changed)
         data = parent.model_dump(mode="json", exclude={"id", "code_hash", "stats", "validation", "created_at",
                                                        "updated_at", "edit", "hint"})
         data.update(name=f"{parent.name}.level{level}", version=1, status=EnvStatus.candidate.value,

@@ -284,7 +284,8 @@ class SelfPlayRun:
         from .models import load_policy
 
         cfg = self.config
-        plan = plan_run(cfg, plugins=self.plugins, spade_config=self.spade_config)  # before anything is written: a bad setting fails here
+        # before anything is written: a bad setting fails here
+        plan = plan_run(cfg, plugins=self.plugins, spade_config=self.spade_config)
         self.run_dir.mkdir(parents=True, exist_ok=True)
         checkpoint = self._checkpoint_to_resume() if resume else None
         if checkpoint is not None:
