@@ -240,7 +240,7 @@ def test_export_never_overwrites_unless_forced_and_never_leaves_half_a_folder(sp
 
 def test_export_options_that_do_not_fit_together_are_refused(spade_home: Path) -> None:
     for args, message in [
-        (("out.jsonl", "--to-hub", "./x"), "give either PATH [--format] or --to-hub REPO"),
+        (("out.jsonl", "--to-hub", "./x"), "export writes one target: PATH, --to-hub REPO, --to-harbor DIR or --to-atif DIR"),
         ((), "export needs a target"),
         (("out.jsonl", "--include-seeds"), "apply to --to-hub only"),
         (("--to-hub", "./x", "--private"), "apply to an upload"),
