@@ -73,6 +73,8 @@ def test_an_ablation_plans_a_run(base: str, ablation: str) -> None:
     rows = dict(plan.rows())
     if ablation in ("baseline", "adaptive"):
         assert rows["designs per iteration"].startswith("none: fixed pool")
+        assert ("; adaptive: each environment's declared knobs" in rows["designs per iteration"]) == (
+            ablation == "adaptive")
         assert "unhinted (no regret measured)" in rows["episodes per iteration"]
         # no designer sample: the update is sized for the agent's episodes alone
         assert plan.config.designer_samples_per_iteration == 0

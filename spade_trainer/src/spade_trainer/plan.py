@@ -56,6 +56,11 @@ class RunPlan:
             designs = "none: fixed pool (" + " + ".join(
                 [*(["the seed pool"] if c.import_seed_pool else []), *([str(c.pool_from)] if c.pool_from else [])]) + ")"
             plays = f"{c.envs_per_iteration} envs x {c.plays_per_condition} unhinted (no regret measured)"
+            if c.adaptive.enabled:
+                a = c.adaptive
+                designs += (f"; adaptive: each environment's declared knobs on a ladder of {a.levels} levels, "
+                            f"window {a.window}, up at >= {a.raise_at:g} / down at <= {a.lower_at:g} of "
+                            f"{a.min_attempts}+ plays at the top, from the bottom")
         return [
             ("model", f"{c.model.source} on {c.model.device}, {c.model.dtype}"),
             ("generation", generation),
