@@ -25,7 +25,7 @@ import pluggy
 from . import hookspecs
 from .domains import Domain
 from .errors import ConfigError, PluginError
-from .runners import EnvRunner
+from .runners import EnvRunner, resolve
 
 if TYPE_CHECKING:
     from .config import SpadeConfig
@@ -302,8 +302,7 @@ class SpadePlugins:
                 continue
             plugin, model = owners[table]
             if isinstance(model, str):
-                module, _, attr = model.partition(":")
-                model = getattr(importlib.import_module(module), attr)
+                model = resolve(model)
             try:
                 typed[table] = model.model_validate(raw)
             except ValidationError as exc:
@@ -348,9 +347,8 @@ class SpadePlugins:
         if spec is None:
             return
         if isinstance(spec, str):
-            module, _, attr = spec.partition(":")
             try:
-                spec = getattr(importlib.import_module(module), attr)
+                spec = resolve(spec)
             except (ImportError, AttributeError):
                 return  # its module needs what is not installed: building it will say so
         from pydantic import BaseModel, ValidationError
