@@ -1,5 +1,9 @@
 """Tunable knobs of an environment: declared in its source, read without running it.
 
+Part of the environment contract (the kernel's): the designer edits knobs, the trainer's
+adaptive baseline climbs their difficulty, ``spade serve`` lists their settings as tasks,
+all through this one reader (``spade_designer.knobs`` re-exports it).
+
 An environment class may declare the class constants an edit is allowed to change::
 
     class SonarSearchEnv:
@@ -39,7 +43,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from .errors import DesignerError
+from .errors import SpadeError
 
 #: The class attribute holding the declarations.
 KNOBS_ATTRIBUTE = "KNOBS"
@@ -52,12 +56,12 @@ KnobValue = bool | int | float | str
 _TYPES = {"int": int, "float": float, "bool": bool, "str": str}
 
 
-class KnobDeclarationError(DesignerError):
+class KnobDeclarationError(SpadeError):
     """A ``KNOBS`` block that cannot be read: not a literal, an unknown type, bad bounds,
     a knob without a constant or a current value outside its own range."""
 
 
-class KnobValueError(DesignerError):
+class KnobValueError(SpadeError):
     """Knob values an edit proposed that the declarations do not allow (unknown knob,
     wrong type, out of range, not a listed choice)."""
 

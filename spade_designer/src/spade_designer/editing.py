@@ -29,12 +29,12 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from spade_core.store import EnvStore
 
+from spade_core.knobs import KnobSet, KnobValueError, check_values, format_values, parse_values
 from spade_core.locations import syntax_error
 from spade_core.metadata import EnvMetadata, EnvStatus
 
 from .errors import DesignerError
 from .extract import ExtractedEnv
-from .knobs import KnobSet, KnobValueError, check_values, format_values, parse_values
 from .llm.base import Conversation
 from .records import AgentStats
 
@@ -83,7 +83,7 @@ def frontier(store: EnvStore, domain: str, skill: str, *, band: tuple[float, flo
              need_knobs: bool = False) -> list[Parent]:
     """The best ``size`` admitted environments of ``skill`` to edit (see :func:`frontier_rank`);
     with ``need_knobs`` only those declaring knobs. Ties keep the store's order by id."""
-    from .knobs import KnobDeclarationError, read_knobs
+    from spade_core.knobs import KnobDeclarationError, read_knobs
 
     metas = sorted(store.find(domain=domain, skill=skill, status=EnvStatus.admitted), key=lambda m: m.id)
     ranked = sorted(metas, key=lambda m: frontier_rank(m, band))
@@ -178,7 +178,7 @@ def parameter_child(parent: Parent, reply: str) -> tuple[str, dict[str, Any], di
     if not changed:
         raise EditApplyError("the reply changes no knob: every value equals the parent's ("
                              + format_values(current) + ")")
-    from .knobs import apply_values
+    from spade_core.knobs import apply_values
 
     return apply_values(parent.source, knobs, changed), changed, {k: current[k] for k in changed}
 

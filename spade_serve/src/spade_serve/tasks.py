@@ -33,7 +33,8 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from spade_core.source import find_env_class, load_trusted_class
+from spade_core.knobs import Knob, KnobDeclarationError, read_knobs
+from spade_core.source import find_env_class
 
 from .catalog import ServedEnv
 from .errors import InvalidRequest
@@ -78,18 +79,13 @@ class Task:
         }
 
 
-def _declared_values(spec: Any) -> list[Any]:
+def _declared_values(knob: Knob) -> list[Any]:
     """The values a knob declaration names: its bounds, its choices, or both booleans."""
-    if not isinstance(spec, tuple) or not spec:
-        return []
-    kind, rest = spec[0], spec[1:]
-    if kind is bool:
+    if knob.type is bool:
         return [False, True]
-    if kind in (int, float) and len(rest) == 2:
-        return [kind(rest[0]), kind(rest[1])]
-    if kind is str:
-        return [str(v) for v in rest]
-    return []
+    if knob.type is str:
+        return list(knob.choices)
+    return [knob.type(knob.low), knob.type(knob.high)]
 
 
 class TaskCatalog:
@@ -104,21 +100,22 @@ class TaskCatalog:
         return [{"name": name, "type": name} for name in SPLITS]
 
     def knob_settings(self, env: ServedEnv) -> list[KnobSetting]:
-        """The environment's settings, the one as written first (see the module doc).
-        Reads a seed's class (trusted plugin code) in this process once."""
+        """The environment's settings, the one as written first (see the module doc), read
+        once per environment from the seed's source (:func:`spade_core.knobs.read_knobs`)."""
         with self._lock:
             known = self._settings.get(env.id)
         if known is not None:
             return known
         settings: list[KnobSetting] = [()]
         if env.kind == "seed":
-            cls = load_trusted_class(env.source, env.metadata.class_name, source_name=env.id)
-            declared = getattr(cls, "KNOBS", None)
-            for name, spec in (declared.items() if isinstance(declared, dict) else ()):
-                default = getattr(cls, name, None)
-                for value in _declared_values(spec):
-                    if value != default and ((name, value),) not in settings:
-                        settings.append(((name, value),))
+            try:  # the kernel's one reader of the declarations (ast: nothing runs)
+                knobs = read_knobs(env.source, env.metadata.class_name).knobs
+            except KnobDeclarationError:
+                knobs = ()  # undeclarable knobs: the environment as written only
+            for knob in knobs:
+                for value in _declared_values(knob):
+                    if value != knob.value and ((knob.name, value),) not in settings:
+                        settings.append(((knob.name, value),))
         with self._lock:
             self._settings.setdefault(env.id, settings)
         return settings

@@ -105,7 +105,7 @@ class _Ladder:
 
     parent: EnvMetadata
     source: str
-    knobs: Any  # spade_designer.knobs.KnobSet
+    knobs: Any  # spade_core.knobs.KnobSet
     ladder: list[dict[str, Any]]
     rule: AdaptiveDifficulty | None
     #: Why it does not adapt (no knob with a declared direction, an unreadable block).
@@ -115,7 +115,7 @@ class _Ladder:
 class AdaptivePool:
     """The adaptive fixed-pool baseline of a self-play run (``[selfplay.adaptive]``): every
     pool environment whose knobs declare which way is harder (``HARDER``) gets a ladder of
-    knob settings, easiest first (:func:`spade_designer.knobs.difficulty_ladder`), and an
+    knob settings, easiest first (:func:`spade_core.knobs.difficulty_ladder`), and an
     :class:`AdaptiveDifficulty` window on it starting at the bottom (RLVE's difficulty 0).
 
     Each time the loop chooses a pool environment, :meth:`instance` draws a level from its
@@ -137,7 +137,7 @@ class AdaptivePool:
         found = self.envs.get(meta.id)
         if found is not None:
             return found
-        from spade_designer.knobs import KnobDeclarationError, difficulty_ladder, read_knobs
+        from spade_core.knobs import KnobDeclarationError, difficulty_ladder, read_knobs
 
         source = self.store.get_source(meta.id)
         s = self.settings
@@ -168,8 +168,8 @@ class AdaptivePool:
         return child
 
     def _child(self, entry: _Ladder, level: int) -> EnvMetadata:
+        from spade_core.knobs import apply_values
         from spade_core.metadata import EnvEdit, EnvMetadata, EnvStatus
-        from spade_designer.knobs import apply_values
 
         parent = entry.parent
         values = entry.ladder[level]

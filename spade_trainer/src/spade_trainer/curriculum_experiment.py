@@ -319,8 +319,8 @@ class CurriculumExperiment:
     def design(self, backend: Any, frontier: Frontier, update: int) -> list[dict[str, Any]]:
         """``groups`` parameter edits of ``frontier`` by the designer: per reply its
         completion, and the child (source and knobs) or the reason it was rejected."""
+        from spade_core.knobs import read_knobs
         from spade_designer.editing import EditApplyError, Parent, parameter_child, parameter_edit_conversation
-        from spade_designer.knobs import read_knobs
         from spade_designer.records import AgentStats
 
         s = self.settings

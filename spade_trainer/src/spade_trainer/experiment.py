@@ -204,8 +204,8 @@ def behaviour(conversations: Sequence[Sequence[dict[str, str]]]) -> dict[str, An
 
 def rung_source(candidates: int, guesses: int) -> str:
     """The rung's source at the given knobs (through the designer's knob editor, as an edit would)."""
+    from spade_core.knobs import apply_values, read_knobs
     from spade_core.plugins import get_plugins
-    from spade_designer.knobs import apply_values, read_knobs
 
     games = get_plugins().domain("games")
     seed = next((s for s in games.seed_envs if s.name == RUNG), None)
