@@ -5,7 +5,9 @@ The reference recipe's return: the last step's reward, clipped to [-1, 1], when 
 environment itself ended the episode; 0 when the turn or token budget cut it (stalling is
 never rewarded) or when no step ran. A step that hung past the sandbox's deadline costs
 :data:`HUNG_STEP_PENALTY` instead (training and the TRL adapter; evaluation scores a failed
-episode 0 and counts it as an error). A win is a return of full reward.
+episode 0 and counts it as an error). A win is a return of full reward. Held-out episodes
+(an experiment's evaluation, the Task API's ``test`` split) are seeds from
+:data:`HELD_OUT_SEED_BASE` upwards; training draws below it.
 
 Standard library only.
 """
@@ -19,6 +21,8 @@ from collections.abc import Callable
 HUNG_STEP_PENALTY = -0.5
 #: An episode whose return reaches this counts as a win (rewards are partial progress, 1.0 = success).
 WIN_THRESHOLD = 1.0 - 1e-6
+#: Held-out instances are seeds from here upwards; training draws below it.
+HELD_OUT_SEED_BASE = 1_000_000_000
 
 
 def episode_return(
@@ -50,4 +54,4 @@ def is_win(episode_return_value: float) -> bool:
     return episode_return_value >= WIN_THRESHOLD
 
 
-__all__ = ["HUNG_STEP_PENALTY", "WIN_THRESHOLD", "episode_return", "is_win"]
+__all__ = ["HELD_OUT_SEED_BASE", "HUNG_STEP_PENALTY", "WIN_THRESHOLD", "episode_return", "is_win"]

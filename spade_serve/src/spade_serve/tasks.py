@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from spade_core.knobs import Knob, KnobDeclarationError, read_knobs
+from spade_core.returns import HELD_OUT_SEED_BASE
 from spade_core.source import find_env_class
 
 from .catalog import ServedEnv
@@ -41,8 +42,8 @@ from .errors import InvalidRequest
 
 #: Seeds per knob setting in each split.
 SEEDS_PER_SETTING = 1000
-#: The first seed of the ``test`` split (held out from ``train``).
-TEST_SEED_BASE = 1_000_000_000
+#: The first seed of the ``test`` split (held out from ``train``: the kernel's rule).
+TEST_SEED_BASE = HELD_OUT_SEED_BASE
 SPLITS: dict[str, int] = {"train": 0, "test": TEST_SEED_BASE}
 #: Most tasks one ``/tasks`` (a preview: ``num_tasks`` is the true count) or
 #: ``/task_range`` answer holds.

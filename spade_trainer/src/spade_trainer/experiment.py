@@ -33,12 +33,13 @@ from pathlib import Path
 from typing import Any, Literal
 
 from spade_core.app.eval_harness import wilson
+from spade_core.returns import HELD_OUT_SEED_BASE
 
 from .errors import ConfigError
 from .samples import PolicySample, Role, with_advantages
 
-#: Held-out instances are seeds from here upwards; training draws below it.
-EVAL_SEED_BASE = 1_000_000_000
+#: Held-out instances are seeds from here upwards (the kernel's one home of the rule).
+EVAL_SEED_BASE = HELD_OUT_SEED_BASE
 LEARNING_FILE = "learning.json"
 #: The seed game the experiment trains on.
 RUNG = "higher_lower"
