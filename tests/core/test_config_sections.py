@@ -109,15 +109,50 @@ def test_selfplay_lays_its_designer_table_over_the_one_designer_table(tmp_path: 
     assert alone.prompt_style != "full" or alone.memory_policy.window != 7
 
 
-def test_the_runs_sampling_wins_over_designer_and_selfplay_designer_wins_over_both(tmp_path: Path) -> None:
+def test_the_designers_reply_budgets_have_one_home_the_designer_table(tmp_path: Path) -> None:
+    """``[designer.sampling] max_new_tokens`` of spade.toml reaches a run (the run's own
+    ``[selfplay.designer]`` wins over it); the run's temperature and top_p win over
+    ``[designer]``'s, since the designer's replies are trained at the policy's."""
+    from spade_trainer.config import GenerationSettings, load_selfplay_config
+    from spade_trainer.designer_stage import designer_config_of
+    from spade_trainer.plan import plan_run
+
+    assert not {"designer_max_new_tokens", "hint_max_new_tokens"} & set(GenerationSettings.model_fields)
+    spade_config = get_plugins().check_config(load_config(_file(
+        tmp_path, "[designer.sampling]\nmax_new_tokens = 300\ntop_p = 0.5\n\n[designer.hint]\nmax_new_tokens = 40\n")))
+    bare = load_selfplay_config(overrides=["generation.top_p=0.9"])
+    merged = designer_config_of(bare, spade_config)
+    assert (merged.sampling.max_new_tokens, merged.hint.max_new_tokens, merged.sampling.top_p) == (300, 40, 0.9)
+    tiny = load_selfplay_config(preset="tiny")  # the preset sets the run's budgets in [selfplay.designer]
+    assert (designer_config_of(tiny, spade_config).sampling.max_new_tokens,
+            designer_config_of(tiny, spade_config).hint.max_new_tokens) == (32, 16)
+    over = load_selfplay_config(preset="tiny", overrides=["designer.sampling.max_new_tokens=200"])
+    assert designer_config_of(over, spade_config).sampling.max_new_tokens == 200
+    rows = dict(plan_run(over, spade_config=spade_config).rows())
+    assert rows["token budgets"].startswith("design 200, hint 16, agent turn 12,")
+
+
+def test_the_old_generation_budget_keys_still_work_with_a_warning_and_clash_loudly(tmp_path: Path) -> None:
+    """An old key is moved where it is written, so it wins over an earlier layer's budget as
+    it used to (the preset's); one table that sets both homes differently is refused."""
     from spade_trainer.config import load_selfplay_config
     from spade_trainer.designer_stage import designer_config_of
 
-    spade_config = get_plugins().check_config(load_config(_file(
-        tmp_path, "[designer.sampling]\nmax_new_tokens = 2048\ntop_p = 0.5\n")))
-    run = load_selfplay_config(preset="tiny", overrides=["generation.designer_max_new_tokens=300"])
-    merged = designer_config_of(run, spade_config)
-    assert merged.sampling.max_new_tokens == 300  # the run's budget, its one home
-    over = designer_config_of(load_selfplay_config(preset="tiny", overrides=[
-        "generation.designer_max_new_tokens=300", "designer.sampling.max_new_tokens=200"]), spade_config)
-    assert over.sampling.max_new_tokens == 200
+    with pytest.warns(FutureWarning, match=r"--set generation.designer_max_new_tokens=300: \[selfplay.generation\] "
+                                           r"designer_max_new_tokens is deprecated: write it as "
+                                           r"\[selfplay.designer.sampling\] max_new_tokens"):
+        old = load_selfplay_config(preset="tiny", overrides=["generation.designer_max_new_tokens=300"])
+    assert designer_config_of(old).sampling.max_new_tokens == 300
+    assert "designer_max_new_tokens" not in old.generation.model_dump()
+    with pytest.warns(FutureWarning, match="hint_max_new_tokens"):
+        hint = load_selfplay_config(preset="tiny", overrides=["generation.hint_max_new_tokens=20"])
+    assert designer_config_of(hint).hint.max_new_tokens == 20
+    with pytest.warns(FutureWarning):
+        later = load_selfplay_config(preset="tiny", overrides=["generation.designer_max_new_tokens=300",
+                                                               "designer.sampling.max_new_tokens=200"])
+    assert designer_config_of(later).sampling.max_new_tokens == 200  # the later layer wins
+    both = _file(tmp_path, "[selfplay.generation]\ndesigner_max_new_tokens = 300\n\n"
+                           "[selfplay.designer.sampling]\nmax_new_tokens = 200\n")
+    with pytest.raises(ConfigError, match=r"generation.designer_max_new_tokens = 300 and "
+                                          r"designer.sampling.max_new_tokens = 200 set the same reply budget twice"):
+        load_selfplay_config(preset="tiny", path=both)

@@ -134,7 +134,8 @@ def test_spade_design_logs_progress_lines_when_output_is_not_a_terminal(tmp_path
 
 
 def test_the_cpu_profile_sits_beneath_the_designer_table_and_the_flags():
-    from spade_designer.commands import CPU_PROFILE, _merged, profile_defaults
+    from spade_core.config_file import merge_tables
+    from spade_designer.commands import CPU_PROFILE, profile_defaults
 
     # auto: the default backend with its embedded model, on a machine without CUDA here
     assert profile_defaults("auto", {}, None, None) == CPU_PROFILE
@@ -142,7 +143,8 @@ def test_the_cpu_profile_sits_beneath_the_designer_table_and_the_flags():
     assert profile_defaults("auto", {}, None, "some/model") == {}
     assert profile_defaults("full", {}, None, None) == {}
     table = {"repair_attempts": 1, "memory_policy": {"window": 50}}
-    cfg = DesignerConfig.load(_merged(_merged(profile_defaults("cpu", table, None, None), table), {"document_words": 9}))
+    cfg = DesignerConfig.load(merge_tables(merge_tables(profile_defaults("cpu", table, None, None), table),
+                                          {"document_words": 9}))
     assert cfg.repair_attempts == 1 and cfg.document_words == 9  # the table, then the flag, win
     assert cfg.sampling.max_new_tokens == 256 and cfg.memory_policy.window == 50
     assert cfg.memory_policy.code_prefix_chars == 300  # nested profile values survive a nested table

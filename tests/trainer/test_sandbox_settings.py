@@ -43,6 +43,24 @@ def test_rollouts_run_under_spade_sandbox(tmp_path: Path, memory_hog_source: str
     assert run.spade_config.sandbox == SandboxSettings(memory_mb=128), "what the designer and the periodic evaluation read"
 
 
+def test_rollouts_run_under_the_active_files_spade_sandbox(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, memory_hog_source: str, tight_sandbox_table: str,
+    tiny_tokenizer: Any,
+) -> None:
+    """No configuration handed in (``spade selfplay`` without ``--config``): the active
+    ``spade.toml`` of ``SPADE_HOME`` sets the rollouts' limits."""
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "spade.toml").write_text(tight_sandbox_table)
+    monkeypatch.setenv("SPADE_HOME", str(home))
+    monkeypatch.chdir(tmp_path)
+    config = load_selfplay_config(overrides=["rollout.executor=local", f"run_dir={tmp_path / 'run'}"])
+    run = SelfPlayRun(config)
+    assert run.spade_config.sandbox == SandboxSettings(memory_mb=128)
+    error = _rollout_error(run, memory_hog_source, tiny_tokenizer)
+    assert error is not None and "memory" in error, error
+
+
 def test_selfplay_sandbox_overrides_spade_sandbox_for_the_whole_run(
     tmp_path: Path, memory_hog_source: str, tight_sandbox_table: str, tiny_tokenizer: Any
 ) -> None:

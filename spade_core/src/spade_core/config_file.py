@@ -63,3 +63,13 @@ def read_config_file(path: str | Path) -> ConfigFile:
     if stray:
         raise ConfigError(f"{file}: top-level keys must live in a table such as [spade]: {', '.join(stray)}")
     return ConfigFile(file, table, raw)
+
+
+def merge_tables(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    """``over`` laid on ``base`` key by key, nested tables merged (neither is changed): how
+    every layered table is combined (presets, files and ``--set`` of a run, a command's
+    profile beneath ``[designer]``, a run's ``[selfplay.designer]`` over ``[designer]``)."""
+    out = dict(base)
+    for k, v in over.items():
+        out[k] = merge_tables(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+    return out

@@ -16,6 +16,7 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from spade_core.config_file import merge_tables
 from spade_core.terminal import escape, terminal_json
 
 from .config import DesignerConfig
@@ -33,13 +34,6 @@ CPU_PROFILE: dict[str, Any] = {
     "memory_policy": {"high_regret": 1, "negatives": 1, "failures": 0, "code_prefix_chars": 300},
     "hint": {"attempts": 1, "max_new_tokens": 64},
 }
-
-
-def _merged(low: dict[str, Any], high: dict[str, Any]) -> dict[str, Any]:
-    out = dict(low)
-    for k, v in high.items():
-        out[k] = _merged(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
-    return out
 
 
 def profile_defaults(profile: str, table: dict[str, Any], backend: str | None, model: str | None) -> dict[str, Any]:
@@ -140,7 +134,7 @@ def design(
     table = spade_config.section("designer")
     flags = _overrides(backend=backend, model=model, repair_attempts=repair_attempts,
                        max_new_tokens=max_new_tokens, document_words=document_words)
-    config = DesignerConfig.load(_merged(_merged(profile_defaults(profile, table, backend, model), table), flags))
+    config = DesignerConfig.load(merge_tables(merge_tables(profile_defaults(profile, table, backend, model), table), flags))
     plugins.domain(domain)  # fail on an unknown domain before loading a model
     console = Console(stderr=as_json, highlight=False)
     with open_store(spade_config) as store:

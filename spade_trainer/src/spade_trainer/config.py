@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import json
 import tomllib
+import warnings
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from spade_core.config_file import merge_tables
 
 from .distributed.settings import RolloutExecutorSettings
 from .errors import ConfigError
@@ -48,12 +50,13 @@ class GenerationSettings(_Section):
     vllm_gpu_memory_utilization: float = Field(default=0.3, gt=0, le=1)
     temperature: float = Field(default=1.0, ge=0)
     top_p: float = Field(default=1.0, gt=0, le=1)
-    designer_max_new_tokens: int = Field(default=512, ge=16)
+    #: The agent's reply budget (its one home). The designer's budgets live in the designer
+    #: table: ``[designer.sampling] max_new_tokens`` and ``[designer.hint] max_new_tokens``,
+    #: which a run overrides in ``[selfplay.designer]`` (:func:`~.designer_stage.designer_table_of`).
     agent_max_new_tokens: int = Field(default=128, ge=1)
     episode_token_budget: int = Field(default=2048, ge=16)
     #: Cap on turns per episode (environments may declare fewer).
     max_turns: int = Field(default=25, ge=1)
-    hint_max_new_tokens: int = Field(default=96, ge=8)
     #: Text every agent reply starts with, given instead of sampled and never trained (say
     #: ``"\\boxed{"`` for a domain whose actions are boxed); "" for none (the reference).
     agent_prefill: str = Field(default="", max_length=64)
@@ -186,6 +189,41 @@ class LoggingSettings(_Section):
     wandb_project: str = "spade"
 
 
+#: Keys of ``[selfplay.generation]`` that moved into the designer table: (old, (table, key)).
+_MOVED_BUDGETS = (("designer_max_new_tokens", ("sampling", "max_new_tokens")),
+                  ("hint_max_new_tokens", ("hint", "max_new_tokens")))
+
+
+def move_designer_budgets(data: Any, where: str) -> Any:
+    """``data`` (a ``[selfplay]`` table, or one layer of it) with the designer's reply budgets
+    moved from ``generation`` (``designer_max_new_tokens``, ``hint_max_new_tokens``: their old,
+    second home) into the designer table, with a ``FutureWarning`` naming the new key. Each
+    layer is moved before the layers are merged, so an old key in a later layer still wins
+    over a budget of an earlier one; one layer that sets both homes to different values is
+    refused (``ValueError``). Anything that is not a table is left to the fields' validation."""
+    if not isinstance(data, dict) or not isinstance(data.get("generation"), dict):
+        return data
+    generation = dict(data["generation"])
+    moved = [(old, new) for old, new in _MOVED_BUDGETS if old in generation]
+    designer = data.get("designer", {})
+    if not moved or not isinstance(designer, dict):
+        return data
+    designer = dict(designer)
+    for old, (table, key) in moved:
+        value = generation.pop(old)
+        section = designer.get(table, {})
+        if not isinstance(section, dict):
+            return data
+        if key in section and section[key] != value:
+            raise ValueError(f"{where}: generation.{old} = {value!r} and designer.{table}.{key} = {section[key]!r} "
+                             f"set the same reply budget twice: keep only designer.{table}.{key}")
+        designer[table] = {**section, key: value}
+        warnings.warn(f"{where}: [selfplay.generation] {old} is deprecated: write it as [selfplay.designer.{table}] "
+                      f"{key} (the designer's reply budgets have one home, the designer table)", FutureWarning,
+                      stacklevel=3)
+    return {**data, "generation": generation, "designer": designer}
+
+
 class SelfPlayConfig(_Section):
     """Everything a self-play run needs; see the presets for worked examples."""
 
@@ -232,6 +270,11 @@ class SelfPlayConfig(_Section):
     adaptive: AdaptiveSettings = Field(default_factory=AdaptiveSettings)
     #: Raw ``[designer]``-style options handed to the designer (validated there).
     designer: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _designer_budgets_moved(cls, data: Any) -> Any:
+        return move_designer_budgets(data, "the configuration")
 
     @model_validator(mode="after")
     def _consistent(self) -> SelfPlayConfig:
@@ -364,14 +407,6 @@ def preset_table(presets: str | list[str] | tuple[str, ...] | None) -> dict[str,
     return data
 
 
-def merge_tables(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
-    """``over`` laid on ``base`` key by key, nested tables merged (neither is changed)."""
-    out = dict(base)
-    for k, v in over.items():
-        out[k] = merge_tables(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
-    return out
-
-
 def parse_override(item: str) -> tuple[list[str], Any]:
     """``a.b=value`` -> (["a", "b"], value); the value is read as TOML, else as a string."""
     if "=" not in item:
@@ -385,6 +420,13 @@ def parse_override(item: str) -> tuple[list[str], Any]:
     except tomllib.TOMLDecodeError:
         value = raw
     return path, value
+
+
+def _moved(layer: dict[str, Any], where: str) -> dict[str, Any]:
+    try:
+        return move_designer_budgets(layer, where)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
 
 
 def load_selfplay_config(
@@ -403,14 +445,14 @@ def load_selfplay_config(
         file, table = tables.path, tables.sections.get("selfplay")
         if not isinstance(table, dict):
             raise ConfigError(f"{file}: no [selfplay] table")
-        data = merge_tables(data, table)
+        data = merge_tables(data, _moved(table, str(file)))
         origin += f" + {file}"
     for item in overrides or []:
         keys, value = parse_override(item)
         nested: dict[str, Any] = {keys[-1]: value}
         for k in reversed(keys[:-1]):
             nested = {k: nested}
-        data = merge_tables(data, nested)
+        data = merge_tables(data, _moved(nested, f"--set {item}"))
     try:
         return SelfPlayConfig.model_validate(data)
     except ValidationError as exc:

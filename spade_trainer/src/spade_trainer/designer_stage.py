@@ -35,16 +35,16 @@ FALLBACK_HINT = "Read the rules in the first message carefully and plan each mov
 def designer_table_of(config: SelfPlayConfig, spade_config: SpadeConfig | None = None) -> dict[str, Any]:
     """The designer's table of a run, three layers, each laid over the one before key by key
     (nested tables merged): ``[designer]`` of the loaded ``spade.toml`` (the one designer
-    table, what ``spade design`` reads too); the run's sampling of the shared policy
-    (``[selfplay.generation]``: ``designer_max_new_tokens``, ``temperature``, ``top_p``,
-    ``hint_max_new_tokens``, so a run's reply budgets live in one table); then
-    ``[selfplay.designer]``."""
-    from .config import merge_tables
+    table, what ``spade design`` reads too); the sampling of the shared policy
+    (``[selfplay.generation]`` ``temperature`` and ``top_p``: the designer's replies are
+    trained at the policy's temperature); then ``[selfplay.designer]``. The designer's reply
+    budgets have that one home: ``sampling.max_new_tokens`` and ``hint.max_new_tokens`` of
+    the designer table, overridden per run in ``[selfplay.designer]``; the agent's is
+    ``[selfplay.generation] agent_max_new_tokens``."""
+    from spade_core.config_file import merge_tables
 
     gen = config.generation
-    run = {"sampling": {"max_new_tokens": gen.designer_max_new_tokens, "temperature": gen.temperature or 1.0,
-                        "top_p": gen.top_p},
-           "hint": {"max_new_tokens": gen.hint_max_new_tokens}}
+    run = {"sampling": {"temperature": gen.temperature or 1.0, "top_p": gen.top_p}}
     base = spade_config.section("designer") if spade_config is not None else {}
     return merge_tables(merge_tables(base, run), config.designer)
 

@@ -27,6 +27,7 @@ from .policy_update import UpdateSettings
 if TYPE_CHECKING:
     from spade_core.config import SpadeConfig
     from spade_core.plugins import SpadePlugins
+    from spade_designer.config import DesignerConfig
 
 #: Sub-folder of the run folder that holds the checkpoints.
 CHECKPOINTS = "checkpoints"
@@ -43,6 +44,8 @@ class RunPlan:
     activation_checkpointing: bool
     #: How generation reaches vLLM; ``None`` with ``generation.backend = "transformers"``.
     vllm: VLLMSettings | None
+    #: The run's designer table, validated (:func:`~.designer_stage.designer_config_of`).
+    designer: DesignerConfig
 
     def rows(self) -> list[tuple[str, str]]:
         """``(what, value)`` lines describing the run, for a table."""
@@ -66,9 +69,10 @@ class RunPlan:
             ("generation", generation),
             ("iterations", f"{c.iterations} (checkpoint every {c.checkpoint_every})"),
             ("designs per iteration", designs),
-            ("designer", _designer_row(c)),
+            ("designer", _designer_row(c, self.designer)),
             ("episodes per iteration", plays),
-            ("token budgets", f"design {g.designer_max_new_tokens}, agent turn {g.agent_max_new_tokens}, "
+            ("token budgets", f"design {self.designer.sampling.max_new_tokens}, hint "
+                              f"{self.designer.hint.max_new_tokens}, agent turn {g.agent_max_new_tokens}, "
                               f"episode {g.episode_token_budget}, {g.max_turns} turns"),
             ("update", f"one GRPO step on every sample (about {c.expected_samples} per iteration), micro batch "
                        f"{self.update.micro_batch}, lr {self.update.learning_rate:g}, "
@@ -80,13 +84,12 @@ class RunPlan:
         ]
 
 
-def _designer_row(c: SelfPlayConfig) -> str:
+def _designer_row(c: SelfPlayConfig, designer: DesignerConfig) -> str:
     if not c.designs:
         return "none (fixed pool)"
-    table = c.designer
     parts = [f"reward {c.reward.variant.value} of {c.reward.win_rate}",
              "trained" if c.train_designer else "not trained (designs played, rewards logged)",
-             f"corpus {table.get('corpus', 'pydocs')}", f"memory {table.get('memory', 'store')}"]
+             f"corpus {designer.corpus}", f"memory {designer.memory}"]
     return ", ".join(parts)
 
 
@@ -109,11 +112,11 @@ def plan_run(config: SelfPlayConfig, *, plugins: SpadePlugins | None = None,
     update = UpdateSettings(learning_rate=cfg.optim.learning_rate, max_grad_norm=cfg.optim.max_grad_norm,
                             micro_batch=cfg.optim.micro_batch,
                             temperature=gen.temperature if gen.temperature > 0 else 1.0)
+    designer = _check_designer_table(cfg, spade_config)
+    longest = max(gen.agent_max_new_tokens, designer.sampling.max_new_tokens, designer.hint.max_new_tokens)
     vllm = (VLLMSettings(mode=gen.vllm_mode, gpu_memory_utilization=gen.vllm_gpu_memory_utilization,
-                         max_new_tokens=max(gen.agent_max_new_tokens, gen.designer_max_new_tokens),
-                         temperature=update.temperature)
+                         max_new_tokens=longest, temperature=update.temperature)
             if gen.backend == "vllm" else None)
-    _check_designer_table(cfg, spade_config)
     if cfg.eval.every > 0:
         from .periodic_eval import eval_suite
 
@@ -122,10 +125,10 @@ def plan_run(config: SelfPlayConfig, *, plugins: SpadePlugins | None = None,
 
             plugins = get_plugins()
         eval_suite(cfg.eval, plugins)
-    return RunPlan(cfg, update, cfg.model.device != "cpu", vllm)
+    return RunPlan(cfg, update, cfg.model.device != "cpu", vllm, designer)
 
 
-def _check_designer_table(cfg: SelfPlayConfig, spade_config: SpadeConfig | None = None) -> None:
+def _check_designer_table(cfg: SelfPlayConfig, spade_config: SpadeConfig | None = None) -> DesignerConfig:
     from .designer_stage import designer_config_of
 
     try:
@@ -145,6 +148,7 @@ def _check_designer_table(cfg: SelfPlayConfig, spade_config: SpadeConfig | None 
             plugins.check_options("corpora", dcfg.corpus, dict(dcfg.corpus_options))
     except ConfigError as exc:
         raise ConfigError(f"[designer] / [selfplay.designer]: {exc}") from None
+    return dcfg
 
 
 def _installed(module: str) -> bool:
