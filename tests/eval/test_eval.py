@@ -74,6 +74,20 @@ def test_a_wrong_policy_scores_zero_and_turn_limits_end_episodes(store_home: Pat
     assert all(e.turns == 12 and not e.terminated for e in result.episodes)  # max_turns of the env
 
 
+def test_a_turn_cap_ends_episodes_early_and_never_lengthens_one(store_home: Path) -> None:
+    config = load_config()
+    with EnvStore(config.resolved_store_url) as store:
+        items = registry_items(SuiteContext(config, get_plugins(), store), size=2, ids="hanoi-v1")
+        wrong = ReplayBackend(rules=[(".", "\\boxed{move B C}")])
+        capped = evaluate(wrong, items, concurrency=8, max_turns=3)
+        solved = evaluate(ReplayBackend(rules=hanoi_rules()), items, max_turns=50)  # the env's 12 stays
+        with pytest.raises(ValueError, match="max_turns must be at least 1, got 0"):
+            evaluate(wrong, items, max_turns=0)
+    assert [e.turns for e in capped.episodes] == [3, 3] and capped.env_steps == 6 and capped.max_turns == 3
+    assert capped.to_json()["max_turns"] == 3
+    assert solved.overall.success_rate == 1.0 and [e.turns for e in solved.episodes] == [7, 7]
+
+
 def test_a_failing_environment_is_an_error_row_not_a_crash(store_home: Path) -> None:
     from spade_core.evaluation import EvalItem
 
@@ -233,9 +247,10 @@ def test_spade_eval_of_the_embedded_model_on_a_reasoning_gym_slice(store_home: P
 def test_spade_eval_of_the_embedded_model_on_a_registry_slice(store_home: Path) -> None:
     """A seed and a sandboxed store environment, played by the embedded model turn by turn."""
     r = CliRunner().invoke(build_app(), ["eval", "--suite", "registry", "--size", "1", "-o", "ids=code_breaker-v1,hanoi-v1",
-                                         "--max-new-tokens", "16", "--json"])
+                                         "--max-new-tokens", "16", "--max-turns", "3", "--json"])
     assert r.exit_code == 0, r.output
     out = json.loads(r.stdout[r.stdout.index("{"):])
     assert out["overall"]["n"] == 2 and out["snapshot"] == "embedded:SmolLM2-135M-Instruct"
     assert sum(g["n"] for g in out["groups"].values()) == 2
     assert out["overall"]["errors"] == 0
+    assert out["max_turns"] == 3 and all(e["turns"] <= 3 for e in out["episodes"])

@@ -53,6 +53,8 @@ def spade_register_commands(cli: typer.Typer) -> None:
         concurrency: int = typer.Option(16, "--concurrency", min=1, help="Episodes in flight at once."),
         max_new_tokens: int | None = typer.Option(None, "--max-new-tokens", min=1,
                                                   help="Reply budget per turn (default: the suite's, else 256)."),
+        max_turns: int | None = typer.Option(None, "--max-turns", min=1,
+                                             help="Cap on turns per episode (default: each task's own)."),
         temperature: float | None = typer.Option(None, "--temperature", min=0.0,
                                                  help="Sampling temperature, 0 greedy (default: the suite's, else 0)."),
         run: Path | None = typer.Option(None, "--run", help="Store the result in this run folder's evals.jsonl."),
@@ -108,7 +110,8 @@ def spade_register_commands(cli: typer.Typer) -> None:
             with console.status(f"playing {len(items)} episodes of {suite}"):
                 result = evaluate(backend, items, suite=suite, policy=policy, snapshot=spec.snapshot, size=size,
                                   seed=seed, concurrency=concurrency, max_new_tokens=max_new_tokens,
-                                  temperature=temperature, options=options, progress=progress)
+                                  temperature=temperature, options=options, progress=progress,
+                                  max_turns=max_turns)
         if run is not None:
             result.iteration = run_iteration(run)
         where = store_result(result, run=run, home=config.home)

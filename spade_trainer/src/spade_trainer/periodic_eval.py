@@ -15,7 +15,6 @@ evaluation of every run measures the same episodes.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -71,11 +70,9 @@ class PeriodicEvaluation:
         with contextlib.ExitStack() as resources:
             context = SuiteContext(self.spade_config, self.plugins, None, resources)
             items = list(self.suite.items(context, size=s.size, seed=s.seed, **s.options))
-            if s.max_turns is not None:
-                items = [dataclasses.replace(i, max_turns=min(i.max_turns, s.max_turns)) for i in items]
             result = evaluate(backend, items, suite=s.suite, policy=policy, snapshot=snapshot, size=s.size,
                               seed=s.seed, concurrency=s.concurrency, max_new_tokens=self.max_new_tokens,
-                              temperature=s.temperature, options=dict(s.options))
+                              temperature=s.temperature, options=dict(s.options), max_turns=s.max_turns)
         result.iteration = iteration
         append_to_run(result, run_dir, run_episodes=episodes, run_env_steps=env_steps)
         return result

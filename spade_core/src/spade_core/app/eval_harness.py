@@ -21,6 +21,7 @@ never stops the evaluation.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import time
@@ -161,6 +162,8 @@ class EvalResult:
     iteration: int | None = None
     #: The suite's summary columns (items with a ``column``), see :func:`column_stats`.
     columns: dict[str, ColumnStats] = field(default_factory=dict)
+    #: The cap on turns per episode the caller set (``None``: each item's own).
+    max_turns: int | None = None
 
     @property
     def episodes_per_s(self) -> float:
@@ -246,10 +249,16 @@ def evaluate(
     temperature: float = 0.0,
     options: dict[str, Any] | None = None,
     progress: Callable[[int, int], None] | None = None,
+    max_turns: int | None = None,
 ) -> EvalResult:
-    """Play every item with ``backend`` (an ``LLMBackend``) and aggregate the results."""
+    """Play every item with ``backend`` (an ``LLMBackend``) and aggregate the results;
+    ``max_turns`` caps every item's turns (an item that declares fewer keeps its own)."""
     if concurrency < 1:
         raise ValueError(f"concurrency must be at least 1, got {concurrency}")
+    if max_turns is not None:
+        if max_turns < 1:
+            raise ValueError(f"max_turns must be at least 1, got {max_turns}")
+        items = [dataclasses.replace(i, max_turns=min(i.max_turns, max_turns)) for i in items]
     started = datetime.now(UTC).isoformat(timespec="seconds")
     t0 = time.perf_counter()
     queue = list(items)
@@ -298,7 +307,7 @@ def evaluate(
         suite=suite, policy=policy, snapshot=snapshot, size=size, seed=seed,
         overall=GroupStats.of(finished), groups={g: GroupStats.of(eps) for g, eps in sorted(groups.items())},
         episodes=finished, wall_s=time.perf_counter() - t0, env_steps=steps, generate_s=generate_s, env_s=env_s,
-        options=dict(options or {}), started_at=started, columns=column_stats(groups, column_of),
+        options=dict(options or {}), started_at=started, columns=column_stats(groups, column_of), max_turns=max_turns,
     )
 
 
