@@ -58,7 +58,7 @@ from .errors import (
 from .mcp_tools import MCP_SESSION_HEADER, McpAnswer, McpEndpoint, McpRequestContext
 from .models import SpadeAction, SpadeObservation, SpadeState, wire_result
 from .sessions import Session, SessionManager
-from .tasks import Task, TaskCatalog, variant
+from .tasks import Task, TaskCatalog
 from .wire import (
     EnvironmentMetadata,
     GetTaskRangeRequest,
@@ -252,8 +252,7 @@ def create_app(manager: SessionManager) -> FastAPI:
         session = session_for(request, body, env_ref) if has_session else None
         reset = _reset_request(body)
         base = catalog.get(session.env.id) if session is not None else env_for(env_ref, named)
-        task = await task_of(base, reset)
-        target = base if task is None else variant(base, task.knobs)
+        task, target = await task_of(base, reset)
         if session is not None and task is not None and session.env.knobs != target.knobs:
             raise InvalidRequest(
                 f"session {session.id} plays {session.env.id} at knobs {dict(session.env.knobs)}, task {task.index} of "
@@ -293,12 +292,13 @@ def create_app(manager: SessionManager) -> FastAPI:
         _routes(app, prefix, http_reset, http_step, http_state, lambda ref: metadata_of(env_for(ref)))
 
     # --- OpenEnv's Task API ------------------------------------------------------------
-    async def task_of(env: ServedEnv, reset: ResetRequest) -> Task | None:
-        """The task a reset names (``split`` and ``index``), else ``None``."""
+    async def task_of(env: ServedEnv, reset: ResetRequest) -> tuple[Task | None, ServedEnv]:
+        """The task a reset names (``split`` and ``index``) and the environment that plays
+        it (the variant at its knob setting); ``(None, env)`` when it names none."""
         extra = reset.model_extra or {}
         if "split" not in extra and "index" not in extra:
-            return None
-        return await manager.gate.run(tasks.for_reset, env, extra.get("split"), extra.get("index"), reset.seed)
+            return None, env
+        return await manager.gate.run(tasks.resolve, env, extra.get("split"), extra.get("index"), reset.seed)
 
     def task_env(env_id: str | None, env_name: str) -> ServedEnv:
         """The environment a Task API route names: ``env_name``, which under
@@ -481,8 +481,7 @@ def create_app(manager: SessionManager) -> FastAPI:
                         await manager.close(session)
                         session = None
                     base = catalog.get(session.env.id) if session is not None else env_for(env_ref, named)
-                    task = await task_of(base, reset)
-                    target = base if task is None else variant(base, task.knobs)
+                    task, target = await task_of(base, reset)
                     if session is not None and task is not None and session.env.knobs != target.knobs:
                         if not owned:
                             raise InvalidRequest(f"this connection plays session {session.id} at other knobs than task {task.index}")

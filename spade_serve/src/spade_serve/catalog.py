@@ -32,8 +32,8 @@ class ServedEnv:
     metadata: EnvMetadata
     source: str
     allowed_modules: tuple[str, ...]
-    #: The knob setting this variant plays (:func:`spade_serve.tasks.variant`): the class
-    #: constants its source assigns after the class. Empty: the environment as written.
+    #: The knob setting this variant plays (:func:`spade_serve.tasks.variant`): the knobs
+    #: whose literals its source has rewritten. Empty: the environment as written.
     knobs: tuple[tuple[str, Any], ...] = ()
 
     @property

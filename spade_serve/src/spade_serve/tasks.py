@@ -21,9 +21,12 @@ pair:
   ``base + i % SEEDS_PER_SETTING``, so the first :data:`SEEDS_PER_SETTING` tasks are the
   environment as written.
 
-A knob setting is played by a variant of the environment: its source with one assignment
-per changed knob appended (``CodeBreakerEnv.LENGTH = 5``), so it runs in the sandbox like
-any code, and its sessions get workers of their own (:attr:`ServedEnv.group_id`).
+A knob setting is played by a variant of the environment: its source with the literal of
+each changed knob replaced (:func:`spade_core.knobs.apply_values`, ``LENGTH = 4`` becomes
+``LENGTH = 5`` in the class body), byte for byte the child the designer's parameter edits
+and the trainer's adaptive pool make for the same values, so a task served here is the
+environment training played. It runs in the sandbox like any code, and its sessions get
+workers of their own (:attr:`ServedEnv.group_id`).
 """
 
 from __future__ import annotations
@@ -33,9 +36,8 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from spade_core.knobs import Knob, KnobDeclarationError, read_knobs
+from spade_core.knobs import Knob, KnobDeclarationError, KnobValueError, apply_values, read_knobs
 from spade_core.returns import HELD_OUT_SEED_BASE
-from spade_core.source import find_env_class
 
 from .catalog import ServedEnv
 from .errors import InvalidRequest
@@ -95,6 +97,8 @@ class TaskCatalog:
     def __init__(self, *, seeds_per_setting: int = SEEDS_PER_SETTING) -> None:
         self.seeds_per_setting = seeds_per_setting
         self._settings: dict[str, list[KnobSetting]] = {}
+        #: (env id, setting) -> the variant that plays it (:func:`variant`), made once.
+        self._variants: dict[tuple[str, KnobSetting], ServedEnv] = {}
         self._lock = threading.Lock()
 
     def splits(self) -> list[dict[str, Any]]:
@@ -155,6 +159,26 @@ class TaskCatalog:
             raise TaskError(f"task {index} of split {split!r} plays seed {task.seed}, not {seed}: send one or the other")
         return task
 
+    def variant(self, env: ServedEnv, knobs: KnobSetting) -> ServedEnv:
+        """:func:`variant`, made once per environment and setting (its source is parsed
+        twice: not on every reset)."""
+        if not knobs:
+            return env
+        key = (env.id, knobs)
+        with self._lock:
+            known = self._variants.get(key)
+        if known is not None:
+            return known
+        made = variant(env, knobs)
+        with self._lock:
+            return self._variants.setdefault(key, made)
+
+    def resolve(self, env: ServedEnv, split: Any, index: Any, seed: int | None) -> tuple[Task, ServedEnv]:
+        """The task a reset names (:meth:`for_reset`) and the environment that plays it (its
+        variant at the task's knob setting)."""
+        task = self.for_reset(env, split, index, seed)
+        return task, self.variant(env, task.knobs)
+
     def preview(self, env: ServedEnv, split: str) -> list[Task]:
         """What ``/tasks`` lists: the first tasks of the split (``num_tasks`` counts all)."""
         return self.task_range(env, split, 0, MAX_TASKS_PER_ANSWER)
@@ -166,13 +190,18 @@ class TaskCatalog:
 
 
 def variant(env: ServedEnv, knobs: KnobSetting) -> ServedEnv:
-    """``env`` at a knob setting: its source with the changed class constants assigned
-    after the class (``Cls.NAME = value``); ``env`` itself for the setting as written."""
+    """``env`` at a knob setting: its source with the changed knobs' literals replaced by
+    :func:`spade_core.knobs.apply_values` (the one way a variant at knob values is made:
+    the designer's and the adaptive pool's too, so the source is byte for byte theirs);
+    ``env`` itself for the setting as written. Raises :class:`TaskError` for a setting the
+    declarations do not allow (never one :class:`TaskCatalog` lists)."""
     if not knobs:
         return env
-    cls = env.metadata.class_name or find_env_class(env.source, source_name=env.id)
-    lines = "".join(f"{cls}.{name} = {value!r}\n" for name, value in knobs)
-    source = env.source.rstrip("\n") + "\n\n\n# a task's knob setting (spade serve)\n" + lines
+    try:
+        declared = read_knobs(env.source, env.metadata.class_name)
+        source = apply_values(env.source, declared, dict(knobs))
+    except (KnobDeclarationError, KnobValueError) as exc:
+        raise TaskError(f"{env.id} cannot be played at {dict(knobs)}: {exc}") from None
     return dataclasses.replace(env, source=source, knobs=knobs)
 
 
