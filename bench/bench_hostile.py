@@ -141,15 +141,16 @@ def validator_table(console: Console) -> list[float]:
 
 
 def pool_table(console: Console) -> list[float]:
-    from spade_sandbox import SandboxLimits, SandboxPool
+    from spade_core.sandbox_settings import SandboxSettings
+    from spade_sandbox.launcher import SandboxLauncher
 
     good = (CORPUS / "good" / "guess_number.py").read_text()
     table = Table(title="SandboxPool with the static layer and guard off (OS layers and host side alone)")
     for col in ("environment", "outcome", "wall s", "peak host MB", "vs good"):
         table.add_column(col, justify="left" if col in ("environment", "outcome") else "right")
     peaks = []
-    limits = SandboxLimits(call_timeout_s=3.0, memory_mb=256)
-    with SandboxPool(limits, unsafe_skip_static_check=True) as pool:
+    # a program pool: no static layer and no guard, the OS layers alone
+    with SandboxLauncher(SandboxSettings(memory_mb=256)).program_pool(call_timeout_s=3.0) as pool:
         warm = pool.spawn(good)
         pool.reset(warm, seed=1)
 

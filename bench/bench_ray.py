@@ -62,16 +62,16 @@ def main() -> None:
         return
     import ray
     from spade_core.plugins import get_plugins
-    from spade_sandbox.limits import SandboxLimits
-    from spade_sandbox.pool import SandboxPool
+    from spade_sandbox.launcher import SandboxLauncher
     from spade_trainer.distributed import RayEnvPool, RaySettings
 
     seed = get_plugins().domain("games").seed("polynomial_probe")
-    limits = SandboxLimits(call_timeout_s=10)
+    launcher = SandboxLauncher()
+    limits = launcher.limits(call_timeout_s=10)
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     cpus = 2
     with Progress(console=console, transient=True) as progress:
-        with SandboxPool(limits) as local:
+        with launcher.pool(call_timeout_s=10) as local:
             base = _measure(local, seed, progress, "local")
         t0 = time.perf_counter()
         ray.init(num_cpus=cpus, include_dashboard=False, log_to_driver=False, _node_ip_address="127.0.0.1")

@@ -93,23 +93,23 @@ def test_a_validator_process_killed_between_batches_costs_nothing_but_a_restart(
 
 
 def test_an_injected_default_sandbox_pool_is_rebuilt_in_the_validator_processes():
-    from spade_sandbox import SandboxLimits, SandboxPool
+    from spade_sandbox.launcher import SandboxLauncher
 
-    limits = SandboxLimits(call_timeout_s=1.5)
-    with SandboxPool(limits=limits) as pool, Validator(pool) as validator:
+    pool = SandboxLauncher().pool(call_timeout_s=1.5)
+    limits = pool.limits
+    with pool, Validator(pool) as validator:
         reports = validator.validate_many([corpus_source("good", "key_door"), corpus_source("bad", "l_reset_raises")])
         assert validator._processes is not None and validator._processes.recipe.limits == limits
     assert [r.failed_stage for r in reports] == [None, "load"]
 
 
 def test_only_a_pool_a_child_can_rebuild_exactly_has_a_recipe(inprocess_runner):
+    from spade_core.sandbox_settings import SandboxSettings
     from spade_designer.validation.processes import pool_recipe
-    from spade_sandbox.backends import ZygoteBackend
-
-    from spade_sandbox import SandboxPool
+    from spade_sandbox.launcher import SandboxLauncher
 
     assert pool_recipe(inprocess_runner) is None
-    assert pool_recipe(SandboxPool(backend=ZygoteBackend(spare=False))) is None
-    assert pool_recipe(SandboxPool(unsafe_skip_static_check=True)) is None
-    recipe = pool_recipe(SandboxPool(allow_insecure=True))
+    assert pool_recipe(SandboxLauncher().pool(keep_spare=False)) is None
+    assert pool_recipe(SandboxLauncher().program_pool()) is None
+    recipe = pool_recipe(SandboxLauncher(SandboxSettings(allow_insecure=True)).pool())
     assert recipe is not None and recipe.allow_insecure
