@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,8 @@ import pytest
 import torch
 from spade_designer.knobs import read_knobs
 from spade_trainer.curriculum_experiment import (
+    DEFAULT_LEVELS,
+    FIXED_LEARN,
     LADDER,
     CurriculumExperiment,
     CurriculumSettings,
@@ -28,7 +31,7 @@ from spade_trainer.curriculum_experiment import (
     summarise_curriculum,
 )
 from spade_trainer.errors import ConfigError
-from spade_trainer.experiment import EVAL_SEED_BASE, LearningExperiment
+from spade_trainer.experiment import EVAL_SEED_BASE, LearningExperiment, LearnSettings
 from spade_trainer.policy import Generation, Sampling
 from spade_trainer.policy_update import GRPOUpdate
 from spade_trainer.rollout import Episode, RolloutEngine
@@ -58,7 +61,7 @@ class ScriptedDesigner:
 @pytest.fixture()
 def experiment(tiny_model: Any, tiny_tokenizer: Any, tmp_path: Path) -> Callable[..., CurriculumExperiment]:
     def make(arm: str, replies: dict[str, str] | None = None, **overrides: Any) -> CurriculumExperiment:
-        settings = CurriculumSettings(arm=arm, **{**SMALL, **overrides})  # type: ignore[arg-type]
+        settings = CurriculumSettings.of(arm=arm, **{**SMALL, **overrides})
         designer = ScriptedDesigner(tiny_tokenizer, replies) if replies is not None else None
         return CurriculumExperiment(settings, tmp_path / f"{arm}-{len(list(tmp_path.iterdir()))}", model=tiny_model,
                                     tokenizer=tiny_tokenizer, log=lambda _: None, designer_policy=designer)
@@ -75,6 +78,8 @@ def test_both_arms_run_end_to_end_and_write_their_outputs(experiment: Callable[.
         result = exp.run()
         data = json.loads((exp.run_dir / "curriculum.json").read_text())
         assert data["arm"] == result["arm"] == exp.settings.arm
+        assert list(data["settings"]) == [*SETTINGS_KEYS, "designer_scale_used"]
+        assert CurriculumSettings.from_json(data["settings"]) == exp.settings
         assert set(data["levels"]) == {"easy", "hard"}
         for level in data["levels"].values():
             assert [e["update"] for e in level["evaluations"]] == [0, 1, 2]
@@ -242,10 +247,45 @@ def test_curriculum_settings_refuse_nonsense() -> None:
                 {"levels": (("a", 2, 2), ("a", 3, 2))}, {"invalid_designs": "keep"}, {"designer_scale": 0.0},
                 {"group_size": 1}, {"device": "tpu"}, {"arm": "rlve"}):
         with pytest.raises(ConfigError):
-            CurriculumSettings(**bad)  # type: ignore[arg-type]
+            CurriculumSettings.of(**bad)
     with pytest.raises(ConfigError):
         parse_levels("hard=seven")
-    assert CurriculumSettings(device="cuda").learn().device == "cuda"  # the device reaches the shared settings
+    assert CurriculumSettings.of(device="cuda").learn.device == "cuda"  # the device reaches the shared settings
+
+
+def test_the_shared_settings_live_in_learn_and_the_fixed_three_are_not_options() -> None:
+    s = CurriculumSettings.of(arm="spade", seed=3, groups=5, candidates=2, guesses=2, reward="regret")
+    assert s.learn == LearnSettings(seed=3, groups=5, candidates=2, guesses=2, **FIXED_LEARN)
+    assert (s.arm, s.reward) == ("spade", "regret")
+    assert CurriculumSettings().learn == LearnSettings(group_instance="fresh", control="none", trainer="spade")
+    # the learning experiment's settings at other knobs: only the knobs change
+    assert s.at(7, 3) == replace(s.learn, candidates=7, guesses=3)
+    for fixed in ({"control": "eval"}, {"trainer": "trl"}, {"group_instance": "shared"}, {"no_such": 1}):
+        with pytest.raises(ConfigError):
+            CurriculumSettings.of(**fixed)
+    with pytest.raises(ConfigError, match="fixes"):
+        CurriculumSettings(learn=LearnSettings())  # control "eval", the learning experiment's default
+
+
+#: The settings keys of every curriculum.json (the runs under docs/learning/curriculum).
+SETTINGS_KEYS = ["arm", "seed", "updates", "eval_every", "groups", "group_size", "eval_episodes", "learning_rate",
+                 "temperature", "prefill", "cut_at_action", "max_new_tokens", "candidates", "guesses", "levels",
+                 "reward", "invalid_designs", "designer_scale", "designer_max_new_tokens", "device"]
+
+
+def test_runs_record_flat_settings_that_read_back() -> None:
+    s = CurriculumSettings.of(arm="adaptive", seed=2, candidates=2, guesses=2, designer_scale=3.0, device="cuda:1")
+    flat = s.to_json()
+    assert list(flat) == SETTINGS_KEYS and flat["levels"] == [list(lv) for lv in DEFAULT_LEVELS]
+    assert CurriculumSettings.from_json(json.loads(json.dumps(flat))) == s
+    # the recorded runs read back, and write their settings again as they were recorded
+    runs = sorted((Path(__file__).parents[2] / "docs" / "learning" / "curriculum").glob("*/curriculum.json"))
+    assert runs
+    for path in runs:
+        recorded = json.loads(path.read_text())["settings"]
+        back = CurriculumSettings.from_json(recorded)
+        assert back.scale == recorded["designer_scale_used"], path
+        assert back.to_json() == {"device": "cpu", **{k: v for k, v in recorded.items() if k != "designer_scale_used"}}
 
 
 def test_the_command_is_registered() -> None:

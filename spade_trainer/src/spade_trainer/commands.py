@@ -204,11 +204,11 @@ def register(cli: typer.Typer) -> None:
         if knobs is None:
             raise ConfigError(f"--start {start!r}: write one CANDIDATESxGUESSES, e.g. 2x2")
         candidates, guesses = int(knobs[1]), int(knobs[2])
-        settings = [CurriculumSettings(arm=arm, seed=n, candidates=candidates, guesses=guesses, updates=updates, eval_every=eval_every,  # type: ignore[arg-type]
-                                       groups=groups, group_size=group_size, eval_episodes=eval_episodes,
-                                       learning_rate=lr, levels=parse_levels(levels), reward=reward,
-                                       invalid_designs=invalid_designs,  # type: ignore[arg-type]
-                                       designer_scale=designer_scale, device=device) for n in (seed or [0])]
+        settings = [CurriculumSettings.of(arm=arm, seed=n, candidates=candidates, guesses=guesses, updates=updates,
+                                          eval_every=eval_every, groups=groups, group_size=group_size,
+                                          eval_episodes=eval_episodes, learning_rate=lr, device=device,
+                                          levels=parse_levels(levels), reward=reward, invalid_designs=invalid_designs,
+                                          designer_scale=designer_scale) for n in (seed or [0])]
         _experiment_process()
         dirs = run_seeds(run_dir, settings, echo=lambda line: console.log(line, markup=False, highlight=False))
         console.print(f"done: {', '.join(str(d / 'curriculum.md') for d in dirs)}")

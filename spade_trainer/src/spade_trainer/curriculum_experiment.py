@@ -42,7 +42,7 @@ import math
 import random
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field, fields, replace
 from functools import cache
 from pathlib import Path
 from typing import Any, Literal
@@ -139,28 +139,41 @@ def adaptive_rule(candidates: int, guesses: int) -> AdaptiveDifficulty:
     return AdaptiveDifficulty(levels=len(LADDER), start=start)
 
 
+#: What the curriculum fixes of the learning experiment's settings (none is a curriculum
+#: option): each play is its own fresh instance, no learning-rate-0 control (the fixed arm
+#: is what the other arms are compared with), and the project's own GRPO step (the spade
+#: arm's designer samples enter that step).
+FIXED_LEARN: dict[str, Any] = {"group_instance": "fresh", "control": "none", "trainer": "spade"}
+
+
+def _fixed_learn() -> LearnSettings:
+    return LearnSettings(**FIXED_LEARN)
+
+
 @dataclass(frozen=True)
 class CurriculumSettings:
-    """One arm of one seed (every field is a ``spade experiment curriculum`` option)."""
+    """One arm of one seed (``spade experiment curriculum`` sets all but ``temperature``,
+    ``prefill``, ``cut_at_action``, ``max_new_tokens`` and ``designer_max_new_tokens``,
+    which keep their defaults, and the fixed three of ``learn``).
+
+    ``learn`` holds what the curriculum shares with the learning experiment, with its
+    defaults and checks (:class:`~.experiment.LearnSettings`): ``seed``, ``updates``,
+    ``eval_every``, ``groups`` (fixed and adaptive arms: GRPO groups per update; spade arm:
+    children designed per update, each a GRPO group of the agent and together the designer's
+    group), ``group_size`` (agent plays per group, unhinted; the spade arm also plays each
+    child as often hinted), ``eval_episodes``, ``learning_rate``, ``temperature``,
+    ``prefill``, ``cut_at_action``, ``max_new_tokens``, ``candidates`` and ``guesses`` (the
+    rung's starting knobs: the fixed arm's throughout) and ``device``. Its other three fields
+    are fixed, not options (:data:`FIXED_LEARN`): ``group_instance="fresh"``,
+    ``control="none"``, ``trainer="spade"``; a ``learn`` with other values is refused.
+    :meth:`of` builds the settings from flat fields, as the command and ``curriculum.json``
+    name them; :meth:`to_json` writes them so.
+    """
 
     arm: Arm = "fixed"
-    seed: int = 0
-    updates: int = 12
-    eval_every: int = 4
-    #: Fixed arm: GRPO groups per update; spade arm: children designed per update (each a
-    #: GRPO group of the agent, and together the designer's group).
-    groups: int = 4
-    #: Agent plays per group (unhinted; the spade arm also plays each child as often hinted).
-    group_size: int = 8
-    eval_episodes: int = 96
-    learning_rate: float = 2e-5
-    temperature: float = 1.0
-    prefill: str = "\\boxed{"
-    cut_at_action: bool = True
-    max_new_tokens: int = 16
-    #: The rung's starting knobs (the fixed arm's throughout).
-    candidates: int = 3
-    guesses: int = 2
+    #: The learning experiment's settings the curriculum uses (the fixed three at
+    #: :data:`FIXED_LEARN`).
+    learn: LearnSettings = field(default_factory=_fixed_learn)
     levels: tuple[tuple[str, int, int], ...] = DEFAULT_LEVELS
     #: The designer reward variant (:class:`~.rewards.DesignerRewardVariant`).
     reward: str = "blend"
@@ -172,15 +185,17 @@ class CurriculumSettings:
     designer_scale: float | None = None
     #: Token budget of a designer reply (the designer's ``parameter_max_new_tokens``).
     designer_max_new_tokens: int = 24
-    #: ``cpu`` or a CUDA device; float32 on every device (see :class:`~.experiment.LearnSettings`).
-    device: str = "cpu"
 
     def __post_init__(self) -> None:
         from .rewards import DesignerRewardVariant
 
         if self.arm not in ARMS:
             raise ConfigError(f"arm must be 'fixed', 'spade' or 'adaptive', got {self.arm!r}")
-        self.learn()  # the learning experiment's checks of the shared fields
+        if not isinstance(self.learn, LearnSettings):
+            raise ConfigError(f"learn must be a LearnSettings, got {type(self.learn).__name__}")
+        changed = {k: getattr(self.learn, k) for k, v in FIXED_LEARN.items() if getattr(self.learn, k) != v}
+        if changed:
+            raise ConfigError(f"the curriculum fixes {FIXED_LEARN} of the learning settings, got {changed}")
         for name, c, g in self.levels:
             if not name or not 2 <= c <= 15 or not 1 <= g <= 4:
                 raise ConfigError(f"level {name!r}: candidates must be in [2, 15] and guesses in [1, 4], got {c}, {g}")
@@ -198,22 +213,53 @@ class CurriculumSettings:
         if self.designer_max_new_tokens < 4:
             raise ConfigError(f"designer_max_new_tokens must be >= 4, got {self.designer_max_new_tokens}")
 
-    def learn(self, candidates: int | None = None, guesses: int | None = None) -> LearnSettings:
+    @classmethod
+    def of(cls, **values: Any) -> CurriculumSettings:
+        """The settings from flat fields: the curriculum's own (``arm``, ``levels``, ...) and
+        the shared ones of :class:`~.experiment.LearnSettings` (``seed``, ``updates``, ...),
+        which go to ``learn``. The fixed three (:data:`FIXED_LEARN`) are not fields here."""
+        own = {f.name for f in fields(cls)} - {"learn"}
+        shared = {k: v for k, v in values.items() if k not in own}
+        unknown = sorted(set(shared) - set(_shared_names()))
+        if unknown:
+            raise ConfigError(f"not a curriculum setting: {', '.join(unknown)}")
+        return cls(learn=LearnSettings(**FIXED_LEARN, **shared), **{k: v for k, v in values.items() if k in own})
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> CurriculumSettings:
+        """The settings a ``curriculum.json`` recorded (its ``settings``, as :meth:`to_json`
+        writes them; ``designer_scale_used`` is derived and dropped; a missing field, as
+        ``device`` in runs from before it existed, takes its default)."""
+        flat = {k: v for k, v in data.items() if k != "designer_scale_used"}
+        if "levels" in flat:
+            flat["levels"] = tuple(tuple(lv) for lv in flat["levels"])
+        return cls.of(**flat)
+
+    def to_json(self) -> dict[str, Any]:
+        """The flat settings a run records: ``arm``, the shared fields, the curriculum's own
+        (the keys and order of the runs under ``docs/learning/curriculum``; the fixed three
+        of ``learn`` are not recorded)."""
+        shared = {k: v for k, v in asdict(self.learn).items() if k not in FIXED_LEARN}
+        own = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("arm", "learn")}
+        out: dict[str, Any] = {"arm": self.arm, **shared, **own, "levels": [list(lv) for lv in self.levels]}
+        out["device"] = out.pop("device")  # last, where runs have always recorded it
+        return out
+
+    def at(self, candidates: int, guesses: int) -> LearnSettings:
         """The learning experiment's settings at these knobs (its evaluation is reused)."""
-        return LearnSettings(seed=self.seed, updates=self.updates, eval_every=self.eval_every, groups=self.groups,
-                             group_size=self.group_size, eval_episodes=self.eval_episodes,
-                             learning_rate=self.learning_rate, temperature=self.temperature, prefill=self.prefill,
-                             cut_at_action=self.cut_at_action, max_new_tokens=self.max_new_tokens,
-                             candidates=self.candidates if candidates is None else candidates,
-                             guesses=self.guesses if guesses is None else guesses, control="none",
-                             device=self.device)
+        return replace(self.learn, candidates=candidates, guesses=guesses)
 
     @property
     def scale(self) -> float:
         """The designer advantage multiplier in use."""
         if self.designer_scale is not None:
             return float(self.designer_scale)
-        return min(DESIGNER_SCALE_MAX, float(self.group_size))  # groups x group_size agent / groups designer
+        return min(DESIGNER_SCALE_MAX, float(self.learn.group_size))  # groups x group_size agent / groups designer
+
+
+def _shared_names() -> list[str]:
+    """The learning experiment's fields the curriculum shares (all but :data:`FIXED_LEARN`)."""
+    return [f.name for f in fields(LearnSettings) if f.name not in FIXED_LEARN]
 
 
 def parse_levels(text: str) -> tuple[tuple[str, int, int], ...]:
@@ -264,12 +310,12 @@ class CurriculumExperiment:
             from .config import ModelSettings
             from .models import load_policy
 
-            self._model, self._tokenizer = load_policy(ModelSettings(device=self.settings.device))
+            self._model, self._tokenizer = load_policy(ModelSettings(device=self.settings.learn.device))
         return self._model, self._tokenizer
 
     def engine(self, model: Any, tokenizer: Any) -> Any:
         """The rollout engine of the learning experiment: trusted in-process environments."""
-        return rung_engine(self.settings, model, tokenizer)
+        return rung_engine(self.settings.learn, model, tokenizer)
 
     def playable(self, env_id: str, source: str, candidates: int, guesses: int) -> Any:
         from spade_core.metadata import ActionFormat
@@ -283,7 +329,7 @@ class CurriculumExperiment:
         """Held-out success at every level (the learning experiment's evaluation at its knobs)."""
         out = {}
         for name, c, g in self.settings.levels:
-            lexp = LearningExperiment(self.settings.learn(c, g), self.run_dir, model=self._model,
+            lexp = LearningExperiment(self.settings.at(c, g), self.run_dir, model=self._model,
                                       tokenizer=self._tokenizer, log=self.log)
             ev = lexp.evaluate(engine, update)
             out[name] = ev
@@ -294,7 +340,7 @@ class CurriculumExperiment:
         return out
 
     def eval_seeds(self) -> list[int]:
-        return [EVAL_SEED_BASE + i for i in range(self.settings.eval_episodes)]
+        return [EVAL_SEED_BASE + i for i in range(self.settings.learn.eval_episodes)]
 
     def _parent_metadata(self) -> Any:
         from spade_core.metadata import EnvMetadata
@@ -323,14 +369,14 @@ class CurriculumExperiment:
         from spade_designer.editing import EditApplyError, Parent, parameter_child, parameter_edit_conversation
         from spade_designer.records import AgentStats
 
-        s = self.settings
+        s, learn = self.settings, self.settings.learn
         parent = Parent(self._parent_metadata(), frontier.source, read_knobs(frontier.source, CLASS_NAME))
         agent = None
         if frontier.win_rate is not None:
-            agent = AgentStats(win_rate=frontier.win_rate, regret=frontier.regret, episodes=s.group_size)
-        convs = [parameter_edit_conversation(parent, agent=agent, start=i, prefill=True) for i in range(s.groups)]
-        comps = backend.chat(convs, max_new_tokens=s.designer_max_new_tokens, temperature=s.temperature, top_p=1.0,
-                             seed=(s.seed * 1_000_003 + 104_729 * update) % 2**31, stop=["\n"])
+            agent = AgentStats(win_rate=frontier.win_rate, regret=frontier.regret, episodes=learn.group_size)
+        convs = [parameter_edit_conversation(parent, agent=agent, start=i, prefill=True) for i in range(learn.groups)]
+        comps = backend.chat(convs, max_new_tokens=s.designer_max_new_tokens, temperature=learn.temperature, top_p=1.0,
+                             seed=(learn.seed * 1_000_003 + 104_729 * update) % 2**31, stop=["\n"])
         out = []
         for i, (conv, comp) in enumerate(zip(convs, comps, strict=True)):
             reply = conv[-1]["content"] + comp.text  # the prefilled start, then the generated text
@@ -360,7 +406,7 @@ class CurriculumExperiment:
     def fixed_update(self, engine: Any, rng: random.Random, u: int) -> tuple[list[PolicySample], dict[str, Any]]:
         from .rollout import EpisodeSpec
 
-        s = self.settings
+        s = self.settings.learn
         env = self.playable("higher_lower", rung_source(s.candidates, s.guesses), s.candidates, s.guesses)
         labelled = [(f"group-{g}", EpisodeSpec(env, False, rng.randrange(EVAL_SEED_BASE)))
                     for g in range(s.groups) for _ in range(s.group_size)]
@@ -377,7 +423,7 @@ class CurriculumExperiment:
         (fresh instances, as the fixed arm's), then the rule sees every play's result."""
         from .rollout import EpisodeSpec
 
-        s = self.settings
+        s = self.settings.learn
         window = rule.state()
         labelled, levels = [], []
         for g in range(s.groups):
@@ -418,7 +464,7 @@ class CurriculumExperiment:
         labelled: list[tuple[str, Any]] = []
         children = []
         for d in designs:
-            seeds = [rng.randrange(EVAL_SEED_BASE) for _ in range(s.group_size)]
+            seeds = [rng.randrange(EVAL_SEED_BASE) for _ in range(s.learn.group_size)]
             if d["admitted"]:
                 env = self.playable(f"child-{u}-{d['index']}", d["source"], d["candidates"], d["guesses"])
                 children.append(env)
@@ -428,7 +474,7 @@ class CurriculumExperiment:
             else:  # a rejected design's plays go to the parent: the agent's budget stays the fixed arm's
                 env = self.playable(f"parent-{u}-{d['index']}", frontier.source, frontier.candidates, frontier.guesses)
                 labelled += [(env.env_id, EpisodeSpec(env, False, x)) for x in seeds]
-        episodes = engine.run([spec for _, spec in labelled], seed=(s.seed * 7_919 + u) % 2**31)
+        episodes = engine.run([spec for _, spec in labelled], seed=(s.learn.seed * 7_919 + u) % 2**31)
         estimates = {e.env_id: e for e in RegretEstimator.summarise(children, episodes)}
         spec = DesignerRewardSpec(variant=DesignerRewardVariant(s.reward))
         designer_samples = []
@@ -489,27 +535,28 @@ class CurriculumExperiment:
 
         from .policy_update import GRPOUpdate, UpdateSettings
 
-        s = self.settings
+        s, learn = self.settings, self.settings.learn
         self.run_dir.mkdir(parents=True, exist_ok=True)
         t_start = time.perf_counter()
         model, tokenizer = self.load()
         initial = {k: v.detach().clone() for k, v in model.state_dict().items()}
         try:
-            torch.manual_seed(s.seed)
+            torch.manual_seed(learn.seed)
             engine = self.engine(model, tokenizer)
             backend = self.designer_backend() if s.arm == "spade" else None
-            updater = GRPOUpdate(model, UpdateSettings(learning_rate=s.learning_rate, temperature=s.temperature))
-            rng = random.Random(f"{s.seed}/train")  # the learning experiment's instance stream
-            frontier = Frontier(rung_source(s.candidates, s.guesses), s.candidates, s.guesses)
-            rule = adaptive_rule(s.candidates, s.guesses) if s.arm == "adaptive" else None
+            updater = GRPOUpdate(model, UpdateSettings(learning_rate=learn.learning_rate,
+                                                       temperature=learn.temperature))
+            rng = random.Random(f"{learn.seed}/train")  # the learning experiment's instance stream
+            frontier = Frontier(rung_source(learn.candidates, learn.guesses), learn.candidates, learn.guesses)
+            rule = adaptive_rule(learn.candidates, learn.guesses) if s.arm == "adaptive" else None
             evaluations: dict[str, list[Evaluation]] = {name: [] for name, _, _ in s.levels}
             for name, ev in self.evaluate_levels(engine, 0).items():
                 evaluations[name].append(ev)
             records: list[dict[str, Any]] = []
-            self.log(f"[{s.arm}] seed {s.seed}: {s.updates} updates of {s.groups} x {s.group_size} agent episodes, "
-                     f"lr {s.learning_rate:g}" + (f", designer reward {s.reward}, designer scale {s.scale:g}"
-                                                  if s.arm == "spade" else ""))
-            for u in range(1, s.updates + 1):
+            self.log(f"[{s.arm}] seed {learn.seed}: {learn.updates} updates of {learn.groups} x {learn.group_size} "
+                     f"agent episodes, lr {learn.learning_rate:g}"
+                     + (f", designer reward {s.reward}, designer scale {s.scale:g}" if s.arm == "spade" else ""))
+            for u in range(1, learn.updates + 1):
                 t0 = time.perf_counter()
                 if s.arm == "spade":
                     samples, record, frontier = self.spade_update(engine, backend, rng, u, frontier)
@@ -522,12 +569,12 @@ class CurriculumExperiment:
                           "seconds": round(time.perf_counter() - t0, 3)}
                 records.append(record)
                 self._log_update(record)
-                if u % s.eval_every == 0 or u == s.updates:
+                if u % learn.eval_every == 0 or u == learn.updates:
                     for name, ev in self.evaluate_levels(engine, u).items():
                         evaluations[name].append(ev)
             result = {
                 "arm": s.arm,
-                "settings": {**asdict(s), "levels": [list(lv) for lv in s.levels], "designer_scale_used": s.scale},
+                "settings": {**s.to_json(), "designer_scale_used": s.scale},
                 "levels": {name: {"candidates": c, "guesses": g, "difficulty": difficulty(c, g),
                                   "evaluations": [e.to_json() for e in evaluations[name]]}
                            for name, c, g in s.levels},
@@ -539,13 +586,13 @@ class CurriculumExperiment:
             model.load_state_dict(initial)  # the next seed (or arm) starts from the same weights
         (self.run_dir / CURRICULUM_FILE).write_text(json.dumps(result, indent=2), encoding="utf-8")
         write_curriculum_outputs(self.run_dir)
-        self.log(f"[{s.arm}] seed {s.seed} done in {result['seconds']:.0f}s: {self.run_dir / CURRICULUM_FILE}")
+        self.log(f"[{s.arm}] seed {learn.seed} done in {result['seconds']:.0f}s: {self.run_dir / CURRICULUM_FILE}")
         return result
 
     def _log_update(self, r: dict[str, Any]) -> None:
         s = self.settings
         step = "no step" if r["skipped"] else f"grad norm {r['grad_norm']:.3f}"
-        line = (f"[{s.arm}] update {r['update']}/{s.updates}: train success {r['train_success']:.2f}, "
+        line = (f"[{s.arm}] update {r['update']}/{s.learn.updates}: train success {r['train_success']:.2f}, "
                 f"{r['with_signal']}/{r['samples']} samples with signal, {step}, {r['seconds']:.1f}s "
                 f"(generate {r['generate_s']:.1f}s, update {r['update_s']:.1f}s)")
         if s.arm == "spade":
@@ -591,7 +638,7 @@ def run_seeds(run_dir: Path, settings: Sequence[CurriculumSettings], *, echo: Ca
     run_dir = Path(run_dir)
     dirs = []
     for s in settings:
-        out = run_dir if len(settings) == 1 else run_dir / f"seed-{s.seed}"
+        out = run_dir if len(settings) == 1 else run_dir / f"seed-{s.learn.seed}"
         out.mkdir(parents=True, exist_ok=True)
         with (out / LOG_FILE).open("w", encoding="utf-8") as f:
 
@@ -900,7 +947,7 @@ def summarise_curriculum(run_dirs: Sequence[Path], out_dir: Path) -> dict[str, A
     return summary
 
 
-__all__ = ["ARMS", "CURRICULUM_FILE", "DEFAULT_LEVELS", "LADDER", "LOG_FILE", "CurriculumExperiment",
+__all__ = ["ARMS", "CURRICULUM_FILE", "DEFAULT_LEVELS", "FIXED_LEARN", "LADDER", "LOG_FILE", "CurriculumExperiment",
            "CurriculumSettings", "Frontier", "adaptive_rule", "curriculum_table", "difficulty", "parse_levels",
            "newcombe", "plot_children", "plot_levels", "plot_window", "read_curriculum", "reference_success", "run_seeds", "seed_interval",
            "strategy_hint", "summarise_curriculum", "write_curriculum_outputs"]
