@@ -2,7 +2,7 @@
 the tiny preset with the scripted design stage, real sandbox, store and GRPO steps.
 
     accelerate launch --config_file CONFIG -m trainer.launched_selfplay \
-        --run-dir RUN --iterations N [--resume] --out OUT
+        --run-dir RUN --iterations N [--resume] --out OUT [--preset tiny --preset adaptive]
 
 (with the ``tests`` folder on ``PYTHONPATH``). Each process writes what the test compares
 to ``OUT/rank-<r>.pt``: its final weights, the distributed setup it ran under and its
@@ -24,6 +24,7 @@ def main() -> None:
     parser.add_argument("--iterations", required=True, type=int)
     parser.add_argument("--resume", action="store_true")
     parser.add_argument("--out", required=True, type=Path)
+    parser.add_argument("--preset", action="append", default=None, help="presets laid in order (default: tiny)")
     args = parser.parse_args()
 
     import torch
@@ -35,7 +36,7 @@ def main() -> None:
 
     torch.set_num_threads(1)  # two processes share a small machine
     cfg = load_selfplay_config(
-        preset="tiny",
+        preset=args.preset or ["tiny"],
         overrides=[f'run_dir="{args.run_dir}"', f"iterations={args.iterations}", "envs_per_iteration=2"],
     )
     run = SelfPlayRun(cfg, design_stage_factory=ScriptedDesignStage, console=Console(stderr=True))

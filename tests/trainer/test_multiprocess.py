@@ -36,14 +36,15 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _launch(run_dir: Path, out: Path, iterations: int, *, resume: bool = False) -> dict[int, dict[str, Any]]:
+def _launch(run_dir: Path, out: Path, iterations: int, *, resume: bool = False,
+            presets: tuple[str, ...] = ()) -> dict[int, dict[str, Any]]:
     """One ``accelerate launch`` of two processes; returns what each rank wrote, by rank."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")]),
            "TRL_EXPERIMENTAL_SILENCE": "1", "OMP_NUM_THREADS": "1"}
     cmd = [sys.executable, "-m", "accelerate.commands.launch", "--config_file", str(CPU_DDP),
            "--num_processes", "2", "--main_process_port", str(_free_port()),
            "-m", "trainer.launched_selfplay", "--run-dir", str(run_dir), "--iterations", str(iterations),
-           "--out", str(out), *(["--resume"] if resume else [])]
+           "--out", str(out), *(["--resume"] if resume else []), *(a for p in presets for a in ("--preset", p))]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env, cwd=TESTS.parent)
     assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
     return {r: torch.load(out / f"rank-{r}.pt", weights_only=False) for r in (0, 1)}
@@ -55,11 +56,12 @@ def launches(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     straight = _launch(root / "straight" / "run", root / "straight" / "out", 2)
     _launch(root / "resumed" / "run", root / "resumed" / "first", 1)
     resumed = _launch(root / "resumed" / "run", root / "resumed" / "out", 2, resume=True)
+    adaptive = _launch(root / "adaptive" / "run", root / "adaptive" / "out", 2, presets=("tiny", "adaptive"))
     initial = load_selfplay_config(preset="tiny")  # the tiny model's weights before any update
     from spade_trainer.models import load_policy
 
     model, _ = load_policy(initial.model)
-    return {"root": root, "straight": straight, "resumed": resumed,
+    return {"root": root, "straight": straight, "resumed": resumed, "adaptive": adaptive,
             "initial": {k: v.detach().clone() for k, v in model.state_dict().items()}}
 
 
@@ -88,6 +90,18 @@ def test_each_process_collects_its_own_samples(launches: dict[str, Any]) -> None
         pool = a["samples"]["samples"] + b["samples"]["samples"]
         assert a["samples"]["advantage_pool"] == b["samples"]["advantage_pool"] == pool
     assert rank0[1]["rng_at_start"] != rank1[1]["rng_at_start"]
+
+
+def test_the_adaptive_windows_see_every_ranks_plays_and_agree(launches: dict[str, Any]) -> None:
+    """Under the adaptive preset each rank plays its own draws, and every rank's rule
+    records all of them: the windows (and the moves) are the same on both ranks."""
+    rank0, rank1 = (launches["adaptive"][r]["records"] for r in (0, 1))
+    for a, b in zip(rank0, rank1, strict=True):
+        mine, theirs = a["adaptive_plays"]["this_rank"], b["adaptive_plays"]["this_rank"]
+        assert mine > 0 and theirs > 0
+        assert a["adaptive_plays"]["all_ranks"] == b["adaptive_plays"]["all_ranks"] == mine + theirs
+        assert a["adaptive"] and a["adaptive"] == b["adaptive"]
+        assert sum(p["plays"] for p in a["adaptive"].values()) == mine + theirs
 
 
 def test_ddp_keeps_both_ranks_weights_equal_and_moved(launches: dict[str, Any]) -> None:

@@ -16,8 +16,10 @@ at most ``lower_at`` moves the top back down one level (never below the bottom o
 top the agent cannot reach yet does not take a share of every update. Both thresholds, the
 window and the attempts needed are fields. The ladder itself (which knob settings are level
 0, 1, ...) belongs to the caller: :class:`AdaptivePool` builds it from the knobs' declared
-directions for a self-play run (one window per process: under several processes each rank
-adapts on its own plays).
+directions for a self-play run. Under several processes every rank's plays reach every
+rank's rule (:meth:`AdaptivePool.outcomes` gathered, then :meth:`AdaptivePool.apply` on all of
+them in rank order), so the windows stay the same on every rank and each move rests on the
+whole iteration's plays.
 """
 
 from __future__ import annotations
@@ -186,23 +188,44 @@ class AdaptivePool:
                                  previous={k: previous[k] for k in changed}).model_dump(mode="json"))
         return self.store.add(source, EnvMetadata.model_validate(data))
 
-    def observe(self, results: Iterable[tuple[str, Iterable[bool]]]) -> dict[str, Any]:
-        """``(env id, wins of its unhinted plays)`` for the environments just played; each
-        adapting parent's rule records them and applies itself once. Returns, per parent id,
-        its window after the move and the move made."""
-        touched: dict[str, int] = {}
+    def outcomes(self, results: Iterable[tuple[str, Iterable[bool]]]) -> list[tuple[str, int, list[bool]]]:
+        """``(env id, wins of its unhinted plays)`` for the environments just played, as
+        ``(parent id, level, wins)`` of the adapting ones: what :meth:`apply` takes, and what
+        ranks exchange (a child's id is this process's; its parent and level are every rank's)."""
+        out: list[tuple[str, int, list[bool]]] = []
         for env_id, wins in results:
             parent_id, level = self.children.get(env_id, (env_id, None))
             entry = self.envs.get(parent_id)
             if entry is None or entry.rule is None or level is None:
                 continue
+            out.append((parent_id, level, [bool(w) for w in wins]))
+        return out
+
+    def apply(self, outcomes: Iterable[tuple[str, int, list[bool]]]) -> dict[str, Any]:
+        """Each adapting parent's rule records its plays of ``outcomes`` (:meth:`outcomes`,
+        of one process or of all of them) and applies itself once. Returns, per parent id, its
+        window after the move, the move made and the plays it saw."""
+        touched: dict[str, int] = {}
+        for parent_id, level, wins in outcomes:
+            entry = self.envs.get(parent_id)
+            if entry is None:  # drawn by another rank only: its ladder is built here too
+                entry = self._ladder(self.store.get(parent_id))
+            if entry.rule is None:
+                continue
             for won in wins:
                 entry.rule.record(level, bool(won))
-            touched[parent_id] = 0
-        for parent_id in touched:
-            touched[parent_id] = self.envs[parent_id].rule.update()  # type: ignore[union-attr]
-        return {p: {**self.envs[p].rule.state(), "move": m, "levels": len(self.envs[p].ladder)}  # type: ignore[union-attr]
-                for p, m in touched.items()}
+            touched[parent_id] = touched.get(parent_id, 0) + len(wins)
+        out: dict[str, Any] = {}
+        for parent_id, plays in touched.items():
+            rule = self.envs[parent_id].rule
+            assert rule is not None
+            move = rule.update()
+            out[parent_id] = {**rule.state(), "move": move, "plays": plays, "levels": len(self.envs[parent_id].ladder)}
+        return out
+
+    def observe(self, results: Iterable[tuple[str, Iterable[bool]]]) -> dict[str, Any]:
+        """:meth:`apply` of this process's :meth:`outcomes` (one process)."""
+        return self.apply(self.outcomes(results))
 
     def state(self) -> dict[str, Any]:
         """Every environment's window and its ladder's ends (for the run's records)."""

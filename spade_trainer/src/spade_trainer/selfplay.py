@@ -519,9 +519,17 @@ class SelfPlayRun:
         for env_id in hung:
             self.store.set_status(env_id, EnvStatus.retired)
         record.data["retired_hung"] = hung
-        if self.adaptive is not None:  # the rule sees every unhinted play's result
-            record.data["adaptive"] = self.adaptive.observe(
-                (e.env_id, [is_win(r) for r in e.unhinted_returns]) for e in measurement.estimates)
+        if self.adaptive is not None:  # the rule sees every unhinted play's result, every rank's
+            mine = self.adaptive.outcomes((e.env_id, [is_win(r) for r in e.unhinted_returns])
+                                          for e in measurement.estimates)
+            everyone = [mine]
+            if self.world_size > 1:
+                from accelerate.utils import gather_object
+
+                everyone = gather_object([mine])
+            record.data["adaptive"] = self.adaptive.apply(o for rank in everyone for o in rank)
+            record.data["adaptive_plays"] = {"this_rank": sum(len(w) for _, _, w in mine),
+                                             "all_ranks": sum(len(w) for rank in everyone for _, _, w in rank)}
         return measurement
 
     def reward(self, candidates: Sequence[DesignedCandidate], chosen: Sequence[EnvMetadata],
