@@ -299,6 +299,20 @@ def _run_folder(tmp_path: Path) -> Path:
                 {"role": "assistant", "content": "\\boxed{48}"},
             ],
         },
+        {
+            "iteration": 3, "env_id": "FileFinder-v1", "hinted": True, "return": 0.0, "turns": 3,
+            "terminated": False, "truncated": True, "hung": False, "error": None, "rewards": [0.0, 0.0, 0.0],
+            "messages": [
+                {"role": "user", "content": "Find the report. Tools: ls(path), cd(path)."},
+                {"role": "assistant", "content": 'Look first. <tool_call>{"name": "ls", "arguments": {"path": "/"}}'
+                                                 '</tool_call>'},
+                {"role": "user", "content": "home etc"},
+                {"role": "assistant", "content": '<tool_call>{"name": "cd", "arguments": {"path": "/home"}}</tool_call>'
+                                                 '<tool_call>{"name": "ls", "arguments": "{}"}</tool_call>'},
+                {"role": "user", "content": "ok\nreport.txt"},
+                {"role": "assistant", "content": '<tool_call>{"name": "cat", "arguments": [1]}</tool_call>'},
+            ],
+        },
         {"archive_full": True},
     ]
     (run / "transcripts.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
@@ -309,10 +323,11 @@ def test_a_run_transcript_becomes_an_atif_trajectory(tmp_path: Path, spade_home:
     out = tmp_path / "atif"
     run = spade("export", "--to-atif", str(out), "--run", str(_run_folder(tmp_path)))
     assert run.exit_code == 0, run.output
-    assert "exported 1 ATIF trajectories" in run.stdout
-    (file,) = out.iterdir()
+    assert "exported 2 ATIF trajectories" in run.stdout
+    file, tools = sorted(out.iterdir())
     assert file.name == "00000-GuessNumber-v1.json"
     t = json.loads(file.read_text())
+    assert not any("tool_calls" in s for s in t["steps"]), "a boxed action is no tool call"
     assert t["schema_version"] == "ATIF-v1.6" and t["agent"]["name"] == "spade"
     assert [(s["step_id"], s["source"]) for s in t["steps"]] == [(1, "system"), (2, "user"), (3, "agent"), (4, "agent")]
     assert t["steps"][2]["observation"]["results"][0]["content"] == "32 is wrong; go higher."
@@ -320,6 +335,12 @@ def test_a_run_transcript_becomes_an_atif_trajectory(tmp_path: Path, spade_home:
     assert [s["extra"]["reward"] for s in t["steps"][2:]] == [0.0, 1.0]
     assert t["final_metrics"]["extra"]["success"] is True
     assert t["extra"] == {"env_id": "GuessNumber-v1", "iteration": 3, "hinted": False}
+    one, two, bad = json.loads(tools.read_text())["steps"][1:]
+    assert one["tool_calls"] == [{"tool_call_id": "call-2-1", "function_name": "ls", "arguments": {"path": "/"}}]
+    assert one["observation"]["results"] == [{"content": "home etc", "source_call_id": "call-2-1"}]
+    assert [c["function_name"] for c in two["tool_calls"]] == ["cd", "ls"] and two["tool_calls"][1]["arguments"] == {}
+    assert "source_call_id" not in two["observation"]["results"][0], "one reply to two calls names neither"
+    assert "tool_calls" not in bad and bad["message"].startswith("<tool_call>"), "a malformed call stays text"
 
 
 def test_atif_export_needs_its_run(tmp_path: Path, spade_home: Path) -> None:

@@ -51,7 +51,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .._version import __version__
-from ..errors import SpadeError
+from ..actions import parse_tool_action
+from ..errors import ActionFormatError, SpadeError
 from ..metadata import EnvMetadata
 from ..returns import episode_return, is_win
 from .dataset_files import (
@@ -443,15 +444,24 @@ def atif_trajectory(
     ``prompts`` are ``(role, text)`` before the first action (``system`` stays a system
     step, anything else is a ``user`` step: the environment's first observation); each
     turn is an ``agent`` step whose message is the action, whose observation is the
-    environment's reply, and whose ``extra`` holds the reward and the end flags.
+    environment's reply, and whose ``extra`` holds the reward and the end flags. An action's
+    ``<tool_call>`` tags are the step's ``tool_calls`` too (the reply's ``source_call_id``
+    names the call when there is one).
     ``result`` (the return, success...) goes to ``final_metrics.extra``."""
     steps: list[dict[str, Any]] = []
     for role, text in prompts:
         steps.append({"step_id": len(steps) + 1, "source": "system" if role == "system" else "user", "message": text})
     for turn in turns:
-        step: dict[str, Any] = {"step_id": len(steps) + 1, "source": "agent", "message": turn.action}
+        step_id = len(steps) + 1
+        step: dict[str, Any] = {"step_id": step_id, "source": "agent", "message": turn.action}
+        calls = _tool_calls(turn.action, step_id)
+        if calls:
+            step["tool_calls"] = calls
         if turn.observation is not None:
-            step["observation"] = {"results": [{"content": turn.observation}]}
+            reply: dict[str, Any] = {"content": turn.observation}
+            if len(calls) == 1:  # the environment's one reply answers that call
+                reply["source_call_id"] = calls[0]["tool_call_id"]
+            step["observation"] = {"results": [reply]}
         step_extra: dict[str, Any] = {"terminated": turn.terminated, "truncated": turn.truncated}
         if turn.reward is not None:
             step_extra["reward"] = turn.reward
@@ -467,6 +477,17 @@ def atif_trajectory(
     if extra:
         out["extra"] = dict(extra)
     return out
+
+
+def _tool_calls(action: str, step_id: int) -> list[dict[str, Any]]:
+    """The ``<tool_call>`` tags of an action as ATIF tool calls (ids ``call-<step>-<n>``);
+    none for an action without tags or with a malformed one (it stays the step's message)."""
+    try:
+        parsed = parse_tool_action(action)
+    except ActionFormatError:
+        return []
+    return [{"tool_call_id": f"call-{step_id}-{n}", "function_name": call.name, "arguments": dict(call.arguments)}
+            for n, call in enumerate(parsed.calls, 1)]
 
 
 def _finite(value: Any) -> float | None:
