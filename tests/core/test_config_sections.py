@@ -132,6 +132,19 @@ def test_the_designers_reply_budgets_have_one_home_the_designer_table(tmp_path: 
     assert rows["token budgets"].startswith("design 200, hint 16, agent turn 12,")
 
 
+def test_the_update_is_sized_with_the_repairs_of_the_one_designer_table(tmp_path: Path) -> None:
+    """Under ``invalid_designs = "shape"`` every attempt is a designer sample: the repairs
+    ``[designer]`` of spade.toml sets (not only ``[selfplay.designer]``'s) size the update."""
+    from spade_trainer.config import load_selfplay_config
+    from spade_trainer.plan import plan_run
+
+    spade_config = get_plugins().check_config(load_config(_file(tmp_path, "[designer]\nrepair_attempts = 4\n")))
+    run = load_selfplay_config(overrides=["reward.invalid_designs=shape", "skills_per_iteration=2",
+                                          "designs_per_skill=3"])
+    assert plan_run(run, spade_config=spade_config).designer_samples == 2 * 3 * (1 + 4)
+    assert plan_run(run).designer_samples == 2 * 3 * (1 + 2)  # the designer's default, two repairs
+
+
 def test_the_old_generation_budget_keys_still_work_with_a_warning_and_clash_loudly(tmp_path: Path) -> None:
     """An old key is moved where it is written, so it wins over an earlier layer's budget as
     it used to (the preset's); one table that sets both homes differently is refused."""

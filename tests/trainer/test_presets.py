@@ -77,13 +77,13 @@ def test_an_ablation_plans_a_run(base: str, ablation: str) -> None:
             ablation == "adaptive")
         assert "unhinted (no regret measured)" in rows["episodes per iteration"]
         # no designer sample: the update is sized for the agent's episodes alone
-        assert plan.config.designer_samples_per_iteration == 0
-        assert plan.config.expected_samples == plan.config.agent_samples_per_iteration
+        assert plan.designer_samples == 0
+        assert plan.expected_samples == plan.config.agent_samples_per_iteration
     elif ablation == "no_designer_training":
         assert "not trained" in rows["designer"]
-        assert plan.config.designer_samples_per_iteration == 0
+        assert plan.designer_samples == 0
     else:
-        assert plan.config.designer_samples_per_iteration > 0
+        assert plan.designer_samples > 0
 
 
 def test_presets_combine_in_order_and_name_their_mistakes() -> None:

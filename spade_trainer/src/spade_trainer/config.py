@@ -297,36 +297,32 @@ class SelfPlayConfig(_Section):
         """Whether iterations design environments (not under ``fixed_pool``)."""
         return not self.fixed_pool
 
-    @property
-    def designer_samples_per_iteration(self) -> int:
+    def designer_samples_per_iteration(self, repair_attempts: int) -> int:
         """Designer samples an iteration trains on at most: one per candidate under
         rejection sampling (a candidate has at most one passing attempt), every attempt of
-        every candidate under ``invalid_designs = "shape"``; none under ``fixed_pool`` or
-        ``train_designer = false``."""
+        every candidate under ``invalid_designs = "shape"`` (``1 + repair_attempts`` each: the
+        run's designer table says how many, :attr:`.plan.RunPlan.designer`); none under
+        ``fixed_pool`` or ``train_designer = false``."""
         if not self.designs or not self.train_designer:
             return 0
         candidates = self.skills_per_iteration * self.designs_per_skill
         if self.reward.invalid_designs == "reject":
             return candidates
-        from spade_designer.config import DesignerConfig
-
-        repairs = self.designer.get("repair_attempts", DesignerConfig.model_fields["repair_attempts"].default)
-        return candidates * (1 + int(repairs))
+        return candidates * (1 + repair_attempts)
 
     @property
     def agent_samples_per_iteration(self) -> int:
         """Agent episodes trained per iteration in the usual case (``envs_per_iteration``)."""
         return self.envs_per_iteration * self.plays_per_condition * (2 if self.train_on_hinted else 1)
 
-    @property
-    def expected_samples(self) -> int:
+    def expected_samples(self, repair_attempts: int) -> int:
         """The most samples one iteration can bring, which the update is sized for so that
         none is dropped: every design admitted means that many new environments are played
         (new admissions are played even beyond ``envs_per_iteration``)."""
         designed = self.skills_per_iteration * self.designs_per_skill if self.designs else 0
         envs = max(self.envs_per_iteration, designed)
         agent = envs * self.plays_per_condition * (2 if self.train_on_hinted else 1)
-        return self.designer_samples_per_iteration + agent
+        return self.designer_samples_per_iteration(repair_attempts) + agent
 
     @property
     def designer_reward_scale(self) -> float:

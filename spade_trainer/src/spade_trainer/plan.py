@@ -47,6 +47,16 @@ class RunPlan:
     #: The run's designer table, validated (:func:`~.designer_stage.designer_config_of`).
     designer: DesignerConfig
 
+    @property
+    def designer_samples(self) -> int:
+        """Designer samples an iteration trains on at most (the designer table's repairs)."""
+        return self.config.designer_samples_per_iteration(self.designer.repair_attempts)
+
+    @property
+    def expected_samples(self) -> int:
+        """The most samples one iteration can bring (:meth:`.config.SelfPlayConfig.expected_samples`)."""
+        return self.config.expected_samples(self.designer.repair_attempts)
+
     def rows(self) -> list[tuple[str, str]]:
         """``(what, value)`` lines describing the run, for a table."""
         c, g = self.config, self.config.generation
@@ -74,7 +84,7 @@ class RunPlan:
             ("token budgets", f"design {self.designer.sampling.max_new_tokens}, hint "
                               f"{self.designer.hint.max_new_tokens}, agent turn {g.agent_max_new_tokens}, "
                               f"episode {g.episode_token_budget}, {g.max_turns} turns"),
-            ("update", f"one GRPO step on every sample (about {c.expected_samples} per iteration), micro batch "
+            ("update", f"one GRPO step on every sample (about {self.expected_samples} per iteration), micro batch "
                        f"{self.update.micro_batch}, lr {self.update.learning_rate:g}, "
                        f"grad norm {self.update.max_grad_norm:g}"),
             ("activation checkpointing", str(self.activation_checkpointing)),
