@@ -253,16 +253,13 @@ def create_app(manager: SessionManager) -> FastAPI:
         reset = _reset_request(body)
         base = catalog.get(session.env.id) if session is not None else env_for(env_ref, named)
         task, target = await task_of(base, reset)
-        if session is not None and task is not None and session.env.knobs != target.knobs:
-            raise InvalidRequest(
-                f"session {session.id} plays {session.env.id} at knobs {dict(session.env.knobs)}, task {task.index} of "
-                f"{task.split!r} at {dict(task.knobs)}: reset without a session id to open a session for it"
-            )
         new = session is None
         if session is None:
             session = await manager.open(target, client_of(request), "http")
         try:
-            obs = await manager.reset(session, task.seed if task else reset.seed, reset.episode_id)
+            # a task at another knob setting than the session's switches it (same session id)
+            obs = await manager.reset(session, task.seed if task else reset.seed, reset.episode_id,
+                                      env=target if task is not None else None)
         except ServeError:
             if new:
                 await manager.close(session)
@@ -383,7 +380,7 @@ def create_app(manager: SessionManager) -> FastAPI:
         return manager.stats()
 
     # --- MCP ------------------------------------------------------------------------
-    mcp = McpEndpoint(manager, lambda ref: env_for(ref))
+    mcp = McpEndpoint(manager, lambda ref: env_for(ref), tasks)
 
     def mcp_context(request: Request, env_ref: str | None) -> McpRequestContext:
         named = request.query_params.get("env_id")
@@ -392,6 +389,8 @@ def create_app(manager: SessionManager) -> FastAPI:
             session_header=request.headers.get(MCP_SESSION_HEADER),
             seed=request.query_params.get("seed"),
             client=client_of(request),
+            split=request.query_params.get("split"),
+            index=request.query_params.get("index"),
         )
 
     def mcp_response(answer: McpAnswer) -> Response:
@@ -482,14 +481,12 @@ def create_app(manager: SessionManager) -> FastAPI:
                         session = None
                     base = catalog.get(session.env.id) if session is not None else env_for(env_ref, named)
                     task, target = await task_of(base, reset)
-                    if session is not None and task is not None and session.env.knobs != target.knobs:
-                        if not owned:
-                            raise InvalidRequest(f"this connection plays session {session.id} at other knobs than task {task.index}")
-                        await manager.close(session)  # a knob setting is other code: a fresh instance
-                        session = None
                     if session is None:
                         session = await start(target)
-                    obs = await manager.reset(session, task.seed if task else reset.seed, reset.episode_id)
+                    # a task at another knob setting switches the session, attached (an MCP
+                    # session, openenv's MCP client) or not, keeping its id
+                    obs = await manager.reset(session, task.seed if task else reset.seed, reset.episode_id,
+                                              env=target if task is not None else None)
                     reply: Any = WSObservationResponse(data=wire_result(obs))
                 elif kind == "step":
                     action = SpadeAction.model_validate(WSStepMessage.model_validate(message).data)

@@ -7,16 +7,25 @@ of every other transport). Two ways open one:
 
 * MCP's handshake: ``initialize`` opens a session on the route's environment
   (``/envs/<env_id>/mcp``, or ``/mcp`` of a server of one environment, or ``/mcp?env_id=``),
-  resets it (``?seed=N`` on the URL seeds the episode) and answers its id in the
-  ``Mcp-Session-Id`` header; later requests send that header, ``DELETE`` with it closes
-  the session. The result's ``instructions`` hold the environment's first observation.
-* openenv's: ``openenv/session/create`` (``params.seed`` optional) answers
-  ``{"session_id", "observation"}``; later requests name it in ``params.session_id``, and
-  ``openenv/session/close`` closes it. openenv's client resets and steps that same session
-  over ``/ws?session_id=<id>``.
+  resets it (``?seed=N`` on the URL seeds the episode; ``?split=test&index=N`` plays that
+  task of the Task API, :mod:`spade_serve.tasks`: its knob setting and seed) and answers
+  its id in the ``Mcp-Session-Id`` header; later requests send that header, ``DELETE``
+  with it closes the session. The result's ``instructions`` hold the environment's first
+  observation.
+* openenv's: ``openenv/session/create`` (``params.seed``, ``params.split`` and
+  ``params.index`` optional, as on the URL) answers ``{"session_id", "observation"}``
+  (and ``"task"``, the task's spec, when one was named); later requests name it in
+  ``params.session_id``, and ``openenv/session/close`` closes it. openenv's client resets
+  and steps that same session over ``/ws?session_id=<id>``.
 
 The id is the server's session id, so ``/reset`` and ``/state`` with ``X-Spade-Session``
-reach the same episode (a new episode: ``/reset`` with the id, or a new MCP session).
+reach the same episode. A new episode, or another task, in the same session is a reset of
+it, the way OpenEnv 0.10 picks a task (``reset(split=, index=)``; its MCP client resets
+over ``/ws?session_id=<id>``), or ``/reset`` with the id; a task at another knob setting
+switches the session to it, keeping the id. There is no ``reset`` tool: OpenEnv reserves
+``reset``, ``step``, ``state`` and ``close`` as orchestration controls, never tools
+(``RESERVED_TOOL_NAMES`` of ``openenv.core.env_server.mcp_types`` and of its harness), and
+the tools are the agent's, who could otherwise end its episode early or pick an easier task.
 
 Tools (``tools/list``): a tool-use environment's own tools, each with its own JSON schema
 as ``inputSchema``, plus ``answer(text)`` (the reply that ends a request, stepped as
@@ -34,9 +43,10 @@ through ``/step`` and earns the same reward.
 
 Protocol errors are JSON-RPC errors: ``-32700`` (not JSON), ``-32600`` (not a request),
 ``-32601`` (unknown method), ``-32602`` (bad params, unknown tool or session id named in
-params), ``-32000`` (the server's own errors; ``data`` is the error payload of every other
-route: ``code``, ``message``...), ``-32001`` with HTTP 404 (the ``Mcp-Session-Id`` names no
-open session: initialize again), ``-32000`` with HTTP 400 (no session named).
+params, an unknown split or a task index out of range: nothing is opened), ``-32000``
+(the server's own errors; ``data`` is the error payload of every other route: ``code``,
+``message``...), ``-32001`` with HTTP 404 (the ``Mcp-Session-Id`` names no open session:
+initialize again), ``-32000`` with HTTP 400 (no session named).
 """
 
 from __future__ import annotations
@@ -55,6 +65,7 @@ from .catalog import ServedEnv
 from .errors import EnvFailed, EpisodeStateError, InvalidRequest, ServeError, SessionNotFound
 from .models import SpadeObservation
 from .sessions import Session, SessionManager
+from .tasks import Task, TaskCatalog
 
 #: The header carrying the session id (MCP's streamable HTTP transport).
 MCP_SESSION_HEADER = "Mcp-Session-Id"
@@ -248,21 +259,28 @@ class _RpcFailure(Exception):
 @dataclass(frozen=True)
 class McpRequestContext:
     """What the route knows of one HTTP request: the environment it names (``None``: the
-    default), the ``Mcp-Session-Id`` header, a ``seed`` from the URL and the client."""
+    default), the ``Mcp-Session-Id`` header, a ``seed`` and a Task API task (``split`` and
+    ``index``) from the URL, and the client."""
 
     env_ref: str | None
     session_header: str | None
     seed: str | None
     client: str
+    split: str | None = None
+    index: str | None = None
 
 
 class McpEndpoint:
     """The JSON-RPC side of ``/mcp``; ``resolve_env(env_ref)`` is the app's own choice of
-    environment for a route (the default one, or the one named)."""
+    environment for a route (the default one, or the one named); ``tasks``, the app's Task
+    API catalog (the tasks a session may be opened at)."""
 
-    def __init__(self, manager: SessionManager, resolve_env: Callable[[str | None], ServedEnv]) -> None:
+    def __init__(
+        self, manager: SessionManager, resolve_env: Callable[[str | None], ServedEnv], tasks: TaskCatalog | None = None
+    ) -> None:
         self.manager = manager
         self.resolve_env = resolve_env
+        self.tasks = tasks if tasks is not None else TaskCatalog()
 
     async def post(self, raw: bytes, ctx: McpRequestContext) -> McpAnswer:
         """Answer one POSTed JSON-RPC message."""
@@ -347,15 +365,29 @@ class McpEndpoint:
         except ServeError as exc:
             raise _RpcFailure(_serve_error(rid, exc)) from None
 
-    async def _open(self, rid: Any, seed: Any, ctx: McpRequestContext) -> tuple[Session, SpadeObservation]:
-        """A new session on the route's environment, reset with ``seed``."""
+    async def _open(
+        self, rid: Any, seed: Any, ctx: McpRequestContext, split: Any = None, index: Any = None
+    ) -> tuple[Session, SpadeObservation, Task | None]:
+        """A new session on the route's environment, reset with ``seed``; at the Task API's
+        task ``split``/``index`` when either is given (its knob setting and seed; a ``seed``
+        beside them must be the task's)."""
         if isinstance(seed, str):
             seed = int(seed) if seed.isdigit() else seed
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
             raise _RpcFailure(rpc_error(rid, INVALID_PARAMS, f"seed must be an integer >= 0, got {json.dumps(seed)}"))
+        if isinstance(index, str):
+            index = int(index) if index.isdigit() else index
+        if index is not None and (isinstance(index, bool) or not isinstance(index, int)):
+            raise _RpcFailure(rpc_error(rid, INVALID_PARAMS, f"index must be a task index (an integer >= 0), got {json.dumps(index)}"))
+        if split is not None and not isinstance(split, str):
+            raise _RpcFailure(rpc_error(rid, INVALID_PARAMS, f"split must be a split's name, got {json.dumps(split)}"))
         env = self._env(rid, ctx.env_ref)
+        task: Task | None = None
         try:
-            session = await self.manager.open(env.id, ctx.client, "mcp")
+            if split is not None or index is not None:
+                chosen, env = await self.manager.gate.run(self.tasks.resolve, env, split, index, seed)
+                task, seed = chosen, chosen.seed
+            session = await self.manager.open(env, ctx.client, "mcp")
         except ServeError as exc:
             raise _RpcFailure(_serve_error(rid, exc)) from None
         try:
@@ -363,11 +395,11 @@ class McpEndpoint:
         except ServeError as exc:
             await self.manager.close(session)
             raise _RpcFailure(_serve_error(rid, exc)) from None
-        return session, obs
+        return session, obs, task
 
     # --- methods ------------------------------------------------------------------------
     async def _initialize(self, rid: Any, params: dict[str, Any], ctx: McpRequestContext) -> McpAnswer:
-        session, obs = await self._open(rid, ctx.seed, ctx)
+        session, obs, _ = await self._open(rid, ctx.seed, ctx, ctx.split, ctx.index)
         result = {
             "protocolVersion": negotiate(params.get("protocolVersion")),
             "capabilities": {"tools": {"listChanged": False}},
@@ -378,8 +410,11 @@ class McpEndpoint:
 
     async def _create(self, rid: Any, params: dict[str, Any], ctx: McpRequestContext) -> McpAnswer:
         seed = params.get("seed", ctx.seed)
-        session, obs = await self._open(rid, seed, ctx)
-        return _result(rid, {"session_id": session.id, "observation": obs.text}, {MCP_SESSION_HEADER: session.id})
+        session, obs, task = await self._open(rid, seed, ctx, params.get("split", ctx.split), params.get("index", ctx.index))
+        result: dict[str, Any] = {"session_id": session.id, "observation": obs.text}
+        if task is not None:
+            result["task"] = task.spec()
+        return _result(rid, result, {MCP_SESSION_HEADER: session.id})
 
     async def _close(self, rid: Any, params: dict[str, Any], ctx: McpRequestContext) -> McpAnswer:
         sid = params.get("session_id")

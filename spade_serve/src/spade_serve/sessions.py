@@ -540,11 +540,49 @@ class SessionManager:
         if self._own_pool and self._pool is not None:
             self._pool.close()
 
+    async def _switch(self, session: Session, env: ServedEnv) -> None:
+        """Give the session an instance of ``env``, another knob setting of its environment
+        (a task's variant, :mod:`spade_serve.tasks`): other code, so a fresh instance in a
+        worker group of that setting's; the old instance is closed on the closing thread and
+        its group given back. The session keeps its id, so whoever holds it (an MCP client, a
+        WebSocket attached to it) plays on. When the new instance cannot be started, the
+        session is left as it was (:class:`ServerBusy`, or :class:`EnvFailed` that does not
+        close it)."""
+        if env.id != session.env.id:
+            raise InvalidRequest(f"session {session.id} is a session of {session.env.id}, not of {env.id}")
+        group = self._take_group(env.group_id, session.client) if self._sandboxed(env) else None
+        try:
+            instance = await self._start_instance(env, group)
+        except BaseException as exc:
+            self._give_group(env.group_id, group)
+            if isinstance(exc, Exception) and not isinstance(exc, ServeError):
+                raise _env_failed(exc, f"cannot start {env.id} at {dict(env.knobs)}", session_closed=False) from None
+            raise
+        if session.closed:  # closed while the instance started (shutdown): nothing to switch
+            self._give_group(env.group_id, group)
+            self._closer.submit(_close_quietly, instance)
+            self._check_open(session)
+        old, old_env, old_group = session.instance, session.env, session.group
+        session.instance, session.env, session.group = instance, env, group
+        self._give_group(old_env.group_id, old_group)
+        held = self._groups.get(env.group_id, {}).get(group) if group is not None else None
+        session.generation = held.generation if held is not None else 0
+        # a new instance: its first reset reports its tools again, and nothing is replayed
+        session.started, session.tools, session.replay = False, None, None
+        self._closer.submit(_close_quietly, old)
+
     # --- episode calls ----------------------------------------------------------------
-    async def reset(self, session: Session, seed: int | None = None, episode_id: str | None = None) -> SpadeObservation:
+    async def reset(
+        self, session: Session, seed: int | None = None, episode_id: str | None = None, *, env: ServedEnv | None = None
+    ) -> SpadeObservation:
+        """A new episode of the session. ``env``: the environment to play it on, another knob
+        setting of the session's (a task's variant); the session switches to an instance of
+        it first when its setting is not the session's."""
         async with session.lock:
             self._check_open(session)
             session.last_active = time.monotonic()
+            if env is not None and env.group_id != session.env.group_id:
+                await self._switch(session, env)
             async with self._worker_turn(session, replay=False):
                 try:
                     obs, info, tools = await self.gate.run(self._reset_call, session, seed)
@@ -630,7 +668,7 @@ class SessionManager:
 
     @staticmethod
     def _meta(session: Session) -> dict[str, Any]:
-        meta = {
+        meta: dict[str, Any] = {
             "env_id": session.env.id,
             "session_id": session.id,
             "episode_id": session.episode_id,
