@@ -94,3 +94,39 @@ def test_a_knob_task_played_on_the_server_is_the_adaptive_pools_variant(serve, t
     assert instance.reset(seed=TEST_SEED_BASE + 3)[0] == first
     assert first.startswith("size 5 mode a secret ")
     assert instance.step("x")[0] == stepped["observation"]["text"] == "x at size 5 mode a"
+
+
+def test_a_store_environment_gets_its_knob_tasks_played_in_the_sandbox(serve) -> None:
+    """Designed environments declare knobs too: a store environment's declaration is read
+    with ``ast`` (nothing runs in the server) and its knob task plays sandboxed."""
+    store_env = ServedEnv("store", dial().metadata, DIAL, ())
+    settings = TaskCatalog().knob_settings(store_env)
+    assert settings == [(), (("SIZE", 2),), (("SIZE", 5),), (("MODE", "b"),)]
+    index = 3 * SEEDS_PER_SETTING  # setting 3: MODE "b", the first train seed
+    with serve([store_env]) as (url, manager), httpx.Client(base_url=url, timeout=30) as http:
+        assert http.post("/dial-v1/num_tasks", json={"split": "train"}).json()["num_tasks"] == 4 * SEEDS_PER_SETTING
+        reset = http.post("/reset", json={"split": "train", "index": index})
+        assert reset.status_code == 200, reset.text
+        assert reset.json()["observation"]["text"].startswith("size 3 mode b secret ")
+        session = manager.sessions[reset.headers["x-spade-session"]]
+        assert session.env.kind == "store" and session.env.knobs == (("MODE", "b"),)
+        assert manager.pool.worker_of(session.instance.handle) is not None, "played by a sandbox worker"
+
+
+@pytest.mark.parametrize("declaration", [
+    '{"N": (int, 1, 2), ' + ", ".join(f'"C{i}": (str, "a", "b{i}", "c{i}")' for i in range(60)) + "}",
+    "{name: (int, 1, 2) for name in NAMES}",  # not a literal: the environment as written only
+])
+def test_a_declaration_offers_a_bounded_list_of_settings(declaration: str) -> None:
+    from spade_serve.tasks import MAX_KNOB_SETTINGS
+
+    source = DIAL.replace('KNOBS = {"SIZE": (int, 2, 5), "MODE": (str, "a", "b")}',
+                          "N = 1\n    " + "\n    ".join(f'C{i} = "a"' for i in range(60)) + f"\n    KNOBS = {declaration}")
+    source = source.replace('HARDER = {"SIZE": "lower"}', "")
+    env = ServedEnv("store", dial().metadata, source, ())
+    settings = TaskCatalog().knob_settings(env)
+    if declaration.startswith("{name"):
+        assert settings == [()]
+    else:
+        assert len(settings) == MAX_KNOB_SETTINGS and settings[:2] == [(), (("N", 2),)]
+        assert settings[-1] == (("C30", "c30"),), "the first ones in declaration order"

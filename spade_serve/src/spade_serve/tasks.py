@@ -10,13 +10,15 @@ pair:
 * two splits, ``train`` (seeds ``0 ..``) and ``test`` (held-out seeds from
   :data:`TEST_SEED_BASE`, the base the trainer's experiments evaluate on), each of
   :data:`SEEDS_PER_SETTING` seeds per knob setting;
-* the knob settings of a seed environment whose class declares ``KNOBS`` (the designer's
+* the knob settings of an environment whose class declares ``KNOBS`` (the designer's
   declaration, ``{"NAME": (type, low, high)}`` or ``(str, choice, ...)`` or ``(bool,)``):
   the class as written first, then each knob at each declared bound or choice with the
-  others as written. A grid of every combination would be unbounded (a float range) or
-  far too large; these settings are the ones the declaration names. A store environment
-  (untrusted code, not imported here) and a seed without ``KNOBS`` have one setting:
-  the environment as written;
+  others as written, at most :data:`MAX_KNOB_SETTINGS` in declaration order. A grid of
+  every combination would be unbounded (a float range) or far too large; these settings
+  are the ones the declaration names. Seeds and store environments alike: the
+  declaration is read with ``ast`` (nothing of the environment runs here) and every
+  variant runs in the sandbox. An environment without ``KNOBS``, or whose declaration
+  cannot be read, has one setting: the environment as written;
 * index ``i`` of a split is setting ``i // SEEDS_PER_SETTING`` at the split's seed
   ``base + i % SEEDS_PER_SETTING``, so the first :data:`SEEDS_PER_SETTING` tasks are the
   environment as written.
@@ -50,6 +52,10 @@ SPLITS: dict[str, int] = {"train": 0, "test": TEST_SEED_BASE}
 #: Most tasks one ``/tasks`` (a preview: ``num_tasks`` is the true count) or
 #: ``/task_range`` answer holds.
 MAX_TASKS_PER_ANSWER = 1000
+#: Most knob settings an environment offers (the one as written included): a declaration
+#: with more bounds and choices than this keeps its first ones, so an environment cannot
+#: make a server hold an unbounded list or cache of variants.
+MAX_KNOB_SETTINGS = 64
 
 KnobSetting = tuple[tuple[str, Any], ...]
 
@@ -112,15 +118,14 @@ class TaskCatalog:
         if known is not None:
             return known
         settings: list[KnobSetting] = [()]
-        if env.kind == "seed":
-            try:  # the kernel's one reader of the declarations (ast: nothing runs)
-                knobs = read_knobs(env.source, env.metadata.class_name).knobs
-            except KnobDeclarationError:
-                knobs = ()  # undeclarable knobs: the environment as written only
-            for knob in knobs:
-                for value in _declared_values(knob):
-                    if value != knob.value and ((knob.name, value),) not in settings:
-                        settings.append(((knob.name, value),))
+        try:  # the kernel's one reader of the declarations (ast: nothing runs, store code too)
+            knobs = read_knobs(env.source, env.metadata.class_name).knobs
+        except KnobDeclarationError:
+            knobs = ()  # undeclarable knobs: the environment as written only
+        for knob in knobs:
+            for value in _declared_values(knob):
+                if len(settings) < MAX_KNOB_SETTINGS and value != knob.value and ((knob.name, value),) not in settings:
+                    settings.append(((knob.name, value),))
         with self._lock:
             self._settings.setdefault(env.id, settings)
         return settings
@@ -205,4 +210,4 @@ def variant(env: ServedEnv, knobs: KnobSetting) -> ServedEnv:
     return dataclasses.replace(env, source=source, knobs=knobs)
 
 
-__all__ = ["MAX_TASKS_PER_ANSWER", "SEEDS_PER_SETTING", "SPLITS", "TEST_SEED_BASE", "Task", "TaskCatalog", "TaskError", "variant"]
+__all__ = ["MAX_KNOB_SETTINGS", "MAX_TASKS_PER_ANSWER", "SEEDS_PER_SETTING", "SPLITS", "TEST_SEED_BASE", "Task", "TaskCatalog", "TaskError", "variant"]
