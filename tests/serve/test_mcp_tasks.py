@@ -167,7 +167,7 @@ def test_openenvs_mcp_tool_client_resets_to_a_task_in_shared_workers(serve) -> N
     from openenv.core.mcp_client import MCPToolClient
 
     with serve([dial_text()], sessions_per_worker=2) as (url, manager), httpx.Client(base_url=url, timeout=30) as http:
-        _, answer = http_task(http, SIZE5)
+        first, answer = http_task(http, SIZE5)
         other = rpc(http, "/envs/dial-v1/mcp", "openenv/session/create", {"seed": 1}).json()["result"]["session_id"]
 
         def step_other(action: str) -> str:
@@ -177,9 +177,10 @@ def test_openenvs_mcp_tool_client_resets_to_a_task_in_shared_workers(serve) -> N
         async def go() -> dict[str, Any]:
             seen: dict[str, Any] = {}
             async with MCPToolClient(base_url=url + "/envs/dial-v1") as env:
-                # (its client reads an observation with a ``tools`` field as a tools/list one and
-                # keeps only its metadata: the text is compared through the call's answer below)
-                seen["reset"] = (await env.reset(split="test", index=SIZE5)).observation.metadata
+                # (the observation's tool schemas go as ``tool_schemas``: a ``tools`` key would make
+                # this client read it as a tools/list answer and drop the text)
+                observation = (await env.reset(split="test", index=SIZE5)).observation
+                seen["reset"], seen["reset_text"] = observation.metadata, observation.model_dump().get("text")
                 with pytest.raises(RuntimeError, match="out of range") as refused:
                     await env.reset(split="test", index=NO_TASK)
                 seen["refused"] = str(refused.value)
@@ -191,6 +192,7 @@ def test_openenvs_mcp_tool_client_resets_to_a_task_in_shared_workers(serve) -> N
 
         seen = asyncio.run(go())
         assert seen["reset"]["knobs"] == {"SIZE": 5} and seen["reset"]["seed"] == TEST_SEED_BASE + 3
+        assert seen["reset_text"] == first, "the reset's text reaches OpenEnv's MCP client"
         assert seen["called"]["content"][0]["text"] == answer and seen["called"]["structuredContent"]["reward"] == 1.0
         assert seen["other"] == "z at size 3"
         assert seen["back"]["seed"] == TEST_SEED_BASE + 3 and "knobs" not in seen["back"]

@@ -2,7 +2,7 @@
 
 OpenEnv's own ``GenericEnvClient`` works against the server unchanged (actions are
 ``{"message": "..."}``, observations plain dicts with ``text``, ``terminated``,
-``truncated``, ``info``, ``tools`` and ``metadata``). :class:`SpadeEnvClient` adds types,
+``truncated``, ``info``, ``tool_schemas`` and ``metadata``). :class:`SpadeEnvClient` adds types,
 a bearer token, the ``/envs/<id>`` route and :class:`~spade_serve.errors.RemoteError`
 (with the server's code and the sandbox's error kind) instead of a bare RuntimeError::
 

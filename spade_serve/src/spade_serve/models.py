@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import Field
+from pydantic import AliasChoices, Field
 
 from .wire import Action, Observation, State
 
@@ -31,8 +31,11 @@ class SpadeObservation(Observation):
     terminated: bool = Field(default=False, description="The episode reached a terminal state")
     truncated: bool = Field(default=False, description="The episode was cut off (max_turns, or the env said so)")
     info: dict[str, Any] = Field(default_factory=dict, description="The environment's info dict")
+    #: On the wire ``tool_schemas``: OpenEnv's MCP client reads an observation that holds a
+    #: ``tools`` key as a tools/list answer and drops its text. Read under either name.
     tools: list[dict[str, Any]] = Field(
-        default_factory=list, description="OpenAI-format tool schemas (tool-use environments; at reset)"
+        default_factory=list, description="OpenAI-format tool schemas (tool-use environments; at reset)",
+        validation_alias=AliasChoices("tool_schemas", "tools"), serialization_alias="tool_schemas",
     )
 
 
@@ -52,9 +55,10 @@ def wire_result(observation: SpadeObservation) -> dict[str, Any]:
     """The ``{"observation", "reward", "done"}`` body of a reset/step answer.
 
     OpenEnv's own serializer leaves ``metadata`` out of the observation; here it
-    stays in, because that is where a client finds ``terminated`` and ``truncated``."""
+    stays in, because that is where a client finds ``terminated`` and ``truncated``. The
+    tool schemas go as ``tool_schemas`` (:class:`SpadeObservation`)."""
     return {
-        "observation": observation.model_dump(exclude={"reward", "done"}),
+        "observation": observation.model_dump(exclude={"reward", "done"}, by_alias=True),
         "reward": observation.reward,
         "done": observation.done,
     }
