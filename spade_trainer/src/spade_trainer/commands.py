@@ -7,6 +7,8 @@ from typing import Annotated, Any, Optional
 
 import typer
 
+from .experiment_settings import LearnSettings as _Learn
+
 _PRESET_HELP = (
     "Preset; repeat it to lay ablations on a base (--preset tiny --preset baseline, or tiny+baseline). "
     "Bases: gpu, quickstart, tiny. Ablations: baseline (fixed pool, no designer), adaptive (the fixed pool "
@@ -80,26 +82,26 @@ def register(cli: typer.Typer) -> None:
         run_dir: Annotated[Path, typer.Option(help="Where learning.json, learning.md, learning.png and the log go.")],
         seed: Annotated[Optional[list[int]], typer.Option(  # noqa: UP045
             help="Training seed; repeat it for several (each in RUN_DIR/seed-N, with a summary in RUN_DIR).")] = None,
-        updates: Annotated[int, typer.Option(help="Policy updates per curve.")] = 12,
-        eval_every: Annotated[int, typer.Option(help="Evaluate every N updates.")] = 4,
-        groups: Annotated[int, typer.Option(help="GRPO groups per update.")] = 4,
-        group_size: Annotated[int, typer.Option(help="Plays per group.")] = 8,
+        updates: Annotated[int, typer.Option(help="Policy updates per curve.")] = _Learn.updates,
+        eval_every: Annotated[int, typer.Option(help="Evaluate every N updates.")] = _Learn.eval_every,
+        groups: Annotated[int, typer.Option(help="GRPO groups per update.")] = _Learn.groups,
+        group_size: Annotated[int, typer.Option(help="Plays per group.")] = _Learn.group_size,
         group_instance: Annotated[str, typer.Option(
-            help="fresh: every play its own instance (the paper's); shared: a group plays one instance.")] = "fresh",
-        eval_episodes: Annotated[int, typer.Option(help="Held-out episodes per evaluation.")] = 96,
-        lr: Annotated[float, typer.Option("--lr", help="Learning rate of the trained curve.")] = 2e-5,
-        prefill: Annotated[str, typer.Option(help="Text each reply starts with (not trained).")] = "\\boxed{",
-        cut_at_action: Annotated[bool, typer.Option(help="End each reply at its action's closing brace.")] = True,
+            help="fresh: every play its own instance (the paper's); shared: a group plays one instance.")] = _Learn.group_instance,
+        eval_episodes: Annotated[int, typer.Option(help="Held-out episodes per evaluation.")] = _Learn.eval_episodes,
+        lr: Annotated[float, typer.Option("--lr", help="Learning rate of the trained curve.")] = _Learn.learning_rate,
+        prefill: Annotated[str, typer.Option(help="Text each reply starts with (not trained).")] = _Learn.prefill,
+        cut_at_action: Annotated[bool, typer.Option(help="End each reply at its action's closing brace.")] = _Learn.cut_at_action,
         control: Annotated[str, typer.Option(
             help="The learning-rate-0 control: eval (the initial weights evaluated at every point), "
-                 "full (also played and updated at lr 0) or none.")] = "eval",
-        candidates: Annotated[int, typer.Option(help="The rung's CANDIDATES knob.")] = 3,
-        guesses: Annotated[int, typer.Option(help="The rung's GUESSES knob.")] = 2,
+                 "full (also played and updated at lr 0) or none.")] = _Learn.control,
+        candidates: Annotated[int, typer.Option(help="The rung's CANDIDATES knob.")] = _Learn.candidates,
+        guesses: Annotated[int, typer.Option(help="The rung's GUESSES knob.")] = _Learn.guesses,
         trainer: Annotated[str, typer.Option(
             help="Who makes the trained curve's updates: spade (the project's GRPO step) or trl "
-                 "(TRL's GRPOTrainer, with a rollout function that plays the rung).")] = "spade",
+                 "(TRL's GRPOTrainer, with a rollout function that plays the rung).")] = _Learn.trainer,
         device: Annotated[str, typer.Option(
-            help="cpu, cuda or cuda:N: where the model is sampled and trained (float32 on every device).")] = "cpu",
+            help="cpu, cuda or cuda:N: where the model is sampled and trained (float32 on every device).")] = _Learn.device,
     ) -> None:
         """Train the embedded model (agent only) on the games domain's bottom rung and measure
         held-out success against a learning-rate-0 control and the best constant policy."""
@@ -167,13 +169,13 @@ def register(cli: typer.Typer) -> None:
                  "measured success by a fixed rule (RLVE-style, no designer).")] = "fixed",
         seed: Annotated[Optional[list[int]], typer.Option(  # noqa: UP045
             help="Training seed; repeat it for several (each in RUN_DIR/seed-N, with a summary in RUN_DIR).")] = None,
-        updates: Annotated[int, typer.Option(help="Policy updates.")] = 12,
-        eval_every: Annotated[int, typer.Option(help="Evaluate every N updates (and at update 0).")] = 4,
-        groups: Annotated[int, typer.Option(help="GRPO groups per update (spade: children per update).")] = 4,
+        updates: Annotated[int, typer.Option(help="Policy updates.")] = _Learn.updates,
+        eval_every: Annotated[int, typer.Option(help="Evaluate every N updates (and at update 0).")] = _Learn.eval_every,
+        groups: Annotated[int, typer.Option(help="GRPO groups per update (spade: children per update).")] = _Learn.groups,
         group_size: Annotated[int, typer.Option(help="Agent plays per group (spade: per child, and as many "
-                                                     "hinted).")] = 8,
-        eval_episodes: Annotated[int, typer.Option(help="Held-out episodes per level and evaluation.")] = 96,
-        lr: Annotated[float, typer.Option("--lr", help="Learning rate.")] = 2e-5,
+                                                     "hinted).")] = _Learn.group_size,
+        eval_episodes: Annotated[int, typer.Option(help="Held-out episodes per level and evaluation.")] = _Learn.eval_episodes,
+        lr: Annotated[float, typer.Option("--lr", help="Learning rate.")] = _Learn.learning_rate,
         levels: Annotated[str, typer.Option(help="Evaluation levels, NAME=CANDIDATESxGUESSES, comma separated.")]
         = "easy=2x2,default=3x2,hard=7x3",
         reward: Annotated[str, typer.Option(help="Designer reward: blend, regret, plateau or learning_potential.")]
@@ -183,7 +185,7 @@ def register(cli: typer.Typer) -> None:
         designer_scale: Annotated[Optional[float], typer.Option(  # noqa: UP045
             help="Multiplier of designer advantages (default: agent samples / designer samples).")] = None,
         device: Annotated[str, typer.Option(
-            help="cpu, cuda or cuda:N: where the model is sampled and trained (float32 on every device).")] = "cpu",
+            help="cpu, cuda or cuda:N: where the model is sampled and trained (float32 on every device).")] = _Learn.device,
         start: Annotated[str, typer.Option(
             help="The rung's starting knobs, CANDIDATESxGUESSES: the fixed arm trains there throughout, the spade "
                  "arm's frontier and the adaptive arm's window start there (2x2, the ladder's bottom, is RLVE's "
