@@ -31,37 +31,37 @@ FUNCTIONS = [fn("turn_on_wifi", "Turn on WiFi."), fn("login_device", "Log in to 
              fn("send_message", "Send a message.", sender_name="string", receiver_name="string", message="string"),
              fn("delete_message", "Delete a message by id.", message_id="integer"),
              fn("add_reminder", "Add a reminder.", title="string", description="string", time="string")]
-INBOX = {"1": {"sender_id": "USR101", "receiver_id": "USR100", "message": "Lunch tomorrow?", "time": "2024-07-14"}}
-USERS = {"Eve": {"user_id": "USR100"}, "Frank": {"user_id": "USR101"}}
-REMINDERS = {"1": {"reminder_id": 1, "title": "Gym", "description": "Leg day", "time": "2024-07-15 18:00",
-                   "notified": False}}
+#: The benchmark's built-in inbox and reminders (every entry starts from them).
+INBOX = acebench.default_state("MessageApi")["inbox"]
+REMINDERS = acebench.default_state("ReminderApi")["reminder_list"]
 
 STEP = {"id": "agent_multi_step_0",
         "question": "I am Eve. Add a reminder titled 'Dentist' (description 'Dentist at noon', time 2024-07-20 "
-                    "12:00), then tell Frank 'See you at noon' by message.",
-        "initial_config": {"BaseApi": {"wifi": False, "logged_in": True},
-                           "MessageApi": {"inbox": INBOX, "user_list": USERS},
-                           "ReminderApi": {"reminder_list": REMINDERS}},
+                    "12:00), then tell Frank 'See you at noon' by message; if the inbox is full, delete the "
+                    "oldest message first.",
+        "initial_config": {"BaseApi": {"wifi": False, "logged_in": True}},
         "path": [], "function": FUNCTIONS, "involved_classes": ["BaseApi", "MessageApi", "ReminderApi"]}
 STEP_ANSWER = {"id": "agent_multi_step_0", "ground_truth": [
     {"BaseApi": {"wifi": True, "logged_in": True}},
-    {"MessageApi": {"inbox": {**INBOX, "2": {"sender_id": "USR100", "receiver_id": "USR101",
-                                             "message": "See you at noon"}}}},
-    {"ReminderAPI": {"reminder_list": {**REMINDERS, "2": {"reminder_id": 2, "title": "Dentist",
+    {"MessageApi": {"inbox": {**{k: v for k, v in INBOX.items() if k != "3"},
+                              "7": {"sender_id": "USR100", "receiver_id": "USR101", "message": "See you at noon"}}}},
+    {"ReminderApi": {"reminder_list": {**REMINDERS, "4": {"reminder_id": 4, "title": "Dentist",
                                                           "description": "Dentist at noon",
                                                           "time": "2024-07-20 12:00", "notified": False}}}}],
     "mile_stone": ["[turn_on_wifi()]",
                    "[add_reminder(title='Dentist', description='Dentist at noon', time='2024-07-20 12:00')]",
+                   "[delete_message(message_id=3)]",
                    "[send_message(sender_name='Eve', receiver_name='Frank', message='See you at noon')] "]}
 TURN = {"id": "agent_multi_turn_0",
         "question": "You are Eve. You want a reminder 'Pay rent' with the description 'Rent of May' at "
                     "2024-05-01 09:00.",
-        "initial_config": {"BaseApi": {"wifi": True, "logged_in": False}, "ReminderApi": {"reminder_list": {}}},
+        "initial_config": {"BaseApi": {"wifi": True, "logged_in": False}},
         "path": [], "function": FUNCTIONS, "involved_classes": ["BaseApi", "ReminderApi"]}
 TURN_ANSWER = {"id": "agent_multi_turn_0", "ground_truth": [
     {"BaseApi": {"wifi": True, "logged_in": True}},
-    {"ReminderApi": {"reminder_list": {"1": {"reminder_id": 1, "title": "Pay rent", "description": "Rent of May",
-                                             "time": "2024-05-01 09:00", "notified": False}}}}],
+    {"ReminderApi": {"reminder_list": {**REMINDERS, "4": {"reminder_id": 4, "title": "Pay rent",
+                                                          "description": "Rent of May", "time": "2024-05-01 09:00",
+                                                          "notified": False}}}}],
     "mile_stone": [["[login_device()]", "[add_reminder(title='Pay rent', description='Rent of May', "
                                         "time='2024-05-01 09:00')]"],
                    ["[add_reminder(title='Pay rent', description='Rent of May', time='2024-05-01 09:00')]"]]}
@@ -73,6 +73,7 @@ def call(name: str, **arguments) -> str:
 
 STEP_PERFECT = [call("turn_on_wifi"),
                 call("add_reminder", title="Dentist", description="Dentist at noon", time="2024-07-20 12:00"),
+                call("delete_message", message_id=3),
                 call("send_message", sender_name="Eve", receiver_name="Frank", message="See you at noon"),
                 "Done: the reminder is set and Frank has your message."]
 TURN_PERFECT = [call("login_device"),
@@ -121,13 +122,13 @@ def test_a_perfect_agent_reaches_both_end_states(data: Path) -> None:
 
 
 def test_a_wrong_end_state_scores_zero_with_its_process_accuracy(data: Path) -> None:
-    # the message is never sent: 2 of 3 milestones, end state wrong
-    forgot = [*STEP_PERFECT[:2], "Done."]
+    # the message is never sent: 3 of 4 milestones, end state wrong
+    forgot = [*STEP_PERFECT[:3], "Done."]
     result, _, _ = play(data, forgot, TURN_PERFECT, TURN_USER)
     step = result.episodes[0]
-    assert not step.success and step.episode_return == pytest.approx(0.667)
+    assert not step.success and step.episode_return == pytest.approx(0.75)
     # every milestone reached, then Frank's earlier message deleted: the end state is wrong
-    extra = [*STEP_PERFECT[:3], call("delete_message", message_id=1), "Done."]
+    extra = [*STEP_PERFECT[:4], call("delete_message", message_id=1), "Done."]
     result, _, _ = play(data, extra, TURN_PERFECT, TURN_USER)
     assert result.episodes[0].episode_return == acebench.NEAR_MISS and not result.episodes[0].success
     assert result.groups["agent_multi_step"].successes == 0
@@ -152,6 +153,12 @@ def test_the_benchmark_s_checks_directly() -> None:
     assert acebench.end_state_errors(truth, [{"BaseApi": {"wifi": True, "logged_in": True}}]) == []
     assert acebench.end_state_errors(truth, [{"BaseApi": {"wifi": False, "logged_in": True}}])
     assert "wrong number of classes" in acebench.end_state_errors(truth, [])[0]
+    # an answer class is compared with ours of exactly its name: the files' "ReminderAPI"
+    # matches none, so it is not compared (as in the benchmark), but it counts
+    reminders = {"ReminderApi": {"reminder_list": {"1": {"title": "mine"}}}}
+    assert acebench.end_state_errors([{"ReminderAPI": {"reminder_list": {"1": {"title": "theirs"}}}}], [reminders]) == []
+    assert acebench.end_state_errors([{"ReminderApi": {"reminder_list": {"1": {"title": "theirs"}}}}], [reminders])
+    assert "wrong number of classes" in acebench.end_state_errors([*truth, {"ReminderAPI": {}}], [reminders])[0]
 
 
 def test_a_malformed_file_names_the_file_and_the_field(data: Path) -> None:
@@ -173,16 +180,12 @@ def test_a_malformed_file_names_the_file_and_the_field(data: Path) -> None:
 def test_what_is_not_implemented_is_reported_by_name(data: Path) -> None:
     with pytest.raises(acebench.AceDataError, match="category normal_atom_bool is not implemented"):
         acebench.acebench_items(CTX, data=str(data), categories="normal_atom_bool")
-    food = {**STEP, "id": "agent_multi_step_1", "involved_classes": ["BaseApi", "FoodPlatform"]}
-    write(data, "data_agent_multi_step.json", [STEP, food])
-    write(data / "possible_answer", "data_agent_multi_step.json", [STEP_ANSWER, {**STEP_ANSWER, "id": food["id"]}])
+    finance = {**STEP, "id": "agent_multi_step_1", "involved_classes": ["BaseApi", "Finance"]}
+    write(data, "data_agent_multi_step.json", [STEP, finance])
+    write(data / "possible_answer", "data_agent_multi_step.json", [STEP_ANSWER, {**STEP_ANSWER, "id": finance["id"]}])
     items = acebench.acebench_items(CTX, data=str(data), categories="multi_step")
     result = evaluate(ReplayBackend(STEP_PERFECT), items, concurrency=1)
     errors = {e.label: e.error for e in result.episodes}
     assert errors["agent_multi_step_0"] is None
-    assert "class FoodPlatform is not implemented" in errors["agent_multi_step_1"]
-    no_state = {**TURN, "initial_config": {"BaseApi": {"wifi": True, "logged_in": True}}}
-    write(data, "data_agent_multi_turn.json", [no_state])
-    items = acebench.acebench_items(CTX, data=str(data), categories="multi_turn", user=ReplayBackend())
-    result = evaluate(ReplayBackend(), items, concurrency=1)
-    assert "ReminderApi: initial_config gives no 'reminder_list'" in result.episodes[0].error
+    assert "class Finance is not implemented" in errors["agent_multi_step_1"]
+    assert "implemented: BaseApi, MessageApi, ReminderApi, FoodPlatform, Travel" in errors["agent_multi_step_1"]
