@@ -24,6 +24,10 @@ PACKAGES = {
     "plugins/tooluse": "spade-tooluse",
     "plugins/reasoning_gym": "spade-reasoning-gym",
 }
+#: Adapters another framework loads, installed apart from SPADE (docs/architecture.md).
+INTEGRATIONS = {
+    "integrations/verifiers": "spade-verifiers",
+}
 HEAVY = {"torch", "trl", "transformers", "vllm", "ray", "accelerate", "deepspeed"}
 # DESIGN.md: what each package must not depend on.
 FORBIDDEN = {
@@ -55,6 +59,24 @@ def test_every_package_has_its_own_pyproject_and_entry_point(folder: str, dist: 
     assert (ROOT / folder / "src").is_dir()
     if dist != "spade-core":
         assert project.get("entry-points", {}).get("spade"), f"{dist} registers no plugin in group 'spade'"
+
+
+@pytest.mark.parametrize("folder,dist", sorted(INTEGRATIONS.items()))
+def test_every_integration_installs_apart_from_spade(folder: str, dist: str) -> None:
+    """An integration has its own pyproject and ``src/`` and depends on no SPADE
+    distribution: it reaches SPADE through a server's protocol (its README says why)."""
+    project = _project(folder)
+    assert project["name"] == dist
+    assert (ROOT / folder / "src").is_dir() and (ROOT / folder / "README.md").is_file()
+    deps = _requirement_names(project.get("dependencies", []))
+    spade = sorted(d for d in deps if d.startswith("spade"))
+    assert not spade, f"{dist} must not depend on {spade}"
+    assert not project.get("entry-points", {}).get("spade"), f"{dist} is no SPADE plugin"
+
+
+def test_every_integration_folder_is_listed() -> None:
+    found = {p.parent.relative_to(ROOT).as_posix() for p in ROOT.glob("integrations/*/pyproject.toml")}
+    assert found == set(INTEGRATIONS)
 
 
 @pytest.mark.parametrize("dist,forbidden", sorted(FORBIDDEN.items()))

@@ -1,0 +1,530 @@
+"""verifiers 0.4 plays SPADE registry environments through ``spade serve``
+(``integrations/verifiers``, docs/verifiers.md).
+
+The integration cannot be installed beside SPADE (verifiers 0.4 pins mcp 2.0.0; spade-serve's
+openenv 0.10 holds mcp below 2), so it runs under another interpreter:
+``SPADE_VERIFIERS_PYTHON`` names a Python with verifiers 0.4 and ``integrations/verifiers``
+installed. Without it those tests skip, saying so; the rules the integration restates from
+SPADE are checked here either way.
+
+With it: the taskset's rows are ``spade eval --suite registry``'s episodes; an unreachable
+server and an unknown id stop ``vf-eval`` naming them (the model there is a hand-written
+OpenAI-compatible double that is never reached: error paths only); and, with the embedded
+model behind ``transformers serve`` (offline), verifiers' own runner (``vf-eval``) and
+``spade eval`` play the same episodes (a seed environment and a store environment, both
+sandboxed by the server) to the same returns and successes, sending the model the same
+conversations and getting the same replies (a pass-through proxy records both runners'
+requests).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import inspect
+import json
+import math
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import httpx
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+PROTOCOL = ROOT / "integrations" / "verifiers" / "src" / "spade_verifiers" / "protocol.py"
+HANOI = ROOT / "tests" / "core" / "fixtures" / "reference_envs" / "tower_of_hanoi.py"
+VERIFIERS_PYTHON = os.environ.get("SPADE_VERIFIERS_PYTHON")
+needs_verifiers = pytest.mark.skipif(
+    not VERIFIERS_PYTHON,
+    reason="SPADE_VERIFIERS_PYTHON does not name a Python with verifiers 0.4 and integrations/verifiers "
+    "installed (docs/verifiers.md: python3.11 -m venv /tmp/vf-venv && /tmp/vf-venv/bin/pip install "
+    "verifiers==0.4.0 -e integrations/verifiers)",
+)
+#: A seed environment and a store environment (admitted in the fixture's registry).
+IDS = ["code_breaker-v1", "hanoi-v1"]
+#: A store environment whose second step raises (the error path of an episode).
+BROKEN = "broken-v1"
+BROKEN_SOURCE = '''\
+class BrokenEnv:
+    """Asks for anything in a box; its second step raises."""
+
+    def reset(self, seed=None):
+        self.turn = 0
+        return f"Reply with anything in a box, e.g. \\\\boxed{{go}} (episode {seed}).", {}
+
+    def step(self, action):
+        self.turn += 1
+        if self.turn >= 2:
+            raise RuntimeError("the environment broke on purpose")
+        return "Once more.", 0.5, False, False, {}
+
+    def solution(self):
+        return ["\\\\boxed{go}"]
+'''
+
+
+def _protocol() -> ModuleType:
+    """``spade_verifiers.protocol``, loaded by path: the package itself imports verifiers."""
+    spec = importlib.util.spec_from_file_location("spade_verifiers_protocol", PROTOCOL)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+# --- the rules the integration restates (no verifiers needed) --------------------------------
+
+
+def test_the_rules_the_integration_restates_are_spade_evals() -> None:
+    from spade_core.app.eval_harness import SYSTEM_PROMPT, evaluate
+    from spade_core.returns import WIN_THRESHOLD, episode_return, is_win
+    from spade_designer.llm.base import DEFAULT_TOP_P
+    from spade_eval.suites import REGISTRY_SUITE
+
+    proto = _protocol()
+    assert proto.SYSTEM_PROMPT == SYSTEM_PROMPT
+    assert proto.WIN_THRESHOLD == WIN_THRESHOLD
+    defaults = inspect.signature(evaluate).parameters
+    assert REGISTRY_SUITE.defaults == {}  # so spade eval falls back to evaluate's own
+    assert proto.DEFAULT_MAX_TOKENS == defaults["max_new_tokens"].default == 256
+    assert proto.DEFAULT_TEMPERATURE == defaults["temperature"].default == 0.0
+    assert proto.DEFAULT_TOP_P == DEFAULT_TOP_P
+    for reward in (None, -3.0, -1.0, 0.0, 0.25, WIN_THRESHOLD, 1.0, 1.5, math.nan, math.inf):
+        for terminated in (True, False):
+            try:  # what spade eval scores: a non-finite reward is 0 (_Live.result)
+                expected = episode_return(reward, terminated)
+            except ValueError:
+                expected = 0.0
+            assert proto.episode_return(reward, terminated) == expected, (reward, terminated)
+            assert proto.is_win(expected) == is_win(expected)
+    assert proto.parse_ids("a-v1, b-v1 c") == ["a-v1", "b-v1", "c"]
+    assert proto.parse_ids(["a-v1,b-v1", "c"]) == ["a-v1", "b-v1", "c"]
+    assert proto.turn_cap(12, 3) == 3 and proto.turn_cap(4, 30) == 4 and proto.turn_cap(None, 3) == 3
+    assert proto.turn_cap(7, None) == 7 and proto.turn_cap(None, None) is None
+
+
+@pytest.fixture(scope="module")
+def registry_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A SPADE_HOME whose store holds ``hanoi-v1`` (admitted, max_turns 12) and
+    ``broken-v1`` (admitted, max_turns 5)."""
+    home = tmp_path_factory.mktemp("verifiers-home")
+    code = (
+        "from pathlib import Path\n"
+        "from spade_core.config import load_config\n"
+        "from spade_core.metadata import EnvMetadata, EnvStatus\n"
+        "from spade_core.store import EnvStore\n"
+        "with EnvStore(load_config().resolved_store_url) as store:\n"
+        f"    m = store.add(Path({str(HANOI)!r}).read_text(), EnvMetadata(name='hanoi', domain='games', "
+        "skill='planning', max_turns=12))\n"
+        "    store.set_status(m.id, EnvStatus.admitted)\n"
+        "    assert m.id == 'hanoi-v1', m.id\n"
+        f"    b = store.add({BROKEN_SOURCE!r}, EnvMetadata(name='broken', domain='games', skill='planning', "
+        "max_turns=5))\n"
+        "    store.set_status(b.id, EnvStatus.admitted)\n"
+        f"    assert b.id == {BROKEN!r}, b.id\n"
+    )
+    subprocess.run([sys.executable, "-c", code], env={**os.environ, "SPADE_HOME": str(home)}, cwd=home, check=True)
+    return home
+
+
+def _registry_items(home: Path, ids: str, size: int, seed: int, max_turns: int | None) -> list[tuple[str, int, int]]:
+    """``(label, seed, turn cap)`` of each episode ``spade eval --suite registry`` plays."""
+    code = (
+        "import json, sys\n"
+        "from spade_core.config import load_config\n"
+        "from spade_core.evaluation import SuiteContext\n"
+        "from spade_core.plugins import get_plugins\n"
+        "from spade_core.store import EnvStore\n"
+        "from spade_eval.suites import registry_items\n"
+        "cap = json.loads(sys.argv[4])\n"
+        "config = load_config()\n"
+        "with EnvStore(config.resolved_store_url) as store:\n"
+        "    items = registry_items(SuiteContext(config, get_plugins(), store), size=int(sys.argv[2]), "
+        "seed=int(sys.argv[3]), ids=sys.argv[1])\n"
+        "print(json.dumps([[i.label, i.seed, min(i.max_turns, cap) if cap else i.max_turns] for i in items]))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code, ids, str(size), str(seed), json.dumps(max_turns)],
+                          env={**os.environ, "SPADE_HOME": str(home)}, cwd=home, capture_output=True, text=True,
+                          check=True)
+    return [tuple(row) for row in json.loads(done.stdout)]
+
+
+def test_the_restated_episode_order_is_the_registry_suites(registry_home: Path) -> None:
+    proto = _protocol()
+    items = _registry_items(registry_home, ",".join(IDS), 3, 5, 3)
+    own = {"code_breaker-v1": 12, "hanoi-v1": 12}
+    assert [(i, s, proto.turn_cap(own[i], 3)) for i, s in proto.episode_seeds(IDS, 3, 5)] == items
+    assert [s for _, s, _ in items] == [5, 6, 7, 5, 6, 7]
+    with pytest.raises(ValueError, match="size must be at least 1"):
+        list(proto.episode_seeds(IDS, 0, 0))
+
+
+# --- servers -----------------------------------------------------------------------------------
+
+
+def _wait_for(url: str, proc: subprocess.Popen, what: str, timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        if proc.poll() is not None:
+            out = proc.stdout.read().decode(errors="replace") if proc.stdout else ""
+            raise RuntimeError(f"{what} exited {proc.returncode}: {out[-2000:]}")
+        try:
+            with urllib.request.urlopen(url, timeout=2) as r:
+                if r.status == 200:
+                    return
+        except OSError:
+            pass
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{what} did not answer {url} in {timeout_s:g} s")
+        time.sleep(0.2)
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def _spade_serve(home: Path, *args: str) -> Iterator[str]:
+    port = _free_port()
+    cmd = [sys.executable, "-m", "spade_core.app.cli", "serve", *IDS, BROKEN, *args, "--port", str(port),
+           "--log-level", "warning"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=home,
+                            env={**os.environ, "SPADE_HOME": str(home)})
+    url = f"http://127.0.0.1:{port}"
+    try:
+        _wait_for(url + "/health", proc, "spade serve", 60)
+        yield url
+    finally:
+        _stop(proc)
+
+
+@pytest.fixture(scope="module")
+def serve(registry_home: Path) -> Iterator[str]:
+    """``spade serve code_breaker-v1 hanoi-v1 broken-v1`` on loopback (every session sandboxed)."""
+    yield from _spade_serve(registry_home)
+
+
+class _Recorder(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self, upstream: str | None, reply: str | None = None) -> None:
+        super().__init__(("127.0.0.1", 0), _Handler)
+        self.upstream = upstream
+        self.reply = reply
+        self.records: list[dict[str, Any]] = []
+        self.lock = threading.Lock()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}"
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: _Recorder
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers.get("content-length", "0"))) or b"{}")
+        tag, _, rest = self.path.lstrip("/").partition("/")
+        if self.server.upstream is None and self.server.reply is None:  # a double that refuses every call
+            status, answer = 500, {"error": {"message": "this double answers no model call"}}
+        elif self.server.upstream is None:  # a double that always says the same
+            status, answer = 200, {
+                "id": "double", "object": "chat.completion", "created": 0, "model": body.get("model", ""),
+                "choices": [{"index": 0, "finish_reason": "stop",
+                             "message": {"role": "assistant", "content": self.server.reply}}],
+                "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+            }
+        else:
+            reply = httpx.post(f"{self.server.upstream}/{rest}", json=body, timeout=600)
+            status, answer = reply.status_code, reply.json()
+        with self.server.lock:
+            self.server.records.append({"tag": tag, "request": body, "status": status, "answer": answer})
+        data = json.dumps(answer).encode()
+        self.send_response(status)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+def _recording(upstream: str | None, reply: str | None = None) -> Iterator[_Recorder]:
+    server = _Recorder(upstream, reply)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.fixture
+def double() -> Iterator[_Recorder]:
+    """An OpenAI-compatible double for the error paths: it records and refuses every call."""
+    yield from _recording(None)
+
+
+@pytest.fixture
+def parrot() -> Iterator[_Recorder]:
+    """An OpenAI-compatible double for the environment's error path: it always replies
+    `` \\boxed{go} `` (spaces kept: the reply reaches the environment as it came)."""
+    yield from _recording(None, " \\boxed{go} ")
+
+
+@pytest.fixture(scope="module")
+def model() -> Iterator[tuple[_Recorder, str]]:
+    """``transformers serve`` holding the embedded SmolLM2 model (offline) behind a
+    recording pass-through proxy: ``(proxy, model id)``; ``{proxy.url}/<tag>/v1`` reaches
+    the model and records the request under ``tag``."""
+    from spade_designer.llm.transformers_backend import TransformersBackend, gguf_cache_root
+
+    TransformersBackend()  # converts the shipped GGUF file once into the model cache
+    folders = sorted(p.parent for p in gguf_cache_root().glob("*/config.json"))
+    assert folders, "the transformers backend left no converted model folder"
+    model_id = str(folders[0])
+    cli = shutil.which("transformers", path=str(Path(sys.executable).parent)) or shutil.which("transformers")
+    assert cli, "transformers' command line is not installed (transformers[serving])"
+    port = _free_port()
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    proc = subprocess.Popen([cli, "serve", model_id, "--host", "127.0.0.1", "--port", str(port)],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
+    try:
+        _wait_for(f"http://127.0.0.1:{port}/health", proc, "transformers serve", 180)
+        for proxy in _recording(f"http://127.0.0.1:{port}"):
+            yield proxy, model_id
+    finally:
+        _stop(proc)
+
+
+# --- verifiers' runner -------------------------------------------------------------------------
+
+
+def _vf_eval(serve_url: str, model_url: str, model_id: str, out: Path, *, ids: str, size: int = 2,
+             seed: int = 0, max_turns: int = 3, max_tokens: int = 24, extra: tuple[str, ...] = (),
+             env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """verifiers' own runner, ``vf-eval``, on the ``spade-verifiers`` taskset."""
+    assert VERIFIERS_PYTHON
+    script = Path(VERIFIERS_PYTHON).parent / "vf-eval"
+    runner = [str(script)] if script.is_file() else [
+        VERIFIERS_PYTHON, "-c", "import sys; from verifiers.v1.cli.eval.main import main; sys.exit(main())"]
+    cmd = [*runner, "spade-verifiers", "--env.taskset.base-url", serve_url, "--env.taskset.ids", ids,
+           "--env.taskset.size", str(size), "--env.taskset.seed", str(seed), "--env.taskset.max-turns",
+           str(max_turns), "-m", model_id, "--client.base-url", model_url, "--sampling.temperature", "0",
+           "--sampling.max-tokens", str(max_tokens), "--no-push", "--no-rich", "-o", str(out), "--run.name", "run",
+           "-c", "1", *extra]
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("SPADE_")}
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=900, cwd=out.parent,
+                          env={**clean, **(env or {})}, check=False)
+
+
+def _verifiers_python(code: str, *args: str) -> subprocess.CompletedProcess:
+    assert VERIFIERS_PYTHON
+    return subprocess.run([VERIFIERS_PYTHON, "-c", code, *args], capture_output=True, text=True, timeout=300,
+                          check=False)
+
+
+def _episodes(out: Path) -> list[dict[str, Any]]:
+    lines = (out / "run" / "traces.jsonl").read_text().splitlines()
+    return [json.loads(line) for line in lines if line.strip()]
+
+
+@needs_verifiers
+def test_the_taskset_rows_are_the_registry_suites_episodes(serve: str, registry_home: Path) -> None:
+    """One row per (environment, seed), in spade eval's order and seed rule, with its turn
+    cap and spade eval's system prompt; an environment's name resolves to its id."""
+    code = (
+        "import json, sys\n"
+        "import spade_verifiers\n"
+        "env = spade_verifiers.load_environment(base_url=sys.argv[1], ids='code_breaker, spade/hanoi-v1', "
+        "size=3, seed=5, max_turns=3)\n"
+        "rows = [t.data for t in env.taskset]\n"
+        "print(json.dumps([[d.env_id, d.seed, d.max_turns, d.prompt, d.system_prompt, t.key] "
+        "for d, t in zip(rows, env.taskset)]))\n"
+    )
+    done = _verifiers_python(code, serve)
+    assert done.returncode == 0, done.stderr
+    rows = json.loads(done.stdout)
+    from spade_core.app.eval_harness import SYSTEM_PROMPT
+
+    assert [tuple(r[:3]) for r in rows] == _registry_items(registry_home, ",".join(IDS), 3, 5, 3)
+    assert all(r[3] is None and r[4] == SYSTEM_PROMPT for r in rows)  # the first observation opens it
+    assert [r[5] for r in rows][:2] == ["code_breaker-v1#5", "code_breaker-v1#6"]
+
+
+@needs_verifiers
+def test_an_unreachable_server_stops_the_run_naming_it(double: _Recorder, tmp_path: Path) -> None:
+    nowhere = f"http://127.0.0.1:{_free_port()}"
+    done = _vf_eval(nowhere, f"{double.url}/m/v1", "double", tmp_path / "out", ids="code_breaker-v1")
+    assert done.returncode != 0
+    assert f"spade_verifiers.client.ServerUnreachable: spade serve is not reachable at {nowhere}" in done.stderr
+    assert "start it with `spade serve ID [ID...]`" in done.stderr
+    assert not (tmp_path / "out" / "run" / "traces.jsonl").exists() and double.records == []
+    code = ("import sys, spade_verifiers\n"
+            "try:\n    spade_verifiers.load_environment(base_url=sys.argv[1], ids=['code_breaker-v1'])\n"
+            "except spade_verifiers.ServerUnreachable as e:\n    print(e)\n")
+    loaded = _verifiers_python(code, nowhere)
+    assert loaded.returncode == 0 and f"not reachable at {nowhere}" in loaded.stdout, loaded.stderr
+
+
+@needs_verifiers
+def test_an_unknown_id_stops_the_run_naming_it(serve: str, double: _Recorder, tmp_path: Path) -> None:
+    done = _vf_eval(serve, f"{double.url}/m/v1", "double", tmp_path / "out", ids="code_breaker-v1,nope-v1")
+    assert done.returncode != 0
+    assert (f"spade_verifiers.client.UnknownEnvironment: {serve} does not serve 'nope-v1' "
+            "(it serves: code_breaker-v1, hanoi-v1, broken-v1)") in done.stderr
+    assert not (tmp_path / "out" / "run" / "traces.jsonl").exists() and double.records == []
+    code = ("import sys, spade_verifiers\n"
+            "try:\n    spade_verifiers.load_environment(base_url=sys.argv[1], ids='nope-v1')\n"
+            "except spade_verifiers.UnknownEnvironment as e:\n    print(e)\n")
+    loaded = _verifiers_python(code, serve)
+    assert loaded.returncode == 0 and "does not serve 'nope-v1'" in loaded.stdout, loaded.stderr
+
+
+@needs_verifiers
+def test_a_server_with_a_token_refuses_a_run_without_it(registry_home: Path, double: _Recorder,
+                                                       tmp_path: Path) -> None:
+    token = tmp_path / "token"
+    token.write_text("s3cret-token-42\n")
+    for url in _spade_serve(registry_home, "--token-file", str(token)):
+        done = _vf_eval(url, f"{double.url}/m/v1", "double", tmp_path / "out", ids="code_breaker-v1")
+        assert done.returncode != 0
+        assert "ServerRefused" in done.stderr and "UNAUTHORIZED" in done.stderr
+        assert "pass the token of its --token-file" in done.stderr
+        code = ("import sys, spade_verifiers\n"
+                "env = spade_verifiers.load_environment(base_url=sys.argv[1], ids='code_breaker-v1', size=2, "
+                "token='s3cret-token-42')\n"
+                "print(len(list(env.taskset)))\n")
+        loaded = _verifiers_python(code, url)
+        assert loaded.returncode == 0 and loaded.stdout.strip() == "2", loaded.stderr
+    assert double.records == []
+
+
+def _spade_eval(home: Path, model_url: str, model_id: str, *, ids: str, size: int, seed: int, max_turns: int,
+                max_tokens: int) -> list[dict[str, Any]]:
+    """``spade eval --suite registry ... --json``'s episodes."""
+    done = subprocess.run(
+        [sys.executable, "-m", "spade_core.app.cli", "eval", "--suite", "registry", "--policy",
+         f"openai:{model_url}#{model_id}", "-o", f"ids={ids}", "--size", str(size), "--seed", str(seed),
+         "--max-turns", str(max_turns), "--temperature", "0", "--max-new-tokens", str(max_tokens),
+         "--concurrency", "1", "--json"],
+        capture_output=True, text=True, timeout=900, cwd=home, env={**os.environ, "SPADE_HOME": str(home)},
+        check=False)
+    assert done.returncode == 0, done.stderr[-4000:]
+    return json.loads(done.stdout[done.stdout.index("{"):])["episodes"]
+
+
+def _outcomes(ran: list[dict[str, Any]]) -> dict[tuple[str, int], dict[str, Any]]:
+    """Per (environment, seed): what verifiers recorded, in spade eval's terms."""
+    got = {}
+    for episode in ran:
+        assert episode["ok"] and len(episode["traces"]) == 1
+        trace = episode["traces"][0]
+        info = trace["info"]["spade"]
+        got[(info["env_id"], info["seed"])] = {
+            "episode_return": sum(r["score"] * r["weight"] for r in trace["rewards"].values()),
+            "success": bool(trace["metrics"]["success"]), "turns": int(trace["metrics"]["turns"]),
+            "terminated": info["terminated"], "error": info["error"],
+        }
+        assert trace["metrics"]["success"] == float(info["success"])
+    return got
+
+
+@needs_verifiers
+def test_an_environment_failure_ends_its_episode_as_spade_eval_records_it(
+    serve: str, registry_home: Path, parrot: _Recorder, tmp_path: Path
+) -> None:
+    done = _vf_eval(serve, f"{parrot.url}/verifiers/v1", "parrot", tmp_path / "vf", ids=BROKEN, size=2, seed=0,
+                    max_turns=3)
+    assert done.returncode == 0, done.stderr[-4000:]
+    got = _outcomes(_episodes(tmp_path / "vf"))
+    expected = _spade_eval(registry_home, f"{parrot.url}/spade/v1", "parrot", ids=BROKEN, size=2, seed=0,
+                           max_turns=3, max_tokens=8)
+    assert [(e["label"], e["seed"]) for e in expected] == list(got) == [(BROKEN, 0), (BROKEN, 1)]
+    for e in expected:
+        mine = got[(e["label"], e["seed"])]
+        # the first step was played (reward 0.5, not terminated), the second raised
+        assert e["error"] and "the environment broke on purpose" in e["error"]
+        assert mine["error"].startswith("step 2: EXECUTION_ERROR") and "the environment broke on purpose" in mine["error"]
+        assert {k: v for k, v in mine.items() if k != "error"} == {
+            "episode_return": e["episode_return"], "success": e["success"], "turns": e["turns"],
+            "terminated": e["terminated"]} == {"episode_return": 0.0, "success": False, "turns": 1, "terminated": False}
+    sent = [r["request"]["messages"] for r in parrot.records]
+    assert sorted(map(json.dumps, (m for m, r in zip(sent, parrot.records, strict=True) if r["tag"] == "verifiers"))) \
+        == sorted(map(json.dumps, (m for m, r in zip(sent, parrot.records, strict=True) if r["tag"] == "spade")))
+    assert {m[2]["content"] for m in sent if len(m) > 2} == {" \\boxed{go} "}  # the reply as it came, unstripped
+
+
+@needs_verifiers
+@pytest.mark.model
+@pytest.mark.slow
+def test_verifiers_runner_scores_registry_episodes_as_spade_eval_does(
+    serve: str, registry_home: Path, model: tuple[_Recorder, str], tmp_path: Path
+) -> None:
+    proxy, model_id = model
+    ids, size, seed, max_turns, max_tokens = ",".join(IDS), 1, 3, 3, 24
+
+    started = time.monotonic()
+    done = _vf_eval(serve, f"{proxy.url}/verifiers/v1", model_id, tmp_path / "vf", ids=ids, size=size,
+                    seed=seed, max_turns=max_turns, max_tokens=max_tokens)
+    vf_s = time.monotonic() - started
+    assert done.returncode == 0, done.stderr[-4000:]
+    ran = _episodes(tmp_path / "vf")
+    started = time.monotonic()
+    expected = _spade_eval(registry_home, f"{proxy.url}/spade/v1", model_id, ids=ids, size=size, seed=seed,
+                           max_turns=max_turns, max_tokens=max_tokens)
+    spade_s = time.monotonic() - started
+
+    # every episode: verifiers' reward is the episode's return, its success metric spade eval's
+    got = _outcomes(ran)
+    want = {(e["label"], e["seed"]): {k: e[k] for k in ("episode_return", "success", "turns", "terminated", "error")}
+            for e in expected}
+    print(f"\nvf-eval {vf_s:.1f} s, spade eval {spade_s:.1f} s, {len(proxy.records)} model calls; {want}")
+    assert list(got) == list(want) == [(i, seed + k) for i in IDS for k in range(size)]
+    assert got == want
+    for episode in ran:
+        trace = episode["traces"][0]
+        assert len(trace["calls"]) == len(trace["info"]["spade"]["replies"]) == trace["metrics"]["turns"]
+
+    # the same conversations went to the model, and the same replies came back
+    def calls(tag: str) -> list[tuple[str, Any, Any, str]]:
+        rows = [r for r in proxy.records if r["tag"] == tag]
+        assert rows and all(r["status"] == 200 for r in rows)
+        return sorted(
+            (json.dumps(r["request"]["messages"]), r["request"].get("max_tokens"), r["request"].get("temperature"),
+             r["answer"]["choices"][0]["message"]["content"])
+            for r in rows
+        )
+
+    theirs, ours = calls("spade"), calls("verifiers")
+    assert len(ours) == sum(w["turns"] for w in want.values())
+    assert ours == theirs
+    assert {(m, t) for _, m, t, _ in ours} == {(max_tokens, 0.0)}
+    replies = sorted(reply for e in ran for reply in e["traces"][0]["info"]["spade"]["replies"])
+    assert replies == sorted(reply for *_, reply in ours)
+    assert any(reply.strip() for reply in replies)  # the model said something
