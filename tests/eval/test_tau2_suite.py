@@ -151,7 +151,7 @@ def test_the_suite_is_registered_and_listed_by_spade_eval(tmp_path: Path, domain
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     suite = get_plugins().eval_suites()["tau2_bench"]
     assert suite is tau2.SUITE and suite.trusted
-    assert set(suite.options) == {"data", "domains", "ids", "user"}
+    assert set(suite.options) == {"data", "domains", "ids", "split", "user"}
     monkeypatch.setenv("SPADE_HOME", str(tmp_path / "home"))
     r = CliRunner().invoke(build_app(), ["eval", "--list"])
     assert r.exit_code == 0, r.output
@@ -236,11 +236,11 @@ def test_a_malformed_task_file_names_the_file_and_the_field(tmp_path: Path) -> N
 
 
 def test_what_is_not_implemented_is_reported_by_name(domains: Path) -> None:
-    (domains / "telecom").mkdir()
-    line = _task("7", "Your mobile data does not work.", "You are Bo Chen.",
-                 [{"action_id": "7_0", "name": "get_customer_by_phone", "arguments": {"phone_number": "555-0100"}}],
+    (domains / "banking").mkdir()  # a domain whose tools are not here
+    line = _task("7", "You want your balance.", "You are Bo Chen.",
+                 [{"action_id": "7_0", "name": "get_balance", "arguments": {"account_id": "A100"}}],
                  [], ["DB", "COMMUNICATE"])
-    (domains / "telecom" / "tasks.json").write_text(json.dumps([line]))
+    (domains / "banking" / "tasks.json").write_text(json.dumps([line]))
     judged = _task("2", "You want to know what a mug costs.", "You are Ana Lee.", [], ["10"], ["DB", "NL_ASSERTION"])
     exchange = _task("3", "You want to exchange your lamp.", "You are Ana Lee.",
                      [{"action_id": "3_0", "name": "exchange_delivered_order_items",
@@ -250,10 +250,11 @@ def test_what_is_not_implemented_is_reported_by_name(domains: Path) -> None:
     items = tau2.tau2_items(CTX, data=str(domains), user=ReplayBackend())
     result = evaluate(ReplayBackend(), items, suite="tau2_bench", concurrency=1)
     errors = {e.label: e.error for e in result.episodes}
-    assert "tau2 domain 'telecom'" in errors["telecom/7"] and "implemented: retail, airline" in errors["telecom/7"]
+    assert "tau2 domain 'banking'" in errors["banking/7"] and "implemented: retail, airline, telecom" in \
+        errors["banking/7"]
     assert "NL_ASSERTION is not implemented" in errors["retail/2"]
     assert "exchange_delivered_order_items is not implemented" in errors["retail/3"]
-    assert result.columns["tau2-telecom"].unavailable == ["telecom/7"]
+    assert result.columns["tau2-banking"].unavailable == ["banking/7"]
     assert result.columns["tau2-retail"].unavailable == ["retail/2", "retail/3"]
 
 
@@ -272,8 +273,7 @@ def test_table_2_reads_the_tau2_and_acebench_columns() -> None:
     ours = table.rows[-1]
     # overall: the mean of the benchmarks' averages (tau2 50, ACE 50), not of the columns
     assert ours[table.header.index("tau2-retail")] == "50.0" and ours[-1] == "50.0 (of 3)"
-    assert any("tau2-telecom (the tau2_bench adapter implements the retail and airline domains' tools only)" in n
-               for n in table.notes)
-    # airline is measurable now: only "not run" (by this record), not "not measurable here"
-    assert any("tau2-airline (spade eval --suite tau2_bench)" in n for n in table.notes)
-    assert not any("not measurable" in n and "tau2-airline" in n for n in table.notes)
+    # airline and telecom are measurable now: only "not run" (by this record), not "not measurable here"
+    assert any("tau2-airline (spade eval --suite tau2_bench)" in n and "tau2-telecom (spade eval --suite tau2_bench)"
+               in n for n in table.notes)
+    assert not any("not measurable" in n for n in table.notes)
