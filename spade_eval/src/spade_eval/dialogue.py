@@ -104,7 +104,7 @@ def _tool_completion(backend: Any, messages: list[dict[str, Any]], tools: list[d
     if not isinstance(backend, OpenAIBackend):
         raise SuiteError(f"a simulated user with tools (a dual-control domain) needs the openai backend "
                          f"(-o user=openai:BASE_URL#MODEL), got {type(backend).__name__}")
-    data = backend._post({"model": backend.model_name, "messages": messages, "tools": tools,
+    data = backend.chat_completion({"model": backend.model_name, "messages": messages, "tools": tools,
                           "max_tokens": max_new_tokens, "temperature": temperature, "n": 1})
     try:
         message = data["choices"][0]["message"]

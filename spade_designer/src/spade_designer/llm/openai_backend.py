@@ -134,14 +134,17 @@ class OpenAIBackend(ChatBackend):
                 body["stop"] = list(sampling.stop)
             if self.logprobs:
                 body["logprobs"] = True
-            return self._parse(self._post(body), sampling.stop)
+            return self._parse(self.chat_completion(body), sampling.stop)
 
         if len(conversations) == 1:
             return [one(0)]
         with ThreadPoolExecutor(max_workers=min(self.concurrency, len(conversations))) as pool:
             return list(pool.map(one, range(len(conversations))))
 
-    def _post(self, body: dict[str, Any]) -> dict[str, Any]:
+    def chat_completion(self, body: dict[str, Any]) -> dict[str, Any]:
+        """POST ``body`` to the server's ``/chat/completions`` and return its decoded answer,
+        through this backend's request path (retries, deadline, size limit): for callers that
+        need what ``chat`` does not carry (tool declarations, ``tool_calls`` in the reply)."""
         import httpx
 
         url = f"{self.base_url}/chat/completions"
