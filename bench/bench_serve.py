@@ -1,5 +1,5 @@
-"""``spade serve`` (every session sandboxed) beside openenv-core's own server hosting the
-same environment in-process, in one run.
+"""``spade serve`` (every session sandboxed) beside OpenEnv's own server (the ``openenv``
+package, the version installed: 0.10 here) hosting the same environment in-process, in one run.
 
 Run: ``python -m bench.bench_serve`` (or ``python -m bench serve``); ``--quick`` for a
 short run; ``--memory`` for the memory table alone (1, 16 and 64 sessions per worker), with
@@ -8,7 +8,7 @@ where it goes (the server process, the zygote, the workers; each worker's USS an
 
 Both servers run as their own processes on loopback, in one run, and are
 measured one after the other in rounds (medians; the machine is shared and noisy), each through
-openenv-core's own ``GenericEnvClient`` over the WebSocket:
+OpenEnv's own ``GenericEnvClient`` over the WebSocket:
 
 * **step latency** — one client stepping the seed ``polynomial_probe`` (p50 and p99 of
   the round trip, every round pooled);
@@ -20,7 +20,7 @@ openenv-core's own ``GenericEnvClient`` over the WebSocket:
   PSS after the warm-up. Fixed costs are thus neither hidden in a worker started early
   nor charged to the sessions (:func:`memory_breakdown`).
 
-openenv-core's side is ``openenv.core.env_server.create_app`` with an ``Environment``
+OpenEnv's side is ``openenv.core.env_server.create_app`` with an ``Environment``
 that wraps the same seed class through ``spade_core.env.ReferenceEnvAdapter`` (the same
 value checks), ``SUPPORTS_CONCURRENT_SESSIONS`` and a session limit above the load.
 ``spade serve`` is run three times: one worker per session (the default), and 16 and 64
@@ -46,7 +46,7 @@ ENV_ID = "polynomial_probe-v1"
 ACTION = r"\boxed{query 1}"
 
 
-# --- openenv-core's own server, hosting the seed in-process ---------------------------------
+# --- OpenEnv's own server, hosting the seed in-process ---------------------------------
 def openenv_app() -> Any:
     from openenv.core.env_server.http_server import create_app
     from openenv.core.env_server.interfaces import Environment
@@ -109,7 +109,7 @@ def server(kind: str, *extra: str):
     if kind == "openenv":
         cmd = [sys.executable, "-m", "bench.bench_serve", "--openenv-server", str(port)]
         base = f"http://127.0.0.1:{port}"
-        label = "openenv-core server (in-process)"
+        label = "OpenEnv server (in-process)"
     else:
         cmd = [sys.executable, "-m", "spade_core.app.cli", "serve", ENV_ID, "--port", str(port), "--log-level", "warning",
                "--max-sessions-per-client", "1024", *extra]
@@ -261,7 +261,7 @@ def memory_main(sessions: int, per_worker: list[int]) -> None:
             latency_round(url, 20)  # the first worker and the connection path warm, as in the main run
             r = memory_breakdown(url, pid, sessions)
         kib = 1024
-        base = base or r["per GiB"]  # the first row: openenv-core's server
+        base = base or r["per GiB"]  # the first row: OpenEnv's server
         table.add_row(label, f"{r['per GiB']:.0f}", f"{r['per GiB'] / base:.2f}x", f"{r['charged'] / sessions / kib:.0f}", f"{r['per GiB, growth']:.0f}",
                       f"{r['server added'] / kib:.0f}",
                       f"{r['zygote added'] / kib:.0f}", f"{r['workers added'] / kib:.0f}", f"{r['workers']:.0f}",
@@ -294,7 +294,7 @@ def main(argv: list[str] | None = None) -> None:
     lat: dict[str, list[float]] = {}
     thr: dict[str, list[float]] = {}
     mem: dict[str, float] = {}
-    # One server at a time: openenv-core's server, started beside the others on this
+    # One server at a time: OpenEnv's server, started beside the others on this
     # 2-core machine, timed out WebSocket handshakes (a minute) in two of two tries.
     for kind, extra in kinds:
         with server(kind, *extra) as (label, url, pid):
@@ -304,7 +304,7 @@ def main(argv: list[str] | None = None) -> None:
             for _ in range(rounds):
                 lat[label].extend(latency_round(url, steps))
             mem[label] = memory_breakdown(url, pid, mem_sessions)["per GiB"]
-            # Throughput last: openenv-core's server stopped completing WebSocket handshakes
+            # Throughput last: OpenEnv's server stopped completing WebSocket handshakes
             # after a concurrent round here, and one failure must not hide the other figures.
             for _ in range(rounds):
                 try:
@@ -314,7 +314,10 @@ def main(argv: list[str] | None = None) -> None:
                     break
     base = servers[0][0]
     base_p50 = pct(lat[base], 0.5)
-    table = Table(title=f"{ENV_ID} over the WebSocket (openenv-core GenericEnvClient); load {os.getloadavg()[0]:.1f}")
+    from importlib.metadata import version
+
+    table = Table(title=f"{ENV_ID} over the WebSocket (openenv {version('openenv')} GenericEnvClient); "
+                        f"load {os.getloadavg()[0]:.1f}")
     for col in ("server", "p50 ms", "p99 ms", "p50 / openenv", f"steps/s ({conc} sessions)", "sessions per GiB",
                 "per GiB / openenv"):
         table.add_column(col, justify="left" if col == "server" else "right")
