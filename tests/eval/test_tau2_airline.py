@@ -16,10 +16,11 @@ from spade_core.actions import ToolCall, format_tool_calls
 from spade_core.app.cli import build_app
 from spade_core.evaluation import SuiteContext
 from spade_designer.llm.replay import ReplayBackend
-from spade_eval.harness import evaluate
 from typer.testing import CliRunner
 
 from spade_eval import tau2
+
+from .tau2_scripts import play_scripts
 
 CTX = SuiteContext(None, None)
 
@@ -283,18 +284,9 @@ def domains(tmp_path: Path) -> Path:
 
 
 def play(domains: Path, scripts: dict[str, tuple[list[str], list[str]]], *, size: int = 1, **options):
-    """Evaluate with the agent and the user answering from ``scripts`` (episodes one at a
-    time, in item order, so each backend's queue is consumed in order)."""
-    agent_out, user_out = [], []
-    for item in tau2.tau2_items(CTX, size=size, data=str(domains), user=ReplayBackend(), **options):
-        agent, said = scripts[item.label.split("/", 1)[1]]
-        agent_out += agent
-        user_out += said
-    user = ReplayBackend(user_out, name="user")
-    items = tau2.tau2_items(CTX, size=size, data=str(domains), user=user, **options)
-    agent_backend = ReplayBackend(agent_out, name="agent")
-    result = evaluate(agent_backend, items, suite="tau2_bench", size=size, concurrency=1)
-    return result, agent_backend, items
+    """:func:`.tau2_scripts.play_scripts`: (result, agent backend, items)."""
+    result, agent, _, items = play_scripts(domains, scripts, size=size, **options)
+    return result, agent, items
 
 
 def tools() -> tuple[tau2.AirlineTools, dict]:

@@ -23,6 +23,8 @@ from typer.testing import CliRunner
 
 from spade_eval import tau2
 
+from .tau2_scripts import play_scripts
+
 CTX = SuiteContext(None, None)
 
 DB = {
@@ -134,17 +136,9 @@ def domains(tmp_path: Path) -> Path:
 
 
 def play(domains: Path, scripts: dict[str, tuple[list[str], list[str]]], *, size: int = 1, **options):
-    """Evaluate with the agent and the user answering from ``scripts`` (episodes one at a
-    time, in item order, so each backend's queue is consumed in order)."""
-    agent_out, user_out = [], []
-    for item in tau2.tau2_items(CTX, size=size, data=str(domains), user=ReplayBackend(), **options):
-        agent, said = scripts[item.label.split("/", 1)[1]]
-        agent_out += agent
-        user_out += said
-    user = ReplayBackend(user_out, name="user")
-    items = tau2.tau2_items(CTX, size=size, data=str(domains), user=user, **options)
-    agent_backend = ReplayBackend(agent_out, name="agent")
-    return evaluate(agent_backend, items, suite="tau2_bench", size=size, concurrency=1), agent_backend, user
+    """:func:`.tau2_scripts.play_scripts`: (result, agent backend, user backend)."""
+    result, agent, user, _ = play_scripts(domains, scripts, size=size, **options)
+    return result, agent, user
 
 
 def test_the_suite_is_registered_and_listed_by_spade_eval(tmp_path: Path, domains: Path,

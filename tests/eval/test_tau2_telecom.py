@@ -27,6 +27,8 @@ from typer.testing import CliRunner
 
 from spade_eval import tau2
 
+from .tau2_scripts import play_scripts
+
 CTX = SuiteContext(None, None)
 
 #: The benchmark's published telecom tool sets: the agent's and the user's.
@@ -287,18 +289,14 @@ def domains(tmp_path: Path) -> Path:
 
 
 def play(domains: Path, scripts: dict[str, tuple[list[str], list]], *, size: int = 1, **options):
-    """Evaluate with the agent and the user answering from ``scripts`` (episodes one at a
-    time, in item order, so both queues are consumed in order)."""
-    agent_out, user_out = [], []
-    for item in tau2.tau2_items(CTX, size=size, data=str(domains), user=ReplayBackend(), **options):
-        agent, said = scripts[item.label.split("/", 1)[1]]
-        agent_out += agent
-        user_out += said
-    endpoint = UserEndpoint(user_out)
-    items = tau2.tau2_items(CTX, size=size, data=str(domains), user=endpoint.backend(), **options)
-    agent_backend = ReplayBackend(agent_out, name="agent")
-    result = evaluate(agent_backend, items, suite="tau2_bench", size=size, concurrency=1)
-    return result, agent_backend, endpoint, items
+    """:func:`.tau2_scripts.play_scripts` with the user behind :class:`UserEndpoint` (it may
+    call tools): (result, agent backend, endpoint, items)."""
+
+    def endpoint_user(said: list) -> tuple[OpenAIBackend, UserEndpoint]:
+        endpoint = UserEndpoint(said)
+        return endpoint.backend(), endpoint
+
+    return play_scripts(domains, scripts, size=size, user=endpoint_user, **options)
 
 
 def phone(**surroundings) -> tau2.TelecomUserTools:
