@@ -6,16 +6,11 @@ The hand-written HTTP double in test_llm_openai.py stays for the error paths onl
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import subprocess
-import sys
-import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from model_server import transformers_serve
 from spade_core.app.cli import build_app
 from spade_designer.llm.openai_backend import OpenAIBackend
 from typer.testing import CliRunner
@@ -23,51 +18,11 @@ from typer.testing import CliRunner
 pytestmark = [pytest.mark.model, pytest.mark.slow]
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def served() -> Iterator[tuple[str, str]]:
     """(base URL, model id) of a ``transformers serve`` process holding the embedded model."""
-    from spade_designer.llm.transformers_backend import TransformersBackend, gguf_cache_root
-
-    TransformersBackend()  # converts the shipped GGUF file once into the model cache
-    folders = sorted(p.parent for p in gguf_cache_root().glob("*/config.json"))
-    assert folders, "the transformers backend left no converted model folder"
-    model = str(folders[0])
-    cli = shutil.which("transformers", path=str(Path(sys.executable).parent)) or shutil.which("transformers")
-    assert cli, "transformers' command line is not installed (transformers[serving])"
-    port = _free_port()
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
-    proc = subprocess.Popen([cli, "serve", model, "--host", "127.0.0.1", "--port", str(port)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 180
-        while True:
-            try:
-                with urllib.request.urlopen(base + "/health", timeout=2) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                pass
-            if proc.poll() is not None:
-                pytest.fail(f"transformers serve exited {proc.returncode}: {proc.stderr.read().decode()[-2000:]}")
-            assert time.monotonic() < deadline, "transformers serve did not answer /health in 180 s"
-            time.sleep(0.5)
+    with transformers_serve() as (base, model):
         yield base + "/v1", model
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 def test_the_backend_chats_with_a_real_server(served: tuple[str, str]) -> None:

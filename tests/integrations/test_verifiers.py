@@ -24,7 +24,6 @@ import inspect
 import json
 import math
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -39,6 +38,7 @@ from typing import Any
 
 import httpx
 import pytest
+from model_server import transformers_serve
 
 ROOT = Path(__file__).resolve().parents[2]
 PROTOCOL = ROOT / "integrations" / "verifiers" / "src" / "spade_verifiers" / "protocol.py"
@@ -47,7 +47,7 @@ VERIFIERS_PYTHON = os.environ.get("SPADE_VERIFIERS_PYTHON")
 needs_verifiers = pytest.mark.skipif(
     not VERIFIERS_PYTHON,
     reason="SPADE_VERIFIERS_PYTHON does not name a Python with verifiers 0.4 and integrations/verifiers "
-    "installed (docs/verifiers.md: python3.11 -m venv /tmp/vf-venv && /tmp/vf-venv/bin/pip install "
+    "installed (docs/verifiers.md: python3.11 -m venv vf-venv && vf-venv/bin/pip install "
     "verifiers==0.4.0 -e integrations/verifiers)",
 )
 #: A seed environment and a store environment (admitted in the fixture's registry).
@@ -302,24 +302,9 @@ def model() -> Iterator[tuple[_Recorder, str]]:
     """``transformers serve`` holding the embedded SmolLM2 model (offline) behind a
     recording pass-through proxy: ``(proxy, model id)``; ``{proxy.url}/<tag>/v1`` reaches
     the model and records the request under ``tag``."""
-    from spade_designer.llm.transformers_backend import TransformersBackend, gguf_cache_root
-
-    TransformersBackend()  # converts the shipped GGUF file once into the model cache
-    folders = sorted(p.parent for p in gguf_cache_root().glob("*/config.json"))
-    assert folders, "the transformers backend left no converted model folder"
-    model_id = str(folders[0])
-    cli = shutil.which("transformers", path=str(Path(sys.executable).parent)) or shutil.which("transformers")
-    assert cli, "transformers' command line is not installed (transformers[serving])"
-    port = _free_port()
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
-    proc = subprocess.Popen([cli, "serve", model_id, "--host", "127.0.0.1", "--port", str(port)],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
-    try:
-        _wait_for(f"http://127.0.0.1:{port}/health", proc, "transformers serve", 180)
-        for proxy in _recording(f"http://127.0.0.1:{port}"):
+    with transformers_serve() as (base, model_id):
+        for proxy in _recording(base):
             yield proxy, model_id
-    finally:
-        _stop(proc)
 
 
 # --- verifiers' runner -------------------------------------------------------------------------
