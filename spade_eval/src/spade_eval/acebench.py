@@ -65,6 +65,19 @@ benchmark's scenario files; its ``source`` names them):
   ``reserve_flight``, ``modify_flight``, ``cancel_reservation`` (refunds to cash, keeps the
   reservation), ``process_refund``, ``calculate_price_difference``.
 
+**Checked against the published English agent data** (zeppombal/ACEBench, ``data_all/data_en``;
+each entry's first milestone list played as the agent's messages through the evaluation
+harness, multi-turn with a scripted user): 12 of 20 multi-step and 29 of 30 multi-turn entries
+reach the published end state; every other one is a data bug, and with the calls corrected all
+50 do. ``multi_step_0``/``1``: the milestone orders ``'Super Supreme'``, not on the menu (the
+answer has ``Super Supreme Pizza``). ``multi_step_12``/``13``: the milestones never log in to
+the food platform. ``multi_step_14`` to ``17``: the milestones delete the earliest message and
+send "... 198.0 yuan." where the answer (and the question) delete the latest and the answer's
+text has no final period, so an agent that copies the to-do list's text exactly fails.
+``multi_step_16`` and ``multi_turn_6``: ``logged_in`` is false and the milestones never log in.
+Milestones written with double quotes (``multi_turn_4`` to ``7``) never equal a call as
+written here, which only lowers process accuracy for a wrong end state.
+
 An entry's ``initial_config`` is read as the benchmark reads it: the ``BaseApi`` object sets
 the device's ``wifi`` (default off) and ``logged_in`` (default on) for every phone class, and
 ``FoodPlatform``'s ``logged_in_users``; anything else in it is ignored (the classes' data is
