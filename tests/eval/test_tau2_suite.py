@@ -7,6 +7,7 @@ from a script through the harness, the simulated user from another."""
 
 from __future__ import annotations
 
+import copy
 import json
 from pathlib import Path
 from types import SimpleNamespace
@@ -199,6 +200,26 @@ def test_the_score_is_the_product_of_the_reward_basis(domains: Path) -> None:
     assert parts == {"DB": 1.0, "ACTION": 0.0} and reward == 0.0
 
 
+def test_an_nl_assertion_component_without_assertions_scores_one_and_needs_no_judge(domains: Path) -> None:
+    # the benchmark's NL evaluator gives 1 when the task lists no nl_assertions (null or []);
+    # only a task that lists some needs the LLM judge this adapter does not have
+    for listed in (None, []):
+        task = copy.deepcopy(TASKS[1])
+        task["evaluation_criteria"]["reward_basis"] = ["DB", "NL_ASSERTION"]
+        task["evaluation_criteria"]["nl_assertions"] = listed
+        loaded = tau2.parse_task(task, domain="retail", path=domains / "retail" / "tasks.json", index=0)
+        tau2.check_supported(loaded)
+        env = tau2.Tau2Env(loaded, DB, "", ReplayBackend(["hi"]))
+        env.reset()
+        env.step(call("return_delivered_order_items", order_id="#W1002", item_ids=["3200021"],
+                      payment_method_id="credit_card_7702"))
+        assert env.score() == (1.0, {"DB": 1.0, "NL_ASSERTION": 1.0})
+    task["evaluation_criteria"]["nl_assertions"] = ["The agent confirms the refund method before the return."]
+    loaded = tau2.parse_task(task, domain="retail", path=domains / "retail" / "tasks.json", index=0)
+    with pytest.raises(tau2.NotImplementedInAdapter, match="NL_ASSERTION is not implemented"):
+        tau2.check_supported(loaded)
+
+
 def test_pass_hat_k_arithmetic() -> None:
     assert tau2.pass_hat_k(4, 4, 4) == 1.0 and tau2.pass_hat_k(4, 3, 4) == 0.0
     assert tau2.pass_hat_k(4, 2, 2) == pytest.approx(1 / 6) and tau2.pass_hat_k(4, 3, 1) == 0.75
@@ -236,6 +257,7 @@ def test_what_is_not_implemented_is_reported_by_name(domains: Path) -> None:
                  [], ["DB", "COMMUNICATE"])
     (domains / "banking" / "tasks.json").write_text(json.dumps([line]))
     judged = _task("2", "You want to know what a mug costs.", "You are Ana Lee.", [], ["10"], ["DB", "NL_ASSERTION"])
+    judged["evaluation_criteria"]["nl_assertions"] = ["The agent says the mug costs 10 dollars."]
     exchange = _task("3", "You want to exchange your lamp.", "You are Ana Lee.",
                      [{"action_id": "3_0", "name": "exchange_delivered_order_items",
                        "arguments": {"order_id": "#W1002", "item_ids": ["3100012"], "new_item_ids": ["3100011"],

@@ -656,6 +656,7 @@ def test_what_is_not_implemented_is_reported_by_name(domains: Path, tmp_path: Pa
     judged = copy.deepcopy(TASKS[0])
     judged["id"] = "judged"
     judged["evaluation_criteria"]["reward_basis"] = ["NL_ASSERTION"]
+    judged["evaluation_criteria"]["nl_assertions"] = ["The agent asks the user to check the status bar."]
     (domains / "telecom" / "tasks.json").write_text(json.dumps([odd, melt, judged]))
     retail = tmp_path / "more" / "retail"
     retail.mkdir(parents=True)

@@ -39,9 +39,11 @@ benchmark's published formats and scoring rules, not its code:
   ``COMMUNICATE`` (every ``communicate_info`` string appears, case-insensitively, in an
   agent message with commas removed), ``ACTION`` (every expected action is matched by a
   call, the agent's or the user's, of that name whose arguments, all or the action's
-  ``compare_args``, are equal). A reward of 1 is a success; a domain's column is pass^1 (the
-  mean over tasks of each task's share of successful trials); :func:`pass_hat_k` gives
-  pass^k over the ``--size`` trials per task.
+  ``compare_args``, are equal), ``NL_ASSERTION`` only where the task lists no
+  ``nl_assertions`` (then 1, as the benchmark's NL evaluator scores it, no judge needed).
+  A reward of 1 is a success; a domain's column is pass^1 (the mean over tasks of each
+  task's share of successful trials); :func:`pass_hat_k` gives pass^k over the ``--size``
+  trials per task.
 * **Initial state**: ``initialization_data`` (``agent_data`` and, in a dual-control domain,
   ``user_data`` merged into the copies), then ``initialization_actions`` in order, each a
   function of the agent's or the user's side called by name (a tool, or one of the side's
@@ -77,9 +79,10 @@ draft bill (a refuel with none open) is numbered ``Bd0000001``, ``Bd0000002``, .
 benchmark draws a random ``B`` + 8 hex digits. **Not implemented**, each reported by name
 (the task's episodes fail with the reason and its column lists them as unavailable): the
 other domains, the tools in :data:`NOT_IMPLEMENTED` (retail's :data:`RETAIL_NOT_IMPLEMENTED`;
-none of airline's or telecom's), the ``NL_ASSERTION`` reward component (an LLM judge), an
-environment function a task names that its side lacks, user-side actions or data in a domain
-whose user has no tools here, and an initial state carrying a message history.
+none of airline's or telecom's), the ``NL_ASSERTION`` reward component of a task that lists
+``nl_assertions`` (an LLM judge), an environment function a task names that its side lacks,
+user-side actions or data in a domain whose user has no tools here, and an initial state
+carrying a message history.
 """
 
 from __future__ import annotations
@@ -1804,12 +1807,19 @@ def _env_calls(task: Tau2Task) -> list[tuple[str, dict[str, Any]]]:
     return calls
 
 
+def _nl_assertions(task: Tau2Task) -> list[Any]:
+    """The task's natural-language assertions (an ``NL_ASSERTION`` component without any is
+    1 in the benchmark, which then calls no judge)."""
+    return list((task.criteria or {}).get("nl_assertions") or [])
+
+
 def check_supported(task: Tau2Task) -> None:
     """Raise :class:`NotImplementedInAdapter` naming what ``task`` needs that is not here."""
     if task.domain not in DOMAINS:
         raise NotImplementedInAdapter(f"tau2 domain {task.domain!r}: its tools are not implemented by this adapter "
                                       f"(implemented: {', '.join(DOMAINS)})")
-    unscored = [r for r in task.reward_basis if r not in SCORED_REWARD_TYPES]
+    unscored = [r for r in task.reward_basis if r not in SCORED_REWARD_TYPES
+                and not (r == "NL_ASSERTION" and not _nl_assertions(task))]
     if unscored and task.criteria is not None:
         raise NotImplementedInAdapter(f"tau2 task {task.label}: reward component {', '.join(unscored)} is not "
                                       "implemented (NL_ASSERTION needs an LLM judge)")
@@ -2110,6 +2120,8 @@ class Tau2Env:
             infos = self.task.criteria.get("communicate_info") or []
             said = [t.lower().replace(",", "") for t in ep.agent_texts]
             parts["COMMUNICATE"] = float(all(any(i.lower() in s for s in said) for i in infos))
+        if "NL_ASSERTION" in basis and not _nl_assertions(self.task):  # with assertions: unavailable
+            parts["NL_ASSERTION"] = 1.0
         return math.prod(parts.values()), parts
 
 
