@@ -3,6 +3,7 @@ as specific errors, and never disturb the caller or other environments."""
 
 from __future__ import annotations
 
+import re
 import time
 
 import psutil
@@ -185,6 +186,9 @@ def test_a_worker_killed_from_outside_is_told_apart_from_one_its_call_killed(fau
     os.kill(fault_pool.worker_of(h).pid, signal.SIGKILL)
     with pytest.raises(WorkerKilled, match="died from signal SIGKILL") as killed:
         fault_pool.step(h, "x")
+    # the evidence for telling an outside kill from the kernel's RLIMIT_CPU one: far below it
+    cpu = re.search(r"\(([\d.]+) s of CPU time, its hard limit (\d+) s\)", killed.value.message)
+    assert cpu is not None and float(cpu[1]) < 0.9 * int(cpu[2]) - 0.05, killed.value.message
     with pytest.raises(InstanceLost) as lost:
         fault_pool.step(sibling, "x")
     assert killed.value.kind == lost.value.kind == "crash"

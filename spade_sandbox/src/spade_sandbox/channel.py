@@ -262,17 +262,27 @@ class ZygoteProcess:
     def wait_status(self, pid: int) -> tuple[int | None, bool, bool]:
         """(raw wait status or None if unknown, killed by the cgroup OOM killer, killed by
         the kernel at its hard CPU limit)."""
+        status, oom, cpu_hit, _ = self.end_report(pid)
+        return status, oom, cpu_hit
+
+    def end_report(self, pid: int) -> tuple[int | None, bool, bool, str]:
+        """:meth:`wait_status` and, last, what the worker's CPU time was against its hard
+        limit (``"1.62 s of CPU time, its hard limit 2 s"``; "" unknown): the evidence an
+        error names when a SIGKILL came from neither the sandbox nor that limit."""
         with self.lock:
             try:
                 self._await_hello()
                 protocol.send(self.sock, ["status", pid])
                 reply = protocol.decode_trusted(protocol.recv_frame(self.sock))
             except (OSError, protocol.ChannelClosed, SandboxUnavailable):
-                return None, False, False
+                return None, False, False, ""
         if reply[0] != protocol.OK or not isinstance(reply[1], list):
-            return None, False, False
+            return None, False, False, ""
         found = reply[1]
-        return int(found[0]), bool(found[1]), len(found) > 2 and bool(found[2])
+        cpu = ""
+        if len(found) > 4 and isinstance(found[3], (int, float)) and found[3] >= 0 and found[4]:
+            cpu = f"{float(found[3]):.2f} s of CPU time, its hard limit {int(found[4])} s"
+        return int(found[0]), bool(found[1]), len(found) > 2 and bool(found[2]), cpu
 
     def close(self, wait: bool = True) -> None:
         """Ask the zygote to kill its workers and leave; ``wait=False`` does not wait for it
@@ -662,13 +672,15 @@ class WorkerLink:
         """Kill the worker, record why it died and raise that error. ``why``/``cls`` None:
         the worker closed its channel on its own; ask the zygote how it ended."""
         self.kill()
-        status, oom, cpu_hit = self.zygote.wait_status(self.zygote_side_pid)
+        status, oom, cpu_hit, cpu = self.zygote.end_report(self.zygote_side_pid)
         if oom:
             cls, why = describe_status(status, oom)
         elif why is None or cls is None:  # it ended by itself: the status says how
             cls, why = describe_status(status, False, cpu_hit)
             if cls is SandboxCrash and status is not None and os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL:
                 cls = WorkerKilled  # not by the sandbox, which kills only after saying why
+                if cpu:  # whether it was near its CPU limit: a SIGKILL from elsewhere, or that limit read short
+                    why += f" ({cpu})"
         self.mark_dead(cls(f"worker {self.pid} {why} during {what}; it was killed and its "
                            f"{len(self.instances)} instance(s) are lost"))
         assert self.death is not None

@@ -15,8 +15,9 @@ socket:
   with descriptors attached: the pool's end of the worker's pipe channel (read end, write
   end) and a pidfd of the worker;
 * ``["status", pid]`` — wait for a worker that has ended; reply ``[raw wait status,
-  oom_killed, cpu_limit_hit]`` (``oom_killed``: its cgroup's OOM killer acted;
-  ``cpu_limit_hit``: the kernel killed it at its hard CPU limit);
+  oom_killed, cpu_limit_hit, cpu_seconds, cpu_cap]`` (``oom_killed``: its cgroup's OOM killer
+  acted; ``cpu_limit_hit``: the kernel killed it at its hard CPU limit; ``cpu_seconds``: the
+  CPU time it used, -1.0 unknown; ``cpu_cap``: that hard limit in seconds, 0 unknown);
 * ``["import", [names]]`` — pre-import extra (trusted, allow-listed) modules;
 * ``["exit"]`` — kill every worker and leave. EOF on the control socket means the same.
 
@@ -123,8 +124,8 @@ class Zygote:
         #: pid -> the worker's hard CPU limit in seconds (its lifetime cap).
         self.cpu_caps: dict[int, int] = {}
         #: pid -> (raw wait status, killed by the cgroup's OOM killer, killed by the kernel
-        #: at its hard CPU limit)
-        self.statuses: dict[int, tuple[int, bool, bool]] = {}
+        #: at its hard CPU limit, CPU seconds it used or -1.0, its hard CPU limit or 0)
+        self.statuses: dict[int, tuple[int, bool, bool, float, int]] = {}
         self.seccomp_program = compile_program()
         self.imported: set[str] = set()
         #: Allow sets whose module wrappers and builtins are built here (see prepare_guard).
@@ -147,9 +148,10 @@ class Zygote:
         # SIGKILL with the CPU time at the hard limit: the kernel's RLIMIT_CPU kill. (The
         # rusage times are scaled from sampled ticks and read up to ~5% under the exact
         # runtime the limit is checked against, hence the margin.)
+        used = usage.ru_utime + usage.ru_stime if usage is not None else -1.0
         cpu_hit = (
             cap is not None and usage is not None and os.WIFSIGNALED(status)
-            and os.WTERMSIG(status) == signal.SIGKILL and usage.ru_utime + usage.ru_stime >= 0.9 * cap - 0.05
+            and os.WTERMSIG(status) == signal.SIGKILL and used >= 0.9 * cap - 0.05
         )
         oom = False
         name = self.cgroup_names.pop(pid, pid)
@@ -158,11 +160,11 @@ class Zygote:
             self.cgroups.remove(name)
         if len(self.statuses) >= _MAX_STATUSES:
             self.statuses.pop(next(iter(self.statuses)))
-        self.statuses[pid] = (status, oom, cpu_hit)
+        self.statuses[pid] = (status, oom, cpu_hit, round(used, 3), cap or 0)
 
     def status(self, pid: int) -> list[Any] | None:
-        """``[raw wait status, oom_killed, cpu_limit_hit]`` of an ended worker (waiting for
-        it if needed)."""
+        """``[raw wait status, oom_killed, cpu_limit_hit, cpu_seconds, cpu_cap]`` of an ended
+        worker (waiting for it if needed; ``cpu_seconds`` -1.0 and ``cpu_cap`` 0 unknown)."""
         if pid not in self.statuses and pid in self.children:
             try:
                 _, status, usage = os.wait4(pid, 0)
