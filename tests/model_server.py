@@ -6,20 +6,14 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import sys
-import time
-import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+from processes import stop, wait_healthy
+from spade_serve.server import free_port
 
 
 @contextmanager
@@ -44,25 +38,7 @@ def transformers_serve(timeout_s: float = 180) -> Iterator[tuple[str, str]]:
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
     base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + timeout_s
-        while True:
-            if proc.poll() is not None:
-                out = proc.stdout.read().decode(errors="replace") if proc.stdout else ""
-                raise RuntimeError(f"transformers serve exited {proc.returncode}: {out[-2000:]}")
-            try:
-                with urllib.request.urlopen(base + "/health", timeout=2) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"transformers serve did not answer /health in {timeout_s:g} s")
-            time.sleep(0.5)
+        wait_healthy(base + "/health", proc, "transformers serve", timeout_s, poll_s=0.5)
         yield base, model_id
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop(proc, 30)

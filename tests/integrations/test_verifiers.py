@@ -24,12 +24,10 @@ import inspect
 import json
 import math
 import os
-import signal
 import subprocess
 import sys
 import threading
 import time
-import urllib.request
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -39,6 +37,8 @@ from typing import Any
 import httpx
 import pytest
 from model_server import transformers_serve
+from processes import stop, wait_healthy
+from spade_serve.server import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 PROTOCOL = ROOT / "integrations" / "verifiers" / "src" / "spade_verifiers" / "protocol.py"
@@ -79,14 +79,6 @@ def _protocol() -> ModuleType:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
-
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 # --- the rules the integration restates (no verifiers needed) --------------------------------
@@ -179,45 +171,18 @@ def test_the_restated_episode_order_is_the_registry_suites(registry_home: Path) 
 # --- servers -----------------------------------------------------------------------------------
 
 
-def _wait_for(url: str, proc: subprocess.Popen, what: str, timeout_s: float) -> None:
-    deadline = time.monotonic() + timeout_s
-    while True:
-        if proc.poll() is not None:
-            out = proc.stdout.read().decode(errors="replace") if proc.stdout else ""
-            raise RuntimeError(f"{what} exited {proc.returncode}: {out[-2000:]}")
-        try:
-            with urllib.request.urlopen(url, timeout=2) as r:
-                if r.status == 200:
-                    return
-        except OSError:
-            pass
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"{what} did not answer {url} in {timeout_s:g} s")
-        time.sleep(0.2)
-
-
-def _stop(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-
-
 def _spade_serve(home: Path, *args: str) -> Iterator[str]:
-    port = _free_port()
+    port = free_port()
     cmd = [sys.executable, "-m", "spade_core.app.cli", "serve", *IDS, BROKEN, *args, "--port", str(port),
            "--log-level", "warning"]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=home,
                             env={**os.environ, "SPADE_HOME": str(home)})
     url = f"http://127.0.0.1:{port}"
     try:
-        _wait_for(url + "/health", proc, "spade serve", 60)
+        wait_healthy(url + "/health", proc, "spade serve", 60)
         yield url
     finally:
-        _stop(proc)
+        stop(proc, 30)
 
 
 @pytest.fixture(scope="module")
@@ -363,7 +328,7 @@ def test_the_taskset_rows_are_the_registry_suites_episodes(serve: str, registry_
 
 @needs_verifiers
 def test_an_unreachable_server_stops_the_run_naming_it(double: _Recorder, tmp_path: Path) -> None:
-    nowhere = f"http://127.0.0.1:{_free_port()}"
+    nowhere = f"http://127.0.0.1:{free_port()}"
     done = _vf_eval(nowhere, f"{double.url}/m/v1", "double", tmp_path / "out", ids="code_breaker-v1")
     assert done.returncode != 0
     assert f"spade_verifiers.client.ServerUnreachable: spade serve is not reachable at {nowhere}" in done.stderr

@@ -4,16 +4,14 @@ shutdown tests: its memory, descriptors and children are then its own."""
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-import httpx
 import psutil
+from processes import stop, wait_healthy
 from spade_serve.server import free_port
 
 
@@ -40,28 +38,11 @@ def spade_serve(
     if log is not None:
         out.close()  # type: ignore[union-attr]
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + startup_timeout_s
     try:
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError(f"spade serve exited: {proc.stdout.read().decode() if proc.stdout else ''}")
-            try:
-                if httpx.get(url + "/health", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError("spade serve did not start")
-            time.sleep(0.05)
+        wait_healthy(url + "/health", proc, "spade serve", startup_timeout_s, poll_s=0.05)
         yield url, proc
     finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        stop(proc, 20)
 
 
 def footprint(pid: int) -> dict[str, int]:

@@ -10,7 +10,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -18,6 +17,7 @@ from pathlib import Path
 import httpx
 import psutil
 import pytest
+from processes import stop, wait_healthy
 from spade_core.config import load_config
 from spade_core.metadata import EnvMetadata, EnvStatus
 from spade_core.store import EnvStore
@@ -80,24 +80,10 @@ def _spade_serve(home: Path, *args: str) -> Iterator[str]:
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, cwd=home)
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            assert proc.poll() is None, proc.stdout.read().decode() if proc.stdout else ""
-            try:
-                if httpx.get(url + "/health", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert time.monotonic() < deadline, "spade serve did not start"
-            time.sleep(0.05)
+        wait_healthy(url + "/health", proc, "spade serve", 60, poll_s=0.05)
         yield url
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop(proc, 20)
 
 
 @pytest.mark.parametrize("where", ["--config", "active file"])

@@ -9,10 +9,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
@@ -20,6 +18,7 @@ import pytest
 import yaml
 from openenv.cli._cli_utils import validate_env_structure
 from openenv.cli._validation import validate_multi_mode_deployment
+from processes import stop, wait_healthy
 from spade_serve.server import free_port
 from typer.testing import CliRunner
 
@@ -129,16 +128,7 @@ def play_the_space(folder: Path, command: list[str], spade_home: Path) -> None:
     )
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 90
-        while True:
-            assert proc.poll() is None, proc.stdout.read().decode() if proc.stdout else ""
-            try:
-                if httpx.get(url + "/health", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert time.monotonic() < deadline, "the Space server did not start"
-            time.sleep(0.1)
+        wait_healthy(url + "/health", proc, "the Space server", 90, poll_s=0.1)
         served = {e["id"]: e["kind"] for e in httpx.get(url + "/envs").json()["envs"]}
         assert served == {SEED_ENV: "seed", STORE_ENV: "store"}
         reset = httpx.post(f"{url}/envs/{STORE_ENV}/reset", json={"seed": 3}, timeout=30)
@@ -155,12 +145,7 @@ def play_the_space(folder: Path, command: list[str], spade_home: Path) -> None:
             code, report = openenv_validate(f"{url}/envs/{env_id}")
             assert (code, report["passed"]) == (0, True), report["criteria"]
     finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop(proc, 20)
 
 
 def test_the_space_server_serves_its_store_environment_sandboxed(home: Path, tmp_path: Path) -> None:
