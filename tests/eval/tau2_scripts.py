@@ -4,6 +4,7 @@ domain share this)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,17 @@ from spade_eval.harness import evaluate
 from spade_eval import tau2
 
 CTX = SuiteContext(None, None)
+
+
+def write_domain(root: Path, domain: str, tasks: Any, db: Any, policy: str) -> Path:
+    """``root`` holding one domain folder in the benchmark's layout (``tasks.json``,
+    ``db.json``, ``policy.md``); returns ``root``."""
+    folder = root / domain
+    folder.mkdir(parents=True)
+    (folder / "tasks.json").write_text(json.dumps(tasks, indent=2))
+    (folder / "db.json").write_text(json.dumps(db, indent=2))
+    (folder / "policy.md").write_text(policy)
+    return root
 
 
 def replay_user(said: list[Any]) -> tuple[ReplayBackend, ReplayBackend]:

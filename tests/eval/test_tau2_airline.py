@@ -20,7 +20,7 @@ from typer.testing import CliRunner
 
 from spade_eval import tau2
 
-from .tau2_scripts import play_scripts
+from .tau2_scripts import play_scripts, write_domain
 
 CTX = SuiteContext(None, None)
 
@@ -275,12 +275,7 @@ WRONG = {
 
 @pytest.fixture
 def domains(tmp_path: Path) -> Path:
-    root = tmp_path / "domains"
-    (root / "airline").mkdir(parents=True)
-    (root / "airline" / "tasks.json").write_text(json.dumps(TASKS, indent=2))
-    (root / "airline" / "db.json").write_text(json.dumps(DB, indent=2))
-    (root / "airline" / "policy.md").write_text(POLICY)
-    return root
+    return write_domain(tmp_path / "domains", "airline", TASKS, DB, POLICY)
 
 
 def play(domains: Path, scripts: dict[str, tuple[list[str], list[str]]], *, size: int = 1, **options):

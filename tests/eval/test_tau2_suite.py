@@ -24,7 +24,7 @@ from typer.testing import CliRunner
 
 from spade_eval import tau2
 
-from .tau2_scripts import play_scripts
+from .tau2_scripts import play_scripts, write_domain
 
 CTX = SuiteContext(None, None)
 
@@ -127,13 +127,8 @@ PERFECT = {
 
 @pytest.fixture
 def domains(tmp_path: Path) -> Path:
-    root = tmp_path / "domains"
-    (root / "retail").mkdir(parents=True)
-    (root / "retail" / "tasks.json").write_text(json.dumps(TASKS, indent=2))
-    (root / "retail" / "db.json").write_text(json.dumps(DB, indent=2))
-    (root / "retail" / "policy.md").write_text("# Retail agent policy\nAuthenticate the user first; confirm "
-                                               "every change (yes/no) before making it.\n")
-    return root
+    return write_domain(tmp_path / "domains", "retail", TASKS, DB, "# Retail agent policy\nAuthenticate the user "
+                        "first; confirm every change (yes/no) before making it.\n")
 
 
 def play(domains: Path, scripts: dict[str, tuple[list[str], list[str]]], *, size: int = 1, **options):

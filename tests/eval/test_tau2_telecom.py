@@ -27,7 +27,7 @@ from typer.testing import CliRunner
 
 from spade_eval import tau2
 
-from .tau2_scripts import play_scripts
+from .tau2_scripts import play_scripts, write_domain
 
 CTX = SuiteContext(None, None)
 
@@ -280,12 +280,7 @@ class UserEndpoint:
 
 @pytest.fixture
 def domains(tmp_path: Path) -> Path:
-    root = tmp_path / "domains"
-    (root / "telecom").mkdir(parents=True)
-    (root / "telecom" / "tasks.json").write_text(json.dumps(TASKS, indent=2))
-    (root / "telecom" / "db.json").write_text(json.dumps(DB, indent=2))
-    (root / "telecom" / "policy.md").write_text(POLICY)
-    return root
+    return write_domain(tmp_path / "domains", "telecom", TASKS, DB, POLICY)
 
 
 def play(domains: Path, scripts: dict[str, tuple[list[str], list]], *, size: int = 1, **options):
