@@ -22,6 +22,8 @@ from spade_eval.harness import evaluate
 
 from spade_eval import acebench
 
+from .acebench_files import write_agent_data
+
 CTX = SuiteContext(None, None)
 
 
@@ -264,19 +266,10 @@ USER = {
 }
 
 
-def write(folder: Path, name: str, rows: list[dict]) -> None:
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / name).write_text("".join(json.dumps(r) + "\n" for r in rows))
-
-
 @pytest.fixture
 def data(tmp_path: Path) -> Path:
-    root = tmp_path / "data_en"
-    write(root, "data_agent_multi_step.json", [BBQ, TODO, BOOK])
-    write(root, "data_agent_multi_turn.json", [PIZZA, REBOOK, TRANSFER])
-    write(root / "possible_answer", "data_agent_multi_step.json", [BBQ_ANSWER, TODO_ANSWER, BOOK_ANSWER])
-    write(root / "possible_answer", "data_agent_multi_turn.json", [PIZZA_ANSWER, REBOOK_ANSWER, TRANSFER_ANSWER])
-    return root
+    return write_agent_data(tmp_path / "data_en", [BBQ, TODO, BOOK], [PIZZA, REBOOK, TRANSFER],
+                            [BBQ_ANSWER, TODO_ANSWER, BOOK_ANSWER], [PIZZA_ANSWER, REBOOK_ANSWER, TRANSFER_ANSWER])
 
 
 def play(data: Path, entry_id: str, agent_lines: list[str], user_lines: list[str] | None = None, size: int = 1):

@@ -6,7 +6,6 @@ tests here: the agent answers from a script through the harness, the user from a
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -17,6 +16,9 @@ from spade_designer.llm.replay import ReplayBackend
 from spade_eval.harness import evaluate
 
 from spade_eval import acebench
+
+from .acebench_files import write_agent_data
+from .acebench_files import write_rows as write
 
 CTX = SuiteContext(None, None)
 
@@ -83,19 +85,9 @@ TURN_USER = ["Please add a reminder 'Pay rent', description 'Rent of May', at 20
              "finish conversation"]
 
 
-def write(folder: Path, name: str, rows: list[dict]) -> None:
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / name).write_text("".join(json.dumps(r) + "\n" for r in rows))
-
-
 @pytest.fixture
 def data(tmp_path: Path) -> Path:
-    root = tmp_path / "data_en"
-    write(root, "data_agent_multi_step.json", [STEP])
-    write(root, "data_agent_multi_turn.json", [TURN])
-    write(root / "possible_answer", "data_agent_multi_step.json", [STEP_ANSWER])
-    write(root / "possible_answer", "data_agent_multi_turn.json", [TURN_ANSWER])
-    return root
+    return write_agent_data(tmp_path / "data_en", [STEP], [TURN], [STEP_ANSWER], [TURN_ANSWER])
 
 
 def play(data: Path, step: list[str], turn: list[str], user: list[str], **options):
