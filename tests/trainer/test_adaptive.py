@@ -81,7 +81,7 @@ def test_the_pool_adapts_directed_environments_keeps_the_rest_and_restores_its_w
         assert child.name == "a.level0" and child.status == EnvStatus.candidate and "TOP = 2" in store.get_source(child.id)
         assert pool.instance(b, rng) is b  # no direction: played as it is
         assert pool.instance(a, rng).id == child.id  # the same level is the same stored child
-        moved = pool.observe([(child.id, [True] * 4), (b.id, [True] * 4)])
+        moved = pool.apply(pool.outcomes([(child.id, [True] * 4), (b.id, [True] * 4)]))
         assert moved == {a.id: {"lo": 0, "hi": 1, "attempts_at_top": 0, "wins_at_top": 0, "move": 1, "plays": 4, "levels": 3}}
         saved = pool.state()
         assert saved[b.id] == {"adapts": False, "why": "no knob declares which way is harder (HARDER)"}

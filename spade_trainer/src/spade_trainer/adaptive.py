@@ -125,7 +125,7 @@ class AdaptivePool:
     (status ``candidate``, so never drawn into the pool itself; the parent in its lineage,
     the knob values as a ``parameter`` edit; the same level is the same stored child). The
     child differs from its parent only in declared knob literals, checked against their
-    declared ranges. :meth:`observe` gives the rule every unhinted play's result; an
+    declared ranges. :meth:`outcomes` and :meth:`apply` give the rule every unhinted play's result; an
     environment without a direction is played as it is."""
 
     def __init__(self, settings: AdaptiveSettings, store: EnvStore) -> None:
@@ -222,10 +222,6 @@ class AdaptivePool:
             move = rule.update()
             out[parent_id] = {**rule.state(), "move": move, "plays": plays, "levels": len(self.envs[parent_id].ladder)}
         return out
-
-    def observe(self, results: Iterable[tuple[str, Iterable[bool]]]) -> dict[str, Any]:
-        """:meth:`apply` of this process's :meth:`outcomes` (one process)."""
-        return self.apply(self.outcomes(results))
 
     def state(self) -> dict[str, Any]:
         """Every environment's window and its ladder's ends (for the run's records)."""
