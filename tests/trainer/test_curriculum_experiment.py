@@ -17,14 +17,10 @@ import pytest
 import torch
 from spade_designer.knobs import read_knobs
 from spade_trainer.curriculum_experiment import (
-    DEFAULT_LEVELS,
-    FIXED_LEARN,
     LADDER,
     CurriculumExperiment,
-    CurriculumSettings,
     difficulty,
     newcombe,
-    parse_levels,
     reference_success,
     seed_interval,
     strategy_hint,
@@ -32,6 +28,13 @@ from spade_trainer.curriculum_experiment import (
 )
 from spade_trainer.errors import ConfigError
 from spade_trainer.experiment import EVAL_SEED_BASE, LearningExperiment, LearnSettings
+from spade_trainer.experiment_settings import (
+    DEFAULT_LEVELS,
+    FIXED_LEARN,
+    CurriculumSettings,
+    format_levels,
+    parse_levels,
+)
 from spade_trainer.policy import Generation, Sampling
 from spade_trainer.policy_update import GRPOUpdate
 from spade_trainer.rollout import Episode, RolloutEngine
@@ -297,6 +300,23 @@ def test_the_command_is_registered() -> None:
         assert result.exit_code == 0, result.output
     assert "--arm" in CliRunner().invoke(build_app(), ["experiment", "curriculum", "--help"],
                                          env={"COLUMNS": "200"}).output
+
+
+def test_the_command_s_defaults_are_the_settings_defaults() -> None:
+    import typer
+    from spade_core.app.cli import build_app
+
+    group = typer.main.get_command(build_app()).commands["experiment"]  # type: ignore[attr-defined]
+    defaults = {p.name: p.default for p in group.commands["curriculum"].params}
+    c, _, g = defaults["start"].partition("x")
+    built = CurriculumSettings.of(arm=defaults["arm"], levels=parse_levels(defaults["levels"]),
+                                  reward=defaults["reward"], invalid_designs=defaults["invalid_designs"],
+                                  candidates=int(c), guesses=int(g), updates=defaults["updates"],
+                                  eval_every=defaults["eval_every"], groups=defaults["groups"],
+                                  group_size=defaults["group_size"], eval_episodes=defaults["eval_episodes"],
+                                  learning_rate=defaults["lr"], device=defaults["device"])
+    assert built == CurriculumSettings()
+    assert format_levels(DEFAULT_LEVELS) == "easy=2x2,default=3x2,hard=7x3"
 
 
 def test_a_bad_start_is_refused_before_anything_loads(tmp_path: Path) -> None:

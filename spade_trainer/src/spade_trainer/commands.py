@@ -7,6 +7,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
+from .experiment_settings import CurriculumSettings, format_levels, parse_levels
 from .experiment_settings import LearnSettings as _Learn
 
 _PRESET_HELP = (
@@ -166,7 +167,7 @@ def register(cli: typer.Typer) -> None:
         arm: Annotated[str, typer.Option(
             help="fixed: the rung at its default knobs; spade: the same model designs children of the frontier "
                  "by parameter edits under the designer reward; adaptive: the rung's knobs follow the agent's "
-                 "measured success by a fixed rule (RLVE-style, no designer).")] = "fixed",
+                 "measured success by a fixed rule (RLVE-style, no designer).")] = CurriculumSettings.arm,
         seed: Annotated[Optional[list[int]], typer.Option(  # noqa: UP045
             help="Training seed; repeat it for several (each in RUN_DIR/seed-N, with a summary in RUN_DIR).")] = None,
         updates: Annotated[int, typer.Option(help="Policy updates.")] = _Learn.updates,
@@ -177,11 +178,12 @@ def register(cli: typer.Typer) -> None:
         eval_episodes: Annotated[int, typer.Option(help="Held-out episodes per level and evaluation.")] = _Learn.eval_episodes,
         lr: Annotated[float, typer.Option("--lr", help="Learning rate.")] = _Learn.learning_rate,
         levels: Annotated[str, typer.Option(help="Evaluation levels, NAME=CANDIDATESxGUESSES, comma separated.")]
-        = "easy=2x2,default=3x2,hard=7x3",
+        = format_levels(CurriculumSettings.levels),
         reward: Annotated[str, typer.Option(help="Designer reward: blend, regret, plateau or learning_potential.")]
-        = "blend",
+        = CurriculumSettings.reward,
         invalid_designs: Annotated[str, typer.Option(
-            help="reject: train admitted children's designer samples only; shape: rejected replies too.")] = "reject",
+            help="reject: train admitted children's designer samples only; shape: rejected replies too.")]
+        = CurriculumSettings.invalid_designs,
         designer_scale: Annotated[Optional[float], typer.Option(  # noqa: UP045
             help="Multiplier of designer advantages (default: agent samples / designer samples).")] = None,
         device: Annotated[str, typer.Option(
@@ -189,13 +191,13 @@ def register(cli: typer.Typer) -> None:
         start: Annotated[str, typer.Option(
             help="The rung's starting knobs, CANDIDATESxGUESSES: the fixed arm trains there throughout, the spade "
                  "arm's frontier and the adaptive arm's window start there (2x2, the ladder's bottom, is RLVE's "
-                 "difficulty 0).")] = "3x2",
+                 "difficulty 0).")] = f"{_Learn.candidates}x{_Learn.guesses}",
     ) -> None:
         """SPADE against the fixed pool, in miniature: one arm on the games domain's bottom rung,
         evaluated on held-out instances at several difficulty levels."""
         from rich.console import Console
 
-        from .curriculum_experiment import CurriculumSettings, parse_levels, run_seeds
+        from .curriculum_experiment import run_seeds
 
         console = Console()
         import re
