@@ -290,13 +290,13 @@ def tools() -> tuple[tau2.AirlineTools, dict]:
 
 
 def run(kit: tau2.AirlineTools, name: str, **arguments) -> str:
-    text, failed = tau2._run(kit, name, arguments, tau2.AIRLINE_TOOLS)
+    text, failed = tau2.run_tool(kit, name, arguments, tau2.AIRLINE_TOOLS)
     assert not failed, text
     return text
 
 
 def fails(kit: tau2.AirlineTools, name: str, **arguments) -> str:
-    text, failed = tau2._run(kit, name, arguments, tau2.AIRLINE_TOOLS)
+    text, failed = tau2.run_tool(kit, name, arguments, tau2.AIRLINE_TOOLS)
     assert failed and text.startswith("Error: "), text
     return text
 
@@ -372,7 +372,7 @@ def test_arguments_are_checked_and_converted_as_the_benchmarks_argument_models_d
                                  {"payment_id": "gift_card_2222", "amount": "50"},
                                  {"payment_id": "credit_card_1111", "amount": " 30 "}]}
     run(kit, "book_reservation", **loose)
-    assert tau2._canonical(db) == tau2._canonical(reference.db)  # the same database as the exact call
+    assert tau2.canonical(db) == tau2.canonical(reference.db)  # the same database as the exact call
     kit, db = tools()
     for arguments, error in [
             ({k: v for k, v in BOOKING.items() if k != "insurance"}, "insurance: field required"),

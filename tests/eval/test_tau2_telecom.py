@@ -300,7 +300,7 @@ def phone(**surroundings) -> tau2.TelecomUserTools:
     return tau2.TelecomUserTools(db)
 
 
-def world(task_id: str) -> tau2._World:
+def world(task_id: str) -> tau2.World:
     index = next(i for i, t in enumerate(TASKS) if t["id"] == task_id)
     task = tau2.parse_task(TASKS[index], domain="telecom", path=Path("telecom/tasks.json"), index=index)
     return tau2.make_world(task, copy.deepcopy(DB))
@@ -345,7 +345,7 @@ def test_every_declared_tool_is_implemented_and_every_implemented_one_declared()
                                            "assert_airplane_mode_status", "assert_mobile_roaming_status",
                                            "assert_mobile_data_saver_mode_status", "assert_internet_not_excellent",
                                            "assert_mobile_data_usage_exceeded"})):
-        assert functions <= tau2._side_functions("telecom", side_name), side_name
+        assert functions <= tau2.side_functions("telecom", side_name), side_name
 
 
 # -- the phone, the agent's tools and the sync ----------------------------------------------------
@@ -415,12 +415,12 @@ def test_the_agent_tools_change_the_database_as_the_benchmarks() -> None:
     kit = tau2.TelecomTools(db)
 
     def run(name: str, **arguments) -> str:
-        text, failed = tau2._run(kit, name, arguments, tau2.TELECOM_TOOLS)
+        text, failed = tau2.run_tool(kit, name, arguments, tau2.TELECOM_TOOLS)
         assert not failed, text
         return text
 
     def fails(name: str, **arguments) -> str:
-        text, failed = tau2._run(kit, name, arguments, tau2.TELECOM_TOOLS)
+        text, failed = tau2.run_tool(kit, name, arguments, tau2.TELECOM_TOOLS)
         assert failed and text.startswith("Error: "), text
         return text
 
