@@ -4,8 +4,10 @@ commands play and verify an episode in the real sandbox, anything damaged or for
 a failed item naming the task, and run transcripts export as ATIF.
 
 Harbor's own loader, linter and ATIF model check the output when ``SPADE_HARBOR_PYTHON``
-names an interpreter with the ``harbor`` package installed (Harbor needs Python >= 3.12);
-see ``harbor_check.py``.
+names an interpreter with the ``harbor`` package installed (Harbor needs Python >= 3.12),
+and Harbor's own trial runner plays and verifies exported tasks with its oracle and nop
+agents, the task's container played in bubblewrap (``harbor_bwrap_env.py``); see
+``harbor_check.py``.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
@@ -37,6 +40,10 @@ HARBOR_PYTHON = os.environ.get("SPADE_HARBOR_PYTHON")
 needs_harbor = pytest.mark.skipif(
     not HARBOR_PYTHON,
     reason="SPADE_HARBOR_PYTHON does not name a Python (>= 3.12) with the harbor package installed",
+)
+needs_bwrap = pytest.mark.skipif(
+    shutil.which("bwrap") is None,
+    reason="bubblewrap's bwrap is not on PATH (Harbor's trials run the task's container as a bwrap stand-in)",
 )
 
 
@@ -403,3 +410,42 @@ def test_harbor_validates_the_atif_of_a_run_and_of_a_verified_episode(tasks: Pat
     assert verified["sources"][0] == "user" and set(verified["sources"][1:]) == {"agent"}
     assert verified["rewards"][-1] == 1.0, "the oracle solves the tower"
     shutil.rmtree(out)
+
+
+@needs_harbor
+@needs_bwrap
+def test_harbors_trial_runner_plays_and_verifies_the_tasks(tasks: Path, tmp_path: Path) -> None:
+    """Harbor's ``Trial`` end to end on the exported tasks, their scripts unchanged: the oracle
+    (``solution/solve.sh``) wins two, nop scores 0 on a third; the episode goes through
+    Harbor's artifact collection to the separate verifier, whose replay is valid ATIF. The
+    container is the bwrap stand-in, SPADE from this interpreter (the image's pip install)."""
+    runs = ["oracle:GuessNumber-v1", "oracle:TowerOfHanoi-v1", "nop:SwapSort-v1"]
+    checked = _harbor("trials", str(tasks), sys.executable, str(tmp_path / "trials"), *runs)["result"]
+
+    probe = checked.pop("probe")
+    assert probe["agent_id"]["out"] == ["agent", "1000"] and probe["root_id"]["out"] == ["root", "0"]
+    assert [Path(p).name for p in probe["commands"]["out"]] == ["spade-episode", "python"]
+    assert probe["spade"]["out"] == ["spade_core"], probe["spade"]["err"]
+    assert probe["task_home"]["out"] == ["env.py", "metadata.json", "requirements.txt", "runtime.json"]
+    assert probe["task_home_read_only"]["rc"] != 0 and "Read-only" in probe["task_home_read_only"]["err"]
+    assert probe["interfaces"]["out"] == ["lo"], "no network: loopback only"
+    assert probe["logs_writable"]["rc"] == 0, probe["logs_writable"]["err"]
+
+    for run, seen in checked.items():
+        assert seen["exception"] is None, (run, seen["exception"])
+        assert seen["verifier_mode"] == "separate"
+        assert "network no-network" in (Path(seen["trial_dir"]) / "trial.log").read_text(), "both environments"
+    for run, won in (("oracle:GuessNumber-v1", "Correct"), ("oracle:TowerOfHanoi-v1", "Solved!")):
+        seen = checked[run]
+        assert seen["rewards"] == {"reward": 1.0}, seen["test_stdout"]
+        assert won in seen["agent_log"] and seen["test_stdout"] == "reward 1\n"
+        assert "artifacts/logs/artifacts/spade-episode.json" in seen["files"], "Harbor collected the transcript"
+        episode = json.loads((Path(seen["trial_dir"]) / "artifacts/logs/artifacts/spade-episode.json").read_text())
+        assert episode["turns"][-1]["terminated"] and episode["turns"][-1]["reward"] == 1.0
+        trajectory = seen["trajectory"]
+        assert trajectory["valid"] is True and trajectory["errors"] == [], trajectory
+        assert trajectory["schema_version"] == "ATIF-v1.6" and trajectory["rewards"][-1] == 1.0
+        assert len(trajectory["rewards"]) == len(episode["turns"]), "the verifier replayed every action"
+    idle = checked["nop:SwapSort-v1"]
+    assert idle["rewards"] == {"reward": 0.0} and idle["test_stdout"] == "reward 0\n", "no episode scores 0"
+    assert not any(f.startswith("artifacts/logs/") for f in idle["files"]) and idle["trajectory"] is None
