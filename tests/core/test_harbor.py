@@ -39,7 +39,8 @@ IDS = ["GuessNumber-v1", "LightSwitches-v1", "SwapSort-v1", "SwapSortHard-v1", "
 HARBOR_PYTHON = os.environ.get("SPADE_HARBOR_PYTHON")
 needs_harbor = pytest.mark.skipif(
     not HARBOR_PYTHON,
-    reason="SPADE_HARBOR_PYTHON does not name a Python (>= 3.12) with the harbor package installed",
+    reason="SPADE_HARBOR_PYTHON does not name a Python (>= 3.12) with the harbor package installed "
+    '(eval "$(bash scripts/setup-harbor.sh)" makes one and sets it; CI runs it)',
 )
 needs_bwrap = pytest.mark.skipif(
     shutil.which("bwrap") is None,
