@@ -38,7 +38,7 @@ from .conftest import REFERENCE_ENVS
 IDS = ["GuessNumber-v1", "LightSwitches-v1", "SwapSort-v1", "SwapSortHard-v1", "TowerOfHanoi-v1"]
 HARBOR_PYTHON = os.environ.get("SPADE_HARBOR_PYTHON")
 needs_harbor = pytest.mark.skipif(
-    not HARBOR_PYTHON,
+    not HARBOR_PYTHON and os.environ.get("CI") != "true",  # CI makes it (.ci/run): never skipped there
     reason="SPADE_HARBOR_PYTHON does not name a Python (>= 3.12) with the harbor package installed "
     '(eval "$(bash scripts/setup-harbor.sh)" makes one and sets it; CI runs it)',
 )
@@ -367,6 +367,8 @@ def test_a_transcript_without_actions_keeps_its_prompt() -> None:
 
 
 def _harbor(*args: str) -> dict:
+    assert HARBOR_PYTHON, ("SPADE_HARBOR_PYTHON is not set: CI makes it with scripts/setup-harbor.sh (.ci/run), "
+                           "which needs a Python >= 3.12 (HARBOR_BASE_PYTHON, PATH or pyenv)")
     script = Path(__file__).with_name("harbor_check.py")
     done = subprocess.run(
         [str(HARBOR_PYTHON), str(script), *args], capture_output=True, text=True, timeout=300, check=False
