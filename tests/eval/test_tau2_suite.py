@@ -253,18 +253,18 @@ def test_what_is_not_implemented_is_reported_by_name(domains: Path) -> None:
     (domains / "banking" / "tasks.json").write_text(json.dumps([line]))
     judged = _task("2", "You want to know what a mug costs.", "You are Ana Lee.", [], ["10"], ["DB", "NL_ASSERTION"])
     judged["evaluation_criteria"]["nl_assertions"] = ["The agent says the mug costs 10 dollars."]
-    exchange = _task("3", "You want to exchange your lamp.", "You are Ana Lee.",
-                     [{"action_id": "3_0", "name": "exchange_delivered_order_items",
-                       "arguments": {"order_id": "#W1002", "item_ids": ["3100012"], "new_item_ids": ["3100011"],
-                                     "payment_method_id": "credit_card_7702"}}], [], ["DB"])
-    (domains / "retail" / "tasks.json").write_text(json.dumps([judged, exchange]))
+    # a tool the adapter lacks (every published retail tool is here; a later version may add one)
+    newer = _task("3", "You want your gift card's balance.", "You are Ana Lee.",
+                  [{"action_id": "3_0", "name": "get_gift_card_balance",
+                    "arguments": {"payment_method_id": "gift_card_5501"}}], [], ["DB"])
+    (domains / "retail" / "tasks.json").write_text(json.dumps([judged, newer]))
     items = tau2.tau2_items(CTX, data=str(domains), user=ReplayBackend())
     result = evaluate(ReplayBackend(), items, suite="tau2_bench", concurrency=1)
     errors = {e.label: e.error for e in result.episodes}
     assert "tau2 domain 'banking'" in errors["banking/7"] and "implemented: retail, airline, telecom" in \
         errors["banking/7"]
     assert "NL_ASSERTION is not implemented" in errors["retail/2"]
-    assert "exchange_delivered_order_items is not implemented" in errors["retail/3"]
+    assert "tool get_gift_card_balance is not implemented" in errors["retail/3"]
     assert result.columns["tau2-banking"].unavailable == ["banking/7"]
     assert result.columns["tau2-retail"].unavailable == ["retail/2", "retail/3"]
 

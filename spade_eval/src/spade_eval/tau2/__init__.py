@@ -50,7 +50,12 @@ benchmark's published formats and scoring rules, not its code:
   ``ENV_FUNCTIONS``) and followed by the sync; one that fails makes the task's data an error.
 
 **Implemented**, on a copy of the task's ``db.json`` (:data:`DOMAINS`): the ``retail``
-domain's tools listed in :data:`RETAIL_TOOLS`; the ``airline`` domain's whole tool set,
+domain's whole tool set, :data:`RETAIL_TOOLS` (the lookups, ``calculate``,
+``transfer_to_human_agents``, ``cancel_pending_order``, ``modify_pending_order_address``,
+``modify_pending_order_items``, ``modify_pending_order_payment``, ``modify_user_address``,
+``return_delivered_order_items``, ``exchange_delivered_order_items``; what the order-changing
+ones leave is in :mod:`.retail`), its arguments checked against the declarations as
+airline's are; the ``airline domain's whole tool set,
 :data:`AIRLINE_TOOLS` (``book_reservation``, ``calculate``, ``cancel_reservation``,
 ``get_reservation_details``, ``get_user_details``, ``list_all_airports``,
 ``search_direct_flight``, ``search_onestop_flight``, ``send_certificate``,
@@ -78,8 +83,8 @@ differently cased id or a differently written phone number, for their voice mode
 draft bill (a refuel with none open) is numbered ``Bd0000001``, ``Bd0000002``, ... where the
 benchmark draws a random ``B`` + 8 hex digits. **Not implemented**, each reported by name
 (the task's episodes fail with the reason and its column lists them as unavailable): the
-other domains, the tools in :data:`NOT_IMPLEMENTED` (retail's :data:`RETAIL_NOT_IMPLEMENTED`;
-none of airline's or telecom's), the ``NL_ASSERTION`` reward component of a task that lists
+other domains, the tools in :data:`NOT_IMPLEMENTED` (none of retail's, airline's or
+telecom's published tools; a tool a task names that its domain lacks here), the ``NL_ASSERTION`` reward component of a task that lists
 ``nl_assertions`` (an LLM judge), an environment function a task names that its side lacks,
 user-side actions or data in a domain whose user has no tools here, and an initial state
 carrying a message history.

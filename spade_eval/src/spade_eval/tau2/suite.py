@@ -101,9 +101,8 @@ SUITE = EpisodeSuite(
     description="tau2-bench (adapter on the published format; the package is not installable here): each task a "
                 "conversation with a simulated user (-o user=openai:URL#MODEL), tools on an in-memory copy of the "
                 "domain database (retail, airline and telecom implemented, telecom's user acting on its phone "
-                "through tools of its own; other domains, retail's three missing tools and NL assertions named as "
-                "unavailable), scored by DB, ENV_ASSERTION, ACTION and COMMUNICATE as the benchmark does; --size "
-                "trials per task (pass^k).",
+                "through tools of its own; other domains and NL assertions named as unavailable), scored by DB, "
+                "ENV_ASSERTION, ACTION and COMMUNICATE as the benchmark does; --size trials per task (pass^k).",
     items=tau2_items,
     trusted=True,
     options={"data": "tau2-bench's data/tau2/domains folder, or one domain folder (tasks.json, db.json or db.toml, "
