@@ -1,15 +1,18 @@
 """SPADE registry environments for verifiers 0.4, played through a running ``spade serve``.
 
 ``vf-eval spade-verifiers --env.taskset.base-url http://127.0.0.1:8000 --env.taskset.ids
-code_breaker-v1 ...`` (verifiers finds this package by the taskset id), or in Python
-``spade_verifiers.load_environment(base_url=..., ids=[...])``. See README.md.
+code_breaker-v1 ...`` (verifiers finds this package by the taskset id; without ids, every
+environment the server lists), or in Python ``spade_verifiers.load_environment(base_url=...,
+ids=[...])``. See README.md.
 
 verifiers reads the plugin classes from ``__all__``: one ``Taskset``, one ``Env`` and one
 ``Harness`` subclass.
 """
 
 from .client import (
+    EmptySelection,
     EnvironmentFailed,
+    SelectionError,
     ServerRefused,
     ServerUnreachable,
     SpadeServeError,
@@ -32,7 +35,9 @@ from .protocol import SYSTEM_PROMPT
 __all__ = [
     "SYSTEM_PROMPT",
     "TASKSET_ID",
+    "EmptySelection",
     "EnvironmentFailed",
+    "SelectionError",
     "ServerRefused",
     "ServerUnreachable",
     "SpadeChatHarness",

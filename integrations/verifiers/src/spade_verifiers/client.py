@@ -2,13 +2,15 @@
 ``GET /envs`` lists what it serves, ``POST /envs/<id>/reset`` opens a session (its id comes
 back in the ``X-Spade-Session`` header), ``POST /envs/<id>/step`` steps it,
 ``DELETE /sessions/<id>`` closes it. The environments run in the server's sandbox; this
-side only sends actions and reads observations.
+side only sends actions and reads observations. Each :class:`RemoteEpisode` owns its
+session and its connection, so concurrent episodes share nothing on this side.
 
 Errors are split by whose they are:
 
-* :class:`ServerUnreachable`, :class:`UnknownEnvironment`, :class:`ServerRefused`: the
-  server or the request (not running, the id is not served, a missing token, no capacity).
-  They stop the run, each with what to do;
+* :class:`ServerUnreachable`, :class:`UnknownEnvironment`, :class:`EmptySelection`,
+  :class:`ServerRefused`: the server or the request (not running, the id is not served,
+  nothing of the asked domain or skill, a missing token, no capacity). They stop the
+  run, each with what to do;
 * :class:`EnvironmentFailed`: the environment's own failure on a reset or a step (it
   raised, broke its contract, passed its deadline or a sandbox limit; the server answers
   ``EXECUTION_ERROR``, ``VALIDATION_ERROR`` or ``EPISODE_STATE``). ``spade eval`` ends such
@@ -43,8 +45,18 @@ class ServerUnreachable(SpadeServeError):
     """Nothing answers at the base URL (or not in time)."""
 
 
-class UnknownEnvironment(SpadeServeError):
+class SelectionError(SpadeServeError):
+    """What the run asked to play (ids, domain, skill) cannot be chosen from what the
+    server serves."""
+
+
+class UnknownEnvironment(SelectionError):
     """The server does not serve an id that was asked for."""
+
+
+class EmptySelection(SelectionError):
+    """The run's domain or skill selects none of the environments the server lists, or
+    the run names no ids and the server cannot list what it serves (``spade serve --all``)."""
 
 
 class ServerRefused(SpadeServeError):
@@ -128,12 +140,23 @@ def _observation(answer: dict[str, Any]) -> Observation:
     )
 
 
-def served_environments(base_url: str, ids: list[str], *, token: str | None = None,
+def _shown(ids: list[str]) -> str:
+    return ", ".join(ids[:8]) + (f" ... ({len(ids)} in all)" if len(ids) > 8 else "")
+
+
+def _what(domain: str | None, skill: str | None) -> str:
+    return " and ".join(f"{k} {v!r}" for k, v in (("domain", domain), ("skill", skill)) if v is not None)
+
+
+def served_environments(base_url: str, ids: list[str] | None = None, *, domain: str | None = None,
+                        skill: str | None = None, token: str | None = None,
                         timeout_s: float = 30.0) -> list[ServedEnvironment]:
-    """The environments ``ids`` names on the server at ``base_url``, in order: each id as
-    the server lists it (an environment's name, or ``spade/<id>``, resolves to its id) and
-    its ``max_turns``. Raises :class:`ServerUnreachable`, :class:`UnknownEnvironment` or
-    :class:`ServerRefused`."""
+    """The environments a run plays on the server at ``base_url``, in the order ``spade eval
+    --suite registry`` plays them: each of ``ids`` as the server lists it (an environment's
+    name, or ``spade/<id>``, resolves to its id), or without ids every environment the
+    server lists, in its listing's order; either kept to ``domain`` and ``skill`` when
+    given (``spade eval -o domain= -o skill=``). Raises :class:`ServerUnreachable`,
+    :class:`UnknownEnvironment`, :class:`EmptySelection` or :class:`ServerRefused`."""
     base = base_url.rstrip("/")
     with httpx.Client(base_url=base, headers=_headers(token), timeout=timeout_s) as http:
         try:
@@ -144,31 +167,63 @@ def served_environments(base_url: str, ids: list[str], *, token: str | None = No
             raise _error_of(listing, base, "GET /envs")
         try:
             body = listing.json()
-            rows = list(body["envs"])
+            rows = [dict(row) for row in body["envs"]]
+            listed = [str(row["id"]) for row in rows]
             whole_registry = bool(body.get("whole_registry"))
-        except (ValueError, KeyError, TypeError):
+        except (ValueError, KeyError, TypeError, AttributeError):
             raise ServerRefused(f"{base}/envs is not a spade serve listing: {listing.text[:200]!r}") from None
         by_ref: dict[str, dict[str, Any]] = {}
         for row in rows:
             by_ref.setdefault(row["id"], row)
             by_ref.setdefault(row.get("name") or row["id"], row)
-        found = []
-        for ref in ids:
+        chosen: list[dict[str, Any]] = []
+        if not ids:
+            if whole_registry:
+                raise EmptySelection(
+                    f"{base} serves the whole registry (spade serve --all): it resolves store environments on "
+                    f"first use and lists only {len(rows)} environments (its seeds and those it was started "
+                    "with), so a run without ids cannot tell what the registry holds; name the environments "
+                    "(--env.taskset.ids), or serve a --domain or ids and run without ids to play all it lists",
+                    code="WHOLE_REGISTRY",
+                )
+            if not rows:
+                raise EmptySelection(f"nothing to play: {base} lists no environment", code="EMPTY_SELECTION")
+            chosen = rows
+        for ref in ids or []:
             row = by_ref.get(ref.removeprefix("spade/"))
             if row is not None:
-                found.append(ServedEnvironment(row["id"], row.get("max_turns")))
+                chosen.append(row)
                 continue
             if not whole_registry:
-                shown = ", ".join(r["id"] for r in rows[:8]) + (" ..." if len(rows) > 8 else "")
-                raise UnknownEnvironment(f"{base} does not serve {ref!r} (it serves: {shown})", code="UNKNOWN_ENV")
+                raise UnknownEnvironment(f"{base} does not serve {ref!r} (it serves: {_shown(listed)})",
+                                         code="UNKNOWN_ENV")
+            if domain is not None or skill is not None:
+                raise SelectionError(
+                    f"{base} serves {ref!r} from the whole registry but does not list it, so its domain and "
+                    f"skill are unknown here: drop the {_what(domain, skill)} filter, or name only ids it lists",
+                    code="UNLISTED",
+                )
             try:  # a whole-registry server (--all) resolves store environments on first use
                 probe = http.get(f"/envs/{ref}/health")
             except httpx.HTTPError as exc:
                 raise _unreachable(base, exc) from None
             if probe.status_code != 200:
                 raise _error_of(probe, base, f"GET /envs/{ref}/health")
-            found.append(ServedEnvironment(ref, None))
-        return found
+            chosen.append({"id": ref, "max_turns": None})
+        kept = [row for row in chosen if (domain is None or row.get("domain") == domain)
+                and (skill is None or row.get("skill") == skill)]
+        if not kept:
+            domains = sorted({str(r.get("domain")) for r in chosen})
+            of_domain = [r for r in chosen if domain is None or r.get("domain") == domain] or chosen
+            skills = sorted({str(r.get("skill")) for r in of_domain})
+            where = f" of domain {domain!r}" if domain in domains else ""
+            which = f"none of the ids {', '.join(ids)} is" if ids else f"no environment {base} lists is"
+            raise EmptySelection(
+                f"nothing to play: {which} of {_what(domain, skill)} (domains: {', '.join(domains)}; "
+                f"skills{where}: {', '.join(skills)})",
+                code="EMPTY_SELECTION",
+            )
+        return [ServedEnvironment(str(row["id"]), row.get("max_turns")) for row in kept]
 
 
 class RemoteEpisode:
@@ -224,9 +279,11 @@ class RemoteEpisode:
 __all__ = [
     "ENVIRONMENT_CODES",
     "SESSION_HEADER",
+    "EmptySelection",
     "EnvironmentFailed",
     "Observation",
     "RemoteEpisode",
+    "SelectionError",
     "ServedEnvironment",
     "ServerRefused",
     "ServerUnreachable",

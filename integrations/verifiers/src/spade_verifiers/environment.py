@@ -6,10 +6,14 @@ the taskset id ``spade-verifiers`` imports this package, whose ``__all__`` expor
 (the program in the model's seat; a taskset that ships one makes it its default).
 
 * :class:`SpadeTaskset`: one task per (environment id, seed), in ``spade eval --suite
-  registry``'s order and seed rule; each carries its turn cap. The ids are checked against
-  the server when the tasks are loaded, so an unreachable server or an unknown id stops the
-  run before any rollout, naming what to do.
-* :class:`SpadeEnv`: one episode. It resets a session of the server at the task's seed,
+  registry``'s order and seed rule; each carries its turn cap. The environments are the ids
+  named, or without ids every one the server lists (in its listing's order), kept to a
+  domain and a skill when given. They are checked against the server when the tasks are
+  loaded, so an unreachable server, an unknown id or an empty selection stops the run
+  before any rollout, naming what to do.
+* :class:`SpadeEnv`: one episode. It resets a session of its own on the server (its own
+  :class:`~spade_verifiers.client.RemoteEpisode`: verifiers runs many episodes at once, and
+  they share no session, connection or conversation) at the task's seed,
   opens the model's conversation with the first observation (``Agent.interaction``: the
   env is the conversation's user), steps the session with each reply as it came, and
   answers with the next observation until the environment terminates or truncates or the
@@ -63,7 +67,12 @@ class SpadeTasksetConfig(vf.TasksetConfig):
     base_url: str = "http://127.0.0.1:8000"
     """Address of a running ``spade serve`` (its root, not an ``/envs/<id>`` URL)."""
     ids: list[str] = Field(default_factory=list)
-    """Environment ids the server serves (a list, or one comma-separated string)."""
+    """Environment ids the server serves (a list, or one comma-separated string); none:
+    every environment the server lists, in its order (``spade eval`` without ``-o ids``)."""
+    domain: str | None = None
+    """Only environments of this domain (``spade eval -o domain=``)."""
+    skill: str | None = None
+    """Only environments of this skill (``spade eval -o skill=``)."""
     size: int = Field(4, ge=1)
     """Episodes per environment (``spade eval --size``)."""
     seed: int = 0
@@ -110,12 +119,8 @@ class SpadeTaskset(vf.Taskset[SpadeTask, SpadeTasksetConfig]):
 
     def load(self) -> Iterator[SpadeTask]:
         config = self.config
-        if not config.ids:
-            raise ValueError(
-                "name the environments to play: --env.taskset.ids ID[,ID...] (ids the server at "
-                f"{config.base_url} serves; GET {config.base_url.rstrip('/')}/envs lists them)"
-            )
-        served = served_environments(config.base_url, config.ids, token=self.token, timeout_s=config.timeout_s)
+        served = served_environments(config.base_url, config.ids, domain=config.domain, skill=config.skill,
+                                     token=self.token, timeout_s=config.timeout_s)
         caps = {env.id: turn_cap(env.max_turns, config.max_turns) for env in served}
         for env_id, seed in episode_seeds([env.id for env in served], config.size, config.seed):
             yield SpadeTask(
@@ -230,7 +235,10 @@ class SpadeEnv(vf.Env[SpadeEnvConfig]):
         reward: float | None = None
         terminated = truncated = False
         error: str | None = None
+        session: str | None = None
         replies: list[str] = []
+        # A session and a connection of this episode's own: verifiers plays episodes
+        # concurrently (vf-eval -c), and nothing here is shared between them.
         async with RemoteEpisode(config.base_url, data.env_id, token=taskset.token, timeout_s=config.timeout_s) as remote:
             async with agents.player.interaction(task) as interaction:
                 try:
@@ -238,6 +246,7 @@ class SpadeEnv(vf.Env[SpadeEnvConfig]):
                 except EnvironmentFailed as exc:  # spade eval: the episode ends with its error, return 0
                     error = f"reset: {exc}"
                 else:
+                    session = remote.session_id
                     segment = await interaction.turn(obs.text)
                     while not segment.terminated:
                         reply = _reply(segment)
@@ -270,6 +279,7 @@ class SpadeEnv(vf.Env[SpadeEnvConfig]):
             "truncated": truncated,
             "last_reward": reward,
             "error": error,
+            "session": session,
             "replies": replies,
         }
 
@@ -281,16 +291,20 @@ def load_environment(
     seed: int = 0,
     max_turns: int | None = None,
     token: str | None = None,
+    domain: str | None = None,
+    skill: str | None = None,
     **env: Any,
 ) -> SpadeEnv:
     """The verifiers env of ``ids`` on the ``spade serve`` at ``base_url`` (what ``vf-eval
-    spade-verifiers --env.taskset.base-url ... --env.taskset.ids ...`` builds). ``env``:
-    further ``EnvConfig`` fields (``player=vf.AgentConfig(...)``, ``timeout=``...).
+    spade-verifiers --env.taskset.base-url ... --env.taskset.ids ...`` builds); without
+    ``ids``, of every environment the server lists; either kept to ``domain`` and ``skill``.
+    ``env``: further ``EnvConfig`` fields (``player=vf.AgentConfig(...)``, ``timeout=``...).
 
-    The ids are checked against the server now: :class:`~spade_verifiers.client.ServerUnreachable`
-    or :class:`~spade_verifiers.client.UnknownEnvironment` otherwise."""
+    The selection is checked against the server now: :class:`~spade_verifiers.client.ServerUnreachable`,
+    :class:`~spade_verifiers.client.UnknownEnvironment` or :class:`~spade_verifiers.client.EmptySelection`
+    otherwise."""
     taskset = {"id": TASKSET_ID, "base_url": base_url, "ids": parse_ids(ids), "size": size, "seed": seed,
-               "max_turns": max_turns}
+               "max_turns": max_turns, "domain": domain, "skill": skill}
     config = vf.resolve_env_config({**env, "taskset": taskset})
     assert isinstance(config, SpadeEnvConfig)
     made = SpadeEnv(config)
