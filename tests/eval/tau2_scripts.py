@@ -5,11 +5,14 @@ domain share this)."""
 from __future__ import annotations
 
 import json
+from collections import deque
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import httpx
 from spade_core.evaluation import SuiteContext
+from spade_designer.llm.openai_backend import OpenAIBackend
 from spade_designer.llm.replay import ReplayBackend
 from spade_eval.harness import evaluate
 
@@ -27,6 +30,40 @@ def write_domain(root: Path, domain: str, tasks: Any, db: Any, policy: str) -> P
     (folder / "db.json").write_text(json.dumps(db, indent=2))
     (folder / "policy.md").write_text(policy)
     return root
+
+
+class ScriptedEndpoint:
+    """An OpenAI-compatible ``/chat/completions`` double (the simulated user, or the judge on
+    its error paths): each request gets the next scripted turn (a message, or tool calls, or
+    a whole answer object given as a dict); every request body is kept."""
+
+    def __init__(self, turns: list) -> None:
+        self.turns = deque(turns)
+        self.requests: list[dict] = []
+        self.calls = 0
+
+    def answer(self, request: httpx.Request) -> httpx.Response:
+        body = json.loads(request.content)
+        self.requests.append(body)
+        turn = self.turns.popleft()
+        if isinstance(turn, dict):
+            return httpx.Response(200, json=turn)
+        if isinstance(turn, str):
+            message = {"role": "assistant", "content": turn}
+        else:
+            calls = []
+            for name, arguments in turn:
+                self.calls += 1
+                raw = arguments if isinstance(arguments, str) else json.dumps(arguments)
+                calls.append({"id": f"call_{self.calls}", "type": "function",
+                              "function": {"name": name, "arguments": raw}})
+            message = {"role": "assistant", "content": None, "tool_calls": calls}
+        return httpx.Response(200, json={"choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+                                         "usage": {"prompt_tokens": 10, "completion_tokens": 5}})
+
+    def backend(self, model: str = "user") -> OpenAIBackend:
+        return OpenAIBackend(f"http://{model}.invalid/v1", model, transport=httpx.MockTransport(self.answer),
+                             max_retries=0)
 
 
 def replay_user(said: list[Any]) -> tuple[ReplayBackend, ReplayBackend]:

@@ -141,7 +141,7 @@ def test_the_suite_is_registered_and_listed_by_spade_eval(tmp_path: Path, domain
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     suite = get_plugins().eval_suites()["tau2_bench"]
     assert suite is tau2.SUITE and suite.trusted
-    assert set(suite.options) == {"data", "domains", "ids", "split", "user"}
+    assert set(suite.options) == {"data", "domains", "ids", "split", "user", "judge"}
     monkeypatch.setenv("SPADE_HOME", str(tmp_path / "home"))
     r = CliRunner().invoke(build_app(), ["eval", "--list"])
     assert r.exit_code == 0, r.output
@@ -197,7 +197,7 @@ def test_the_score_is_the_product_of_the_reward_basis(domains: Path) -> None:
 
 def test_an_nl_assertion_component_without_assertions_scores_one_and_needs_no_judge(domains: Path) -> None:
     # the benchmark's NL evaluator gives 1 when the task lists no nl_assertions (null or []);
-    # only a task that lists some needs the LLM judge this adapter does not have
+    # only a task that lists some needs the LLM judge (tests/eval/test_tau2_judge.py)
     for listed in (None, []):
         task = copy.deepcopy(TASKS[1])
         task["evaluation_criteria"]["reward_basis"] = ["DB", "NL_ASSERTION"]
@@ -211,8 +211,9 @@ def test_an_nl_assertion_component_without_assertions_scores_one_and_needs_no_ju
         assert env.score() == (1.0, {"DB": 1.0, "NL_ASSERTION": 1.0})
     task["evaluation_criteria"]["nl_assertions"] = ["The agent confirms the refund method before the return."]
     loaded = tau2.parse_task(task, domain="retail", path=domains / "retail" / "tasks.json", index=0)
-    with pytest.raises(tau2.NotImplementedInAdapter, match="NL_ASSERTION is not implemented"):
-        tau2.check_supported(loaded)
+    tau2.check_supported(loaded)  # supported, but its judge must be reachable: the replay backend is not
+    with pytest.raises(tau2.JudgeUnavailable, match="-o judge=openai:BASE_URL#MODEL"):
+        tau2.Tau2Env(loaded, DB, "", ReplayBackend(["hi"]))
 
 
 def test_pass_hat_k_arithmetic() -> None:
@@ -263,7 +264,8 @@ def test_what_is_not_implemented_is_reported_by_name(domains: Path) -> None:
     errors = {e.label: e.error for e in result.episodes}
     assert "tau2 domain 'banking'" in errors["banking/7"] and "implemented: retail, airline, telecom" in \
         errors["banking/7"]
-    assert "NL_ASSERTION is not implemented" in errors["retail/2"]
+    assert errors["retail/2"].startswith("JudgeUnavailable: tau2 task retail/2: NL assertions are scored by a "
+                                         "judge model")
     assert "tool get_gift_card_balance is not implemented" in errors["retail/3"]
     assert result.columns["tau2-banking"].unavailable == ["banking/7"]
     assert result.columns["tau2-retail"].unavailable == ["retail/2", "retail/3"]

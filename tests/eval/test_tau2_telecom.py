@@ -12,10 +12,8 @@ import copy
 import inspect
 import json
 import re
-from collections import deque
 from pathlib import Path
 
-import httpx
 import pytest
 from spade_core.actions import ToolCall, format_tool_calls
 from spade_core.app.cli import build_app
@@ -27,7 +25,7 @@ from typer.testing import CliRunner
 
 from spade_eval import tau2
 
-from .tau2_scripts import play_scripts, write_domain
+from .tau2_scripts import ScriptedEndpoint, play_scripts, write_domain
 
 CTX = SuiteContext(None, None)
 
@@ -247,48 +245,17 @@ REFERENCE: dict[str, tuple[list[str], list]] = {
 }
 
 
-class UserEndpoint:
-    """An OpenAI-compatible ``/chat/completions`` double for the simulated user: each request
-    gets the next scripted turn (a message, or tool calls); every request body is kept."""
-
-    def __init__(self, turns: list) -> None:
-        self.turns = deque(turns)
-        self.requests: list[dict] = []
-        self.calls = 0
-
-    def answer(self, request: httpx.Request) -> httpx.Response:
-        body = json.loads(request.content)
-        self.requests.append(body)
-        turn = self.turns.popleft()
-        if isinstance(turn, str):
-            message = {"role": "assistant", "content": turn}
-        else:
-            calls = []
-            for name, arguments in turn:
-                self.calls += 1
-                raw = arguments if isinstance(arguments, str) else json.dumps(arguments)
-                calls.append({"id": f"call_{self.calls}", "type": "function",
-                              "function": {"name": name, "arguments": raw}})
-            message = {"role": "assistant", "content": None, "tool_calls": calls}
-        return httpx.Response(200, json={"choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
-                                         "usage": {"prompt_tokens": 10, "completion_tokens": 5}})
-
-    def backend(self) -> OpenAIBackend:
-        return OpenAIBackend("http://user.invalid/v1", "user", transport=httpx.MockTransport(self.answer),
-                             max_retries=0)
-
-
 @pytest.fixture
 def domains(tmp_path: Path) -> Path:
     return write_domain(tmp_path / "domains", "telecom", TASKS, DB, POLICY)
 
 
 def play(domains: Path, scripts: dict[str, tuple[list[str], list]], *, size: int = 1, **options):
-    """:func:`.tau2_scripts.play_scripts` with the user behind :class:`UserEndpoint` (it may
+    """:func:`.tau2_scripts.play_scripts` with the user behind :class:`ScriptedEndpoint` (it may
     call tools): (result, agent backend, endpoint, items)."""
 
-    def endpoint_user(said: list) -> tuple[OpenAIBackend, UserEndpoint]:
-        endpoint = UserEndpoint(said)
+    def endpoint_user(said: list) -> tuple[OpenAIBackend, ScriptedEndpoint]:
+        endpoint = ScriptedEndpoint(said)
         return endpoint.backend(), endpoint
 
     return play_scripts(domains, scripts, size=size, user=endpoint_user, **options)
@@ -575,7 +542,7 @@ def test_wrong_behaviour_scores_zero(domains: Path, case: str) -> None:
 def test_the_score_is_the_product_of_db_env_assertions_and_action(domains: Path) -> None:
     def components(task_id: str, script: tuple[list[str], list]) -> tuple[float, dict[str, float]]:
         agent, said = script
-        endpoint = UserEndpoint(list(said))
+        endpoint = ScriptedEndpoint(list(said))
         (item,) = tau2.tau2_items(CTX, data=str(domains), user=endpoint.backend(), ids=task_id)
         env = item.make_env()
         env.reset()
@@ -631,7 +598,7 @@ def test_no_state_leaks_between_episodes(domains: Path) -> None:
     assert json.loads((domains / "telecom" / "db.json").read_text()) == DB
     env = items[3 * 2].make_env()  # a refuel episode
     assert env.base_db == DB and env.base_user_db == tau2.default_telecom_user_db()
-    env.user_backend = UserEndpoint(["hi", "hi"]).backend()
+    env.user_backend = ScriptedEndpoint(["hi", "hi"]).backend()
     env.reset()
     env.step(call("refuel_data", customer_id="C1002", line_id="L1003", gb_amount=2.0))
     assert env._ep.db["bills"][-1]["bill_id"] == "Bd0000001" and env.base_db == DB
@@ -666,7 +633,9 @@ def test_what_is_not_implemented_is_reported_by_name(domains: Path, tmp_path: Pa
     assert "env assertion 0: the user-side function 'assert_battery_full' is not implemented" in errors[
         "telecom/battery"]
     assert "the user-side function 'melt_phone' is not implemented" in errors["telecom/melt"]
-    assert "NL_ASSERTION is not implemented" in errors["telecom/judged"]
+    # NL assertions with no judge reachable (the user's replay backend has no endpoint)
+    assert errors["telecom/judged"].startswith("JudgeUnavailable: tau2 task telecom/judged: ")
+    assert "-o judge=openai:BASE_URL#MODEL" in errors["telecom/judged"]
     assert "user-side actions (dual-control tools) are not implemented for the retail domain" in errors["retail/dual"]
     assert result.columns["tau2-telecom"].unavailable == ["telecom/battery", "telecom/judged", "telecom/melt"]
     # a user backend that cannot make tool calls is named too
@@ -704,7 +673,7 @@ def test_the_published_telecom_layout_loads(tmp_path: Path) -> None:
     assert loaded["user_db"]["device"]["battery_level"] == 35
     assert loaded["policy"] == ("<main_policy>\n# Main policy\nBe kind.\n</main_policy>\n<tech_support_policy>\n"
                                 "# Manual\nCheck the status bar first.\n</tech_support_policy>")
-    endpoint = UserEndpoint(["No service here.", use("check_status_bar"), "Airplane. ###STOP###"])
+    endpoint = ScriptedEndpoint(["No service here.", use("check_status_bar"), "Airplane. ###STOP###"])
     env = tau2.tau2_items(CTX, data=str(folder), user=endpoint.backend(), split="base")[0].make_env()
     first, _ = env.reset()
     assert "<tech_support_policy>" in first and first.endswith("User: No service here.")
@@ -717,7 +686,7 @@ def test_spade_eval_prints_the_telecom_column_and_its_pass_hat_k(domains: Path, 
                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SPADE_HOME", str(tmp_path / "home"))
     agent, said = REFERENCE[AIRPLANE]
-    endpoint = UserEndpoint(said * 2)
+    endpoint = ScriptedEndpoint(said * 2)
     backends = {"agent": ReplayBackend(agent * 2, name="agent"), "user": endpoint.backend()}
     import spade_eval.policy
 

@@ -39,8 +39,11 @@ benchmark's published formats and scoring rules, not its code:
   ``COMMUNICATE`` (every ``communicate_info`` string appears, case-insensitively, in an
   agent message with commas removed), ``ACTION`` (every expected action is matched by a
   call, the agent's or the user's, of that name whose arguments, all or the action's
-  ``compare_args``, are equal), ``NL_ASSERTION`` only where the task lists no
-  ``nl_assertions`` (then 1, as the benchmark's NL evaluator scores it, no judge needed).
+  ``compare_args``, are equal), ``NL_ASSERTION`` (a judge model, ``-o
+  judge=openai:URL#MODEL``, by default the simulated user's, says of each of the task's
+  ``nl_assertions`` whether the conversation meets it; 1 when all are met, and 1 with no
+  judge asked when there are none; a reply it cannot read is the episode's error,
+  :class:`~.judge.JudgeReplyError`, not a score: :mod:`.judge`).
   A reward of 1 is a success; a domain's column is pass^1 (the mean over tasks of each
   task's share of successful trials); :func:`pass_hat_k` gives pass^k over the ``--size``
   trials per task.
@@ -84,8 +87,9 @@ draft bill (a refuel with none open) is numbered ``Bd0000001``, ``Bd0000002``, .
 benchmark draws a random ``B`` + 8 hex digits. **Not implemented**, each reported by name
 (the task's episodes fail with the reason and its column lists them as unavailable): the
 other domains, the tools in :data:`NOT_IMPLEMENTED` (none of retail's, airline's or
-telecom's published tools; a tool a task names that its domain lacks here), the ``NL_ASSERTION`` reward component of a task that lists
-``nl_assertions`` (an LLM judge), an environment function a task names that its side lacks,
+telecom's published tools; a tool a task names that its domain lacks here), NL assertions
+whose judge cannot be reached (:class:`~.judge.JudgeUnavailable`), an environment function a
+task names that its side lacks,
 user-side actions or data in a domain whose user has no tools here, and an initial state
 carrying a message history.
 
@@ -94,7 +98,8 @@ carrying a message history.
 telecom the user's phone and the sync too), :mod:`.domains` (the implemented domains, what
 a task needs that is not here, a domain folder's database and policy), :mod:`.world` (an
 episode's databases and tools with the initial state applied; a tool call run),
-:mod:`.scoring` (the reward components), :mod:`.env` (:class:`Tau2Env`, the conversation),
+:mod:`.scoring` (the reward components), :mod:`.judge` (``NL_ASSERTION``'s judge),
+:mod:`.env` (:class:`Tau2Env`, the conversation),
 :mod:`.suite` (the suite's items, pass^k); :mod:`._common` holds what they share.
 """
 
@@ -110,6 +115,7 @@ from .domains import (
     side_functions,
 )
 from .env import AGENT_GREETING, MAX_AGENT_TURNS, MAX_ERRORS, MAX_USER_TOOL_ROUNDS, Tau2Env
+from .judge import JudgeReplyError, JudgeUnavailable, NLJudge, Verdict, read_verdicts, resolve_judge
 from .retail import RETAIL_NOT_IMPLEMENTED, RETAIL_TOOLS, RetailTools
 from .suite import SUITE, pass_hat_k, pass_hat_ks, tau2_items
 from .tasks import REWARD_TYPES, Action, Tau2Task, domain_folders, load_domain, parse_task
@@ -125,11 +131,12 @@ from .telecom import (
 from .world import World, canonical, initial_db, make_world, run_tool
 
 __all__ = [
-    "AGENT_GREETING", "AIRLINE_NOT_IMPLEMENTED", "AIRLINE_TOOLS", "DOMAINS", "MAX_AGENT_TURNS", "MAX_ERRORS",
-    "MAX_USER_TOOL_ROUNDS", "NOT_IMPLEMENTED", "RETAIL_NOT_IMPLEMENTED", "RETAIL_TOOLS", "REWARD_TYPES", "SUITE",
-    "TELECOM_NOT_IMPLEMENTED", "TELECOM_TOOLS", "TELECOM_USER_TOOLS", "USER_SIDES", "Action", "AirlineTools",
-    "NotImplementedInAdapter", "RetailTools", "Tau2DataError", "Tau2Env", "Tau2Task", "TelecomTools",
-    "TelecomUserTools", "UserSide", "World", "canonical", "check_supported", "default_telecom_user_db",
-    "domain_folders", "initial_db", "load_domain", "make_world", "parse_task", "pass_hat_k", "pass_hat_ks",
-    "read_domain", "run_tool", "side_functions", "tau2_items", "telecom_sync",
+    "AGENT_GREETING", "AIRLINE_NOT_IMPLEMENTED", "AIRLINE_TOOLS", "Action", "AirlineTools", "DOMAINS",
+    "JudgeReplyError", "JudgeUnavailable", "MAX_AGENT_TURNS", "MAX_ERRORS", "MAX_USER_TOOL_ROUNDS", "NLJudge",
+    "NOT_IMPLEMENTED", "NotImplementedInAdapter", "RETAIL_NOT_IMPLEMENTED", "RETAIL_TOOLS", "REWARD_TYPES",
+    "RetailTools", "SUITE", "TELECOM_NOT_IMPLEMENTED", "TELECOM_TOOLS", "TELECOM_USER_TOOLS", "Tau2DataError",
+    "Tau2Env", "Tau2Task", "TelecomTools", "TelecomUserTools", "USER_SIDES", "UserSide", "Verdict", "World",
+    "canonical", "check_supported", "default_telecom_user_db", "domain_folders", "initial_db", "load_domain",
+    "make_world", "parse_task", "pass_hat_k", "pass_hat_ks", "read_domain", "read_verdicts", "resolve_judge",
+    "run_tool", "side_functions", "tau2_items", "telecom_sync",
 ]

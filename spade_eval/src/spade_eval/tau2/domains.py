@@ -15,7 +15,7 @@ from ..dialogue import read_json
 from ._common import NotImplementedInAdapter, Tau2DataError, deep_update
 from .airline import AIRLINE_NOT_IMPLEMENTED, AIRLINE_TOOLS, AirlineTools
 from .retail import RETAIL_NOT_IMPLEMENTED, RETAIL_TOOLS, RetailTools
-from .tasks import SCORED_REWARD_TYPES, Tau2Task
+from .tasks import Tau2Task
 from .telecom import (
     TELECOM_NOT_IMPLEMENTED,
     TELECOM_TOOLS,
@@ -73,22 +73,11 @@ def _env_calls(task: Tau2Task) -> list[tuple[str, dict[str, Any]]]:
     return calls
 
 
-def nl_assertions(task: Tau2Task) -> list[Any]:
-    """The task's natural-language assertions (an ``NL_ASSERTION`` component without any is
-    1 in the benchmark, which then calls no judge)."""
-    return list((task.criteria or {}).get("nl_assertions") or [])
-
-
 def check_supported(task: Tau2Task) -> None:
     """Raise :class:`NotImplementedInAdapter` naming what ``task`` needs that is not here."""
     if task.domain not in DOMAINS:
         raise NotImplementedInAdapter(f"tau2 domain {task.domain!r}: its tools are not implemented by this adapter "
                                       f"(implemented: {', '.join(DOMAINS)})")
-    unscored = [r for r in task.reward_basis if r not in SCORED_REWARD_TYPES
-                and not (r == "NL_ASSERTION" and not nl_assertions(task))]
-    if unscored and task.criteria is not None:
-        raise NotImplementedInAdapter(f"tau2 task {task.label}: reward component {', '.join(unscored)} is not "
-                                      "implemented (NL_ASSERTION needs an LLM judge)")
     declared = DOMAINS[task.domain][1]
     missing = sorted({a.name for a in task.actions if a.requestor == "assistant" and a.name not in declared})
     if missing:

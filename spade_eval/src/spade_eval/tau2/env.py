@@ -1,6 +1,6 @@
 """One tau2-bench task as a reference-format environment: the conversation between the
 agent under test and the simulated user, the tool calls of both run on the episode's world,
-and the score when it ends."""
+and the score when it ends (the ``NL_ASSERTION`` component's judge asked then, :mod:`.judge`)."""
 
 from __future__ import annotations
 
@@ -8,14 +8,15 @@ import copy
 import json
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from spade_core.actions import ToolCall, parse_tool_action
 from spade_core.errors import ActionFormatError
 
 from ..dialogue import SimulatedUser, UserToolCall
-from .domains import DOMAINS, USER_SIDES, check_supported, nl_assertions
+from .domains import DOMAINS, USER_SIDES, check_supported
+from .judge import NLJudge, Verdict, all_met
 from .scoring import actions_matched, assertions_hold, communicated, db_matches
 from .tasks import Tau2Task
 from .world import World, make_world, run_tool
@@ -54,6 +55,11 @@ class _Episode:
     user: SimulatedUser
     calls: list[ToolCall] = field(default_factory=list)
     agent_texts: list[str] = field(default_factory=list)
+    #: The conversation as the judge reads it: (role, text) per message, ``assistant`` the
+    #: agent, ``user`` the customer, ``tool`` a result of either's call.
+    transcript: list[tuple[str, str]] = field(default_factory=list)
+    #: The judge's verdicts and the transcript length they were given (asked once per end).
+    judged: tuple[int, list[Verdict]] | None = None
     errors: int = 0
     user_tool_rounds: int = 0
     done: bool = False
@@ -75,8 +81,11 @@ class Tau2Env:
     """One tau2-bench task as a reference-format environment (see the module docstring)."""
 
     def __init__(self, task: Tau2Task, base_db: dict[str, Any], policy: str, user_backend: Any,
-                 base_user_db: dict[str, Any] | None = None) -> None:
+                 base_user_db: dict[str, Any] | None = None, judge: NLJudge | None = None) -> None:
         check_supported(task)
+        self.judge = judge if judge is not None else NLJudge(user_backend)
+        if "NL_ASSERTION" in task.reward_basis and task.nl_assertions:
+            self.judge.require_reachable(f"tau2 task {task.label}")
         self.task = task
         self.base_db = base_db
         self.base_user_db = base_user_db
@@ -93,6 +102,7 @@ class Tau2Env:
         user = SimulatedUser(self.user_backend, f"{guidelines}\n\n<scenario>\n{self.task.instructions}\n</scenario>",
                              tools=tools)
         self._ep = _Episode(world, user)
+        self._ep.transcript.append(("assistant", AGENT_GREETING))
         first = self._user_turn(AGENT_GREETING)
         intro = (
             "You are a customer-service agent. Follow the policy below; act only through the tools.\n\n"
@@ -117,6 +127,7 @@ class Tau2Env:
         said = _TAG_RE.sub("", text).strip()
         if said:
             ep.agent_texts.append(said)
+            ep.transcript.append(("assistant", said))
         try:
             calls = parse_tool_action(text).calls
         except ActionFormatError as exc:
@@ -131,6 +142,7 @@ class Tau2Env:
                 result, failed = run_tool(ep.tools, call.name, dict(call.arguments), self.declared)
                 ep.world.sync()
                 ep.errors += failed
+                ep.transcript.append(("tool", result))
                 parts.append(f"<tool_response>{json.dumps({'name': call.name, 'content': result}, ensure_ascii=False)}"
                              "</tool_response>")
             if ep.errors >= MAX_ERRORS:
@@ -165,6 +177,7 @@ class Tau2Env:
             if ep.errors >= MAX_ERRORS or ep.user_tool_rounds >= MAX_USER_TOOL_ROUNDS:
                 return None
             turn = ep.user.tool_results(results)
+        ep.transcript.append(("user", turn.text))
         return turn.text
 
     def _run_user_call(self, call: UserToolCall) -> str:
@@ -177,6 +190,7 @@ class Tau2Env:
         result, failed = run_tool(tools, call.name, dict(call.arguments), declared)
         ep.world.sync()
         ep.errors += failed
+        ep.transcript.append(("tool", result))
         return result
 
     # -- scoring -----------------------------------------------------------------------
@@ -195,7 +209,10 @@ class Tau2Env:
         ep.done = True
         ep.premature = premature
         reward, breakdown = self.score(premature=premature)
-        return "The conversation is over.", reward, True, False, {"reward_breakdown": breakdown}
+        info: dict[str, Any] = {"reward_breakdown": breakdown}
+        if ep.judged is not None and "NL_ASSERTION" in breakdown:
+            info["nl_assertions"] = [asdict(v) for v in ep.judged[1]]
+        return "The conversation is over.", reward, True, False, info
 
     def _final(self, *, premature: bool) -> float:
         return self.score(premature=premature)[0]
@@ -218,6 +235,15 @@ class Tau2Env:
             parts["ACTION"] = actions_matched(self.task, ep.calls)
         if "COMMUNICATE" in basis:
             parts["COMMUNICATE"] = communicated(self.task, ep.agent_texts)
-        if "NL_ASSERTION" in basis and not nl_assertions(self.task):  # with assertions: unavailable
-            parts["NL_ASSERTION"] = 1.0
+        if "NL_ASSERTION" in basis:
+            parts["NL_ASSERTION"] = all_met(self._verdicts()) if self.task.nl_assertions else 1.0
         return math.prod(parts.values()), parts
+
+    def _verdicts(self) -> list[Verdict]:
+        """The judge's verdicts on the task's assertions over the conversation so far, asked
+        once for it; :class:`~.judge.JudgeReplyError` when its reply cannot be read (the
+        harness records it as the episode's error)."""
+        ep = self._require()
+        if ep.judged is None or ep.judged[0] != len(ep.transcript):
+            ep.judged = (len(ep.transcript), self.judge.judge(ep.transcript, self.task.nl_assertions))
+        return ep.judged[1]

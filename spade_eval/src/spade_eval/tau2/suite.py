@@ -14,6 +14,7 @@ from ..dialogue import resolve_user_backend
 from ._common import Tau2DataError
 from .domains import check_supported, read_domain
 from .env import MAX_AGENT_TURNS, Tau2Env
+from .judge import resolve_judge
 from .tasks import Tau2Task, domain_folders, load_domain, split_task_ids
 
 
@@ -57,14 +58,18 @@ def _names(value: Any) -> list[str]:
 
 
 def tau2_items(context: SuiteContext, *, size: int = 1, seed: int = 0, data: str | Path | None = None,
-               domains: Any = None, ids: Any = None, user: Any = None, split: Any = None) -> Sequence[EvalItem]:
-    """``size`` trials of each task of each chosen domain (default: every domain folder)."""
+               domains: Any = None, ids: Any = None, user: Any = None, split: Any = None,
+               judge: Any = None) -> Sequence[EvalItem]:
+    """``size`` trials of each task of each chosen domain (default: every domain folder);
+    the simulated user is ``user``'s model, the NL-assertion judge ``judge``'s (default:
+    the user's)."""
     if data is None:
         raise Tau2DataError("suite tau2_bench reads tau2-bench's data: give -o data=FOLDER (its data/tau2/domains, "
                             "or one domain folder with tasks.json, db.json and policy.md)")
     if size < 1:
         raise Tau2DataError(f"size (trials per task) must be at least 1, got {size}")
     backend = resolve_user_backend(user, getattr(context, "plugins", None), suite="tau2_bench")
+    judged_by = resolve_judge(judge, backend, getattr(context, "plugins", None))
     wanted = set(_names(ids))
     items: list[EvalItem] = []
     for folder in domain_folders(Path(data), _names(domains)):
@@ -80,7 +85,8 @@ def tau2_items(context: SuiteContext, *, size: int = 1, seed: int = 0, data: str
             check_supported(task)
             if "db" not in shared:  # read once per domain, on the first episode that needs it
                 shared.update(read_domain(folder, task.domain))
-            return Tau2Env(task, shared["db"], shared["policy"], backend, base_user_db=shared["user_db"])
+            return Tau2Env(task, shared["db"], shared["policy"], backend, base_user_db=shared["user_db"],
+                           judge=judged_by)
 
         for task in tasks:
             for k in range(size):
@@ -101,8 +107,9 @@ SUITE = EpisodeSuite(
     description="tau2-bench (adapter on the published format; the package is not installable here): each task a "
                 "conversation with a simulated user (-o user=openai:URL#MODEL), tools on an in-memory copy of the "
                 "domain database (retail, airline and telecom implemented, telecom's user acting on its phone "
-                "through tools of its own; other domains and NL assertions named as unavailable), scored by DB, "
-                "ENV_ASSERTION, ACTION and COMMUNICATE as the benchmark does; --size trials per task (pass^k).",
+                "through tools of its own; other domains named as unavailable), scored by DB, ENV_ASSERTION, ACTION, "
+                "COMMUNICATE and NL_ASSERTION (an LLM judge, -o judge=openai:URL#MODEL, by default the user's model) "
+                "as the benchmark does; --size trials per task (pass^k).",
     items=tau2_items,
     trusted=True,
     options={"data": "tau2-bench's data/tau2/domains folder, or one domain folder (tasks.json, db.json or db.toml, "
@@ -110,6 +117,7 @@ SUITE = EpisodeSuite(
              "domains": "comma-separated domain folders (default: all found)",
              "ids": "comma-separated task ids (or domain/id) instead of every task",
              "split": "a task split of each domain's split_tasks.json (such as telecom's base)",
-             "user": "the simulated user's model: openai:BASE_URL#MODEL"},
+             "user": "the simulated user's model: openai:BASE_URL#MODEL",
+             "judge": "the NL-assertion judge's model: openai:BASE_URL#MODEL (default: the user's)"},
     defaults={"size": 1, "temperature": 0.0, "max_new_tokens": 1024},
 )

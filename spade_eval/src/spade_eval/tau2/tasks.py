@@ -13,9 +13,8 @@ from spade_core.actions import ToolCall
 from ..dialogue import read_json
 from ._common import Tau2DataError
 
-#: The reward components a task's ``reward_basis`` may name, and those this adapter scores.
+#: The reward components a task's ``reward_basis`` may name (all scored here).
 REWARD_TYPES = ("DB", "ENV_ASSERTION", "NL_ASSERTION", "ACTION", "COMMUNICATE")
-SCORED_REWARD_TYPES = ("DB", "ENV_ASSERTION", "ACTION", "COMMUNICATE")
 
 
 @dataclass(frozen=True)
@@ -50,6 +49,12 @@ class Tau2Task:
     @property
     def label(self) -> str:
         return f"{self.domain}/{self.id}"
+
+    @property
+    def nl_assertions(self) -> list[str]:
+        """The natural-language assertions the judge is asked about (none: an
+        ``NL_ASSERTION`` component is 1 with no judge asked, as in the benchmark)."""
+        return list((self.criteria or {}).get("nl_assertions") or [])
 
 
 def _need(cond: bool, where: str, what: str) -> None:
@@ -107,6 +112,9 @@ def parse_task(raw: Any, *, domain: str, path: Path, index: int) -> Tau2Task:
         info = criteria.get("communicate_info")
         _need(info is None or (isinstance(info, list) and all(isinstance(s, str) for s in info)),
               f"{where}: field evaluation_criteria.communicate_info", "must be a list of strings or null")
+        said = criteria.get("nl_assertions")
+        _need(said is None or (isinstance(said, list) and all(isinstance(s, str) for s in said)),
+              f"{where}: field evaluation_criteria.nl_assertions", "must be a list of strings or null")
         if "reward_basis" in criteria:
             rb = criteria["reward_basis"]
             _need(isinstance(rb, list) and all(r in REWARD_TYPES for r in rb),
