@@ -175,6 +175,29 @@ def test_exec_is_killed_by_the_syscall_filter(os_layer_pool):
         os_layer_pool.step(h, "exec")
 
 
+def test_the_charged_cpu_clock_is_what_the_kernel_s_cpu_limit_kill_counts() -> None:
+    """The zygote tells the kernel's RLIMIT_CPU kill by the child's profiling CPU clock,
+    read while it is a zombie: that clock is at the hard limit when the kernel kills there
+    (the rusage times may read short of it on a loaded machine)."""
+    import os
+    import resource
+    import signal
+
+    from spade_sandbox.zygote import charged_cpu_seconds
+
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child spins until the kernel kills it
+        resource.setrlimit(resource.RLIMIT_CPU, (1, 1))
+        while True:
+            pass
+    os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)
+    charged = charged_cpu_seconds(pid)
+    _, status, _ = os.wait4(pid, 0)
+    assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
+    assert charged is not None and charged >= 1.0 - 0.005, charged
+    assert charged_cpu_seconds(pid) is None  # reaped: nothing to read
+
+
 def test_a_worker_killed_from_outside_is_told_apart_from_one_its_call_killed(fault_pool):
     """A SIGKILL the sandbox did not send is a WorkerKilled (the running call is not to
     blame); the worker's other instances are then InstanceLost; both are crashes."""
