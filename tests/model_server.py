@@ -22,9 +22,14 @@ def transformers_serve(timeout_s: float = 180) -> Iterator[tuple[str, str]]:
     folder the transformers backend converts the shipped GGUF file into; stopped on exit.
     Raises ``RuntimeError`` with the server's last output when it exits or does not answer
     ``/health`` within ``timeout_s``."""
-    from spade_designer.llm.transformers_backend import TransformersBackend, gguf_cache_root
+    from spade_designer.llm.transformers_backend import default_model_path, gguf_cache_root, load_model
 
-    TransformersBackend()  # converts the shipped GGUF file once into the model cache
+    if not any(gguf_cache_root().glob("*/config.json")):
+        # the conversion of the shipped GGUF file into this SPADE_HOME's model cache; made
+        # here, not through TransformersBackend(), which reuses a model the process already
+        # loaded (possibly under another test's SPADE_HOME) and then writes nothing here
+        folder, gguf = default_model_path()
+        load_model(folder, gguf_file=gguf, device="cpu", dtype="float32")
     folders = sorted(p.parent for p in gguf_cache_root().glob("*/config.json"))
     if not folders:
         raise RuntimeError("the transformers backend left no converted model folder")

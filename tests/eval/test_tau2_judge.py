@@ -168,14 +168,6 @@ class RecordingBackend(OpenAIBackend):
 
 @pytest.fixture(scope="module")
 def served() -> Iterator[tuple[str, str]]:
-    from spade_designer.llm.transformers_backend import default_model_path, gguf_cache_root, load_model
-
-    # transformers_serve serves the converted folder under this session's SPADE_HOME; the
-    # process may hold the model already, loaded once under another one (a test's own home),
-    # so the conversion is made here when the folder is missing
-    if not any(gguf_cache_root().glob("*/config.json")):
-        folder, gguf = default_model_path()
-        load_model(folder, gguf_file=gguf, device="cpu", dtype="float32")
     with transformers_serve() as (base, model):
         yield base + "/v1", model
 

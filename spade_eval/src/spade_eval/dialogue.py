@@ -56,23 +56,31 @@ def read_json_lines(path: Path, error: type[BenchmarkDataError] = BenchmarkDataE
     return rows
 
 
-def resolve_user_backend(user: Any, plugins: Any, *, suite: str) -> Any:
-    """The simulated user's backend: an object with ``chat`` as given (tests, callers that
-    built one), or ``openai:BASE_URL#MODEL`` made through the plugins' ``openai`` backend."""
-    if user is not None and hasattr(user, "chat"):
-        return user
-    if not isinstance(user, str) or not user.strip():
-        raise SuiteError(f"suite {suite} plays a conversation with a simulated user: give its model with "
-                         "-o user=openai:BASE_URL#MODEL (any OpenAI-compatible endpoint)")
-    from .policy import PolicyError, make_backend, parse_policy
+def resolve_endpoint(value: Any, plugins: Any, *, suite: str, option: str, role: str, needs: str = "chat",
+                     error: type[Exception] = SuiteError) -> Any:
+    """The model a suite reaches through an OpenAI-compatible endpoint, from ``-o
+    OPTION=``: an object with the method ``needs`` as given (tests, callers that built one),
+    or ``openai:BASE_URL#MODEL`` made through the plugins' ``openai`` backend. Anything
+    else is an ``error`` naming the suite, the ``role`` and what ``-o OPTION=`` takes."""
+    if value is not None and callable(getattr(value, needs, None)):
+        return value
+    if value is None or (isinstance(value, str) and not value.strip()):
+        raise error(f"suite {suite} needs {role}'s model: give it with -o {option}=openai:BASE_URL#MODEL "
+                    "(any OpenAI-compatible endpoint)")
+    from .policy import make_backend, parse_policy
 
-    spec = parse_policy(user)
-    if spec.backend != "openai":
-        raise PolicyError(f"suite {suite}: the simulated user is reached through an OpenAI-compatible endpoint; "
-                          f"-o user= takes openai:BASE_URL#MODEL, got {user!r}")
+    spec = parse_policy(value) if isinstance(value, str) else None
+    if spec is None or spec.backend != "openai":
+        raise error(f"suite {suite}: {role} is reached through an OpenAI-compatible endpoint; "
+                    f"-o {option}= takes openai:BASE_URL#MODEL, got {value!r}")
     if plugins is None:
-        raise SuiteError(f"suite {suite}: no plugin set to build the user's openai backend with")
+        raise error(f"suite {suite}: no plugin set to build the openai backend of {role} with")
     return make_backend(spec, plugins)
+
+
+def resolve_user_backend(user: Any, plugins: Any, *, suite: str) -> Any:
+    """The simulated user's backend (``-o user=``; :func:`resolve_endpoint`)."""
+    return resolve_endpoint(user, plugins, suite=suite, option="user", role="the simulated user")
 
 
 @dataclass(frozen=True)

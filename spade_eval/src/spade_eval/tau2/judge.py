@@ -30,6 +30,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..dialogue import resolve_endpoint
 from ..suites import SuiteError
 
 #: Tokens the judge may write (a verdict and a short reason per assertion).
@@ -174,21 +175,11 @@ class NLJudge:
 
 
 def resolve_judge(judge: Any, user_backend: Any, plugins: Any) -> NLJudge:
-    """The judge of ``-o judge=``: the simulated user's backend when not given, an object
-    with ``chat_completion`` as given (callers that built one), or ``openai:BASE_URL#MODEL``
-    made through the plugins' ``openai`` backend, as ``-o user=`` is."""
+    """The judge of ``-o judge=``: the simulated user's backend when not given, else as
+    :func:`~spade_eval.dialogue.resolve_endpoint` reads it (an object with
+    ``chat_completion``, or ``openai:BASE_URL#MODEL``); what it cannot use is
+    :class:`JudgeUnavailable`."""
     if judge is None:
         return NLJudge(user_backend)
-    if callable(getattr(judge, "chat_completion", None)):
-        return NLJudge(judge)
-    if not isinstance(judge, str) or not judge.strip():
-        raise JudgeUnavailable(f"suite tau2_bench: -o judge= takes openai:BASE_URL#MODEL, got {judge!r}")
-    from ..policy import make_backend, parse_policy
-
-    spec = parse_policy(judge)
-    if spec.backend != "openai":
-        raise JudgeUnavailable(f"suite tau2_bench: the NL-assertion judge is reached through an OpenAI-compatible "
-                               f"endpoint; -o judge= takes openai:BASE_URL#MODEL, got {judge!r}")
-    if plugins is None:
-        raise JudgeUnavailable("suite tau2_bench: no plugin set to build the judge's openai backend with")
-    return NLJudge(make_backend(spec, plugins))
+    return NLJudge(resolve_endpoint(judge, plugins, suite="tau2_bench", option="judge",
+                                    role="the NL-assertion judge", needs="chat_completion", error=JudgeUnavailable))
