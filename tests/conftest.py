@@ -54,3 +54,17 @@ def memory_hog_source() -> str:
 def tight_sandbox_table() -> str:
     """A ``spade.toml`` fragment whose ``[spade.sandbox]`` stops :func:`memory_hog_source`."""
     return TIGHT_SANDBOX
+
+
+# --- one real OpenAI-compatible model server for the whole session -------------------------
+
+
+@pytest.fixture(scope="session")
+def model_server():
+    """``(base URL without /v1, model id)`` of one ``transformers serve`` process holding
+    the embedded model (``tests/model_server.py``), started on first use and shared by every
+    test that needs a real server: each start costs tens of seconds on two cores."""
+    from model_server import transformers_serve
+
+    with transformers_serve() as served:
+        yield served

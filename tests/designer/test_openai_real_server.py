@@ -6,11 +6,9 @@ The hand-written HTTP double in test_llm_openai.py stays for the error paths onl
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from model_server import transformers_serve
 from spade_core.app.cli import build_app
 from spade_designer.llm.openai_backend import OpenAIBackend
 from typer.testing import CliRunner
@@ -19,10 +17,10 @@ pytestmark = [pytest.mark.model, pytest.mark.slow]
 
 
 @pytest.fixture(scope="module")
-def served() -> Iterator[tuple[str, str]]:
-    """(base URL, model id) of a ``transformers serve`` process holding the embedded model."""
-    with transformers_serve() as (base, model):
-        yield base + "/v1", model
+def served(model_server: tuple[str, str]) -> tuple[str, str]:
+    """(base URL, model id) of the session's ``transformers serve`` holding the embedded model."""
+    base, model = model_server
+    return base + "/v1", model
 
 
 def test_the_backend_chats_with_a_real_server(served: tuple[str, str]) -> None:

@@ -7,11 +7,9 @@ against the embedded model behind ``transformers serve``."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from model_server import transformers_serve
 from spade_core.actions import ToolCall, format_tool_calls
 from spade_core.evaluation import SuiteContext
 from spade_core.plugins import get_plugins
@@ -167,9 +165,9 @@ class RecordingBackend(OpenAIBackend):
 
 
 @pytest.fixture(scope="module")
-def served() -> Iterator[tuple[str, str]]:
-    with transformers_serve() as (base, model):
-        yield base + "/v1", model
+def served(model_server: tuple[str, str]) -> tuple[str, str]:
+    base, model = model_server
+    return base + "/v1", model
 
 
 @pytest.mark.model

@@ -42,7 +42,6 @@ from typing import Any
 
 import httpx
 import pytest
-from model_server import transformers_serve
 from processes import stop, wait_healthy
 from spade_serve.server import free_port
 
@@ -365,13 +364,13 @@ def copycat() -> Iterator[_Recorder]:
 
 
 @pytest.fixture(scope="module")
-def model() -> Iterator[tuple[_Recorder, str]]:
-    """``transformers serve`` holding the embedded SmolLM2 model (offline) behind a
-    recording pass-through proxy: ``(proxy, model id)``; ``{proxy.url}/<tag>/v1`` reaches
-    the model (one request at a time) and records the request under ``tag``."""
-    with transformers_serve() as (base, model_id):
-        for proxy in _recording(base):
-            yield proxy, model_id
+def model(model_server: tuple[str, str]) -> Iterator[tuple[_Recorder, str]]:
+    """The session's ``transformers serve`` holding the embedded SmolLM2 model (offline)
+    behind a recording pass-through proxy: ``(proxy, model id)``; ``{proxy.url}/<tag>/v1``
+    reaches the model (one request at a time) and records the request under ``tag``."""
+    base, model_id = model_server
+    for proxy in _recording(base):
+        yield proxy, model_id
 
 
 # --- verifiers' runner -------------------------------------------------------------------------
