@@ -228,6 +228,30 @@ def test_find_pages_with_limit_and_offset(populated: EnvStore) -> None:
     assert populated.find(limit=0) == []
 
 
+def test_find_pages_after_an_id_without_repeating_or_skipping_when_statuses_change(populated: EnvStore) -> None:
+    def ids(found: list) -> list[str]:
+        return [m.id for m in found]
+
+    assert ids(populated.find(after="a-v1")) == ["b-v1", "c-v1", "d-v1", "e-v1"]
+    assert ids(populated.find(after="e-v1")) == []
+    # past an id the filters do not select (b is a candidate), with the filters and a limit
+    assert ids(populated.find(status="admitted", after="b-v1")) == ["c-v1", "e-v1"]
+    assert ids(populated.find(domain="games", after="a-v1", limit=1)) == ["b-v1"]
+    pages, after = [], None
+    while page := populated.find(status="admitted", after=after, limit=1):
+        pages.append(ids(page))
+        after = page[-1].id
+    assert pages == [["a-v1"], ["c-v1"], ["e-v1"]]
+    # between two pages, b (inserted before the cursor) is admitted and e retired: paging
+    # after the last id neither repeats c nor skips anything still admitted; an offset does
+    first = ids(populated.find(status="admitted", limit=2))
+    populated.set_status("b-v1", EnvStatus.admitted)
+    assert ids(populated.find(status="admitted", after=first[-1], limit=2)) == ["e-v1"]
+    assert ids(populated.find(status="admitted", offset=2, limit=2)) == ["c-v1", "e-v1"]  # c again
+    with pytest.raises(EnvNotFound, match="no environment 'nope-v1' in the store"):
+        populated.find(after="nope-v1")
+
+
 @pytest.mark.parametrize(
     "kwargs,message",
     [({"status": "published"}, "unknown status 'published'"), ({"limit": -1}, "limit"), ({"offset": -3}, "offset")],

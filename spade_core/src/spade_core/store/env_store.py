@@ -57,6 +57,7 @@ _SELECT_MAX_VERSION = select(func.max(envs.c.version)).where(envs.c.name == bind
 _SELECT_BLOB = select(blobs.c.code_hash).where(blobs.c.code_hash == bindparam("code_hash"))
 _SELECT_DOCUMENT = select(envs.c.document).where(envs.c.id == bindparam("id"))
 _SELECT_DOCUMENT_FOR_UPDATE = _SELECT_DOCUMENT.with_for_update()
+_SELECT_SEQ = select(envs.c.seq).where(envs.c.id == bindparam("id"))
 _INSERT_BLOB = insert(blobs)
 _LOCK_NAME = text("SELECT pg_advisory_xact_lock(:key)")
 _INSERT_ENV = insert(envs)
@@ -400,19 +401,33 @@ class EnvStore:
         name: str | None = None,
         limit: int | None = None,
         offset: int = 0,
+        after: str | None = None,
     ) -> list[EnvMetadata]:
-        """Environments matching every given filter, in insertion order."""
+        """Environments matching every given filter, in insertion order.
+
+        ``after`` (an environment's id) starts past that environment in insertion order,
+        whether or not it matches the filters: keyset paging, ``after=`` the last id of
+        the previous page. Unlike ``offset`` it neither repeats nor skips an environment
+        when others change status between two pages, and a late page costs what the first
+        does. :class:`EnvNotFound` when no environment has that id."""
         if limit is not None and limit < 0:
             raise StoreError(f"limit must be >= 0, got {limit}")
         if offset < 0:
             raise StoreError(f"offset must be >= 0, got {offset}")
         query = _filtered(select(envs.c.id, envs.c.document), domain, skill, status, name).order_by(envs.c.seq)
+        if after is not None:
+            query = query.where(envs.c.seq > bindparam("after_seq"))
         if limit is not None:
             query = query.limit(limit)
         if offset:
             query = query.offset(offset)
         with self._reading("searching environments") as conn:
-            rows = conn.execute(query).all()
+            params: dict[str, Any] = {}
+            if after is not None:
+                params["after_seq"] = conn.execute(_SELECT_SEQ, {"id": after}).scalar()
+                if params["after_seq"] is None:
+                    raise EnvNotFound(f"no environment {after!r} in the store {self.where} (find's after= takes a stored id)")
+            rows = conn.execute(query, params).all()
         return [codec.decode(r.document, env_id=r.id, where=self.where) for r in rows]
 
     def count(
