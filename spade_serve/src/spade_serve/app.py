@@ -13,8 +13,9 @@ environment with ``base_url=http://host:port/envs/<id>``):
   ``observation.metadata.session_id``; later requests name it (that header, or a
   ``session_id`` field / query parameter), so reset then step plays one episode.
   ``DELETE /sessions/{id}`` closes one.
-* ``GET /schema``, ``GET /metadata``, ``GET /health``, ``GET /envs`` (what is served),
-  ``GET /status`` (sessions, queued calls, workers).
+* ``GET /schema``, ``GET /metadata``, ``GET /health``, ``GET /envs`` (what is served, a
+  page at a time: :mod:`spade_serve.listing`), ``GET /envs/{env_id}`` (one environment's
+  row), ``GET /status`` (sessions, queued calls, workers).
 * OpenEnv's Task API: ``GET /list_environments``, ``GET /{env_name}/splits``, ``POST
   /{env_name}/tasks``, ``/num_tasks``, ``/task``, ``/task_range`` (an environment's seeds
   and knob settings, :mod:`spade_serve.tasks`); a reset plays one with ``split`` and
@@ -45,6 +46,7 @@ from fastapi.responses import JSONResponse, Response
 from pydantic import ValidationError
 from starlette.routing import WebSocketRoute
 
+from . import listing
 from .access import AccessGuard, AccessRules
 from .catalog import ServedEnv
 from .errors import (
@@ -288,6 +290,15 @@ def create_app(manager: SessionManager) -> FastAPI:
     for prefix in ("", "/envs/{env_id}"):
         _routes(app, prefix, http_reset, http_step, http_state, lambda ref: metadata_of(env_for(ref)))
 
+    # Before the Task API's ``GET /{env_name}/splits``, which would take ``/envs/splits``.
+    @app.get("/envs/{env_id}")
+    async def env_summary(env_id: str) -> dict[str, Any]:
+        """One served environment's ``GET /envs`` row, by id or name, whether it is listed
+        up front or resolved from the registry on first use (404 with the reason)."""
+        if catalog.whole_registry:  # may read the store: off the event loop
+            return (await manager.gate.run(catalog.get, env_id)).summary()
+        return catalog.get(env_id).summary()
+
     # --- OpenEnv's Task API ------------------------------------------------------------
     async def task_of(env: ServedEnv, reset: ResetRequest) -> tuple[Task | None, ServedEnv]:
         """The task a reset names (``split`` and ``index``) and the environment that plays
@@ -372,8 +383,11 @@ def create_app(manager: SessionManager) -> FastAPI:
         return schema
 
     @app.get("/envs")
-    async def list_envs() -> dict[str, Any]:
-        return {"envs": [e.summary() for e in catalog.listed()], "whole_registry": catalog.whole_registry}
+    async def list_envs(request: Request) -> dict[str, Any]:
+        query = listing.parse_query(request.query_params.multi_items())
+        if catalog.registry is not None:  # reads the store: off the event loop
+            return await manager.gate.run(listing.page, catalog, query)
+        return listing.page(catalog, query)
 
     @app.get("/status")
     async def status() -> dict[str, Any]:

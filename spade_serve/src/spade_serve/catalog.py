@@ -8,6 +8,7 @@ modules and the metadata clients see.
 
 from __future__ import annotations
 
+import hashlib
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -53,20 +54,25 @@ class ServedEnv:
         return self.metadata.action_format == ActionFormat.tool_call
 
     def summary(self) -> dict[str, Any]:
-        """The row of ``GET /envs``."""
-        m = self.metadata
-        return {
-            "id": m.id,
-            "kind": self.kind,
-            "name": m.name,
-            "version": m.version,
-            "domain": m.domain,
-            "skill": m.skill,
-            "description": m.description,
-            "max_turns": m.max_turns,
-            "action_format": m.action_format.value,
-            "reward_range": list(m.reward_range),
-        }
+        """The row of ``GET /envs`` (and the answer of ``GET /envs/<id>``)."""
+        return summary_of(self.kind, self.metadata)
+
+
+def summary_of(kind: Literal["store", "seed"], m: EnvMetadata) -> dict[str, Any]:
+    """The ``GET /envs`` row of an environment, from its metadata alone (the listing of a
+    whole registry reads no code)."""
+    return {
+        "id": m.id,
+        "kind": kind,
+        "name": m.name,
+        "version": m.version,
+        "domain": m.domain,
+        "skill": m.skill,
+        "description": m.description,
+        "max_turns": m.max_turns,
+        "action_format": m.action_format.value,
+        "reward_range": list(m.reward_range),
+    }
 
 
 def served_env(entry: CatalogEntry, plugins: SpadePlugins, store: EnvStore) -> ServedEnv:
@@ -79,27 +85,44 @@ def served_env(entry: CatalogEntry, plugins: SpadePlugins, store: EnvStore) -> S
     return ServedEnv(entry.kind, entry.metadata, entry.source(store), tuple(sorted(allowed)))
 
 
+#: Reads the registry's admitted environments for the listing: ``(domain, skill, after,
+#: limit)`` -> at most ``limit`` of them, of that domain and skill when given, past the id
+#: ``after`` in the store's order (:meth:`spade_core.store.EnvStore.find`).
+RegistryReader = Callable[[str | None, str | None, str | None, int], list[EnvMetadata]]
+
+
 class EnvCatalog:
     """The environments of one server.
 
     ``entries`` are resolved up front; ``lookup`` (the whole-registry mode) resolves any
-    other admitted id on first use and keeps it. Thread-safe: lookups run in the server's
-    call threads.
+    other admitted id on first use and keeps it, and ``registry`` reads the admitted
+    environments a page at a time for ``GET /envs`` (:mod:`spade_serve.listing`).
+    Thread-safe: lookups run in the server's call threads.
     """
 
-    def __init__(self, entries: Iterable[ServedEnv], *, lookup: Callable[[str], ServedEnv] | None = None) -> None:
+    def __init__(self, entries: Iterable[ServedEnv], *, lookup: Callable[[str], ServedEnv] | None = None,
+                 registry: RegistryReader | None = None) -> None:
         self._entries = {e.id: e for e in entries}
         self._listed = list(self._entries)
         self._lookup = lookup
+        self.registry = registry if lookup is not None else None
         self._lock = threading.Lock()
         if not self._entries and lookup is None:
             raise UnknownEnv("no environment to serve: name ids, a --domain, or --all")
+        #: What a listing cursor is bound to: the environments listed up front, in order,
+        #: and whether the registry follows them (:mod:`spade_serve.listing`).
+        self.fingerprint = hashlib.sha256(
+            "\n".join([str(self.whole_registry), *self._listed]).encode()
+        ).hexdigest()[:16]
 
     @property
     def whole_registry(self) -> bool:
         return self._lookup is not None
 
     def listed(self) -> list[ServedEnv]:
+        """The environments resolved up front, in the order served: the ids named at
+        start, a domain's, then (whole registry) every seed. A whole registry's store
+        environments follow them in ``GET /envs`` (``registry``)."""
         return [self._entries[i] for i in self._listed]
 
     @property
@@ -157,7 +180,6 @@ def build_catalog(
         if not found:
             raise UnknownEnv(f"domain {domain!r} has no admitted environment or seed to serve", domain=domain)
         entries.extend(found)
-    lookup = None
     if whole_registry:
         entries.extend(served_env(e, plugins, store) for e in seed_entries(plugins))
 
@@ -170,7 +192,11 @@ def build_catalog(
                 raise UnknownEnv(f"{meta.id} is {meta.status.value}, not admitted: it is not served", env_id=ref)
             return served_env(CatalogEntry("store", meta), plugins, store)
 
-    return EnvCatalog(entries, lookup=lookup)
+        def registry(of_domain: str | None, of_skill: str | None, after: str | None, limit: int) -> list[EnvMetadata]:
+            return store.find(domain=of_domain, skill=of_skill, status=EnvStatus.admitted, after=after, limit=limit)
+
+        return EnvCatalog(entries, lookup=lookup, registry=registry)
+    return EnvCatalog(entries)
 
 
-__all__ = ["EnvCatalog", "ServedEnv", "build_catalog", "served_env"]
+__all__ = ["EnvCatalog", "RegistryReader", "ServedEnv", "build_catalog", "served_env", "summary_of"]
