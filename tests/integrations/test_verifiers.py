@@ -256,6 +256,13 @@ def serve(registry_home: Path) -> Iterator[str]:
     yield from _spade_serve(registry_home)
 
 
+@pytest.fixture(scope="module")
+def listing_servers(registry_home: Path) -> Iterator[tuple[str, str]]:
+    """``spade serve --domain games`` and ``spade serve --all``: ``(games, everything)``."""
+    for urls in _spade_serves(registry_home, ["--domain", "games"], ["--all"]):
+        yield urls[0], urls[1]
+
+
 #: A double's reply: always the same text, or made from the request's body.
 Reply = str | Callable[[dict[str, Any]], str]
 
@@ -433,62 +440,101 @@ def test_the_taskset_rows_are_the_registry_suites_episodes(serve: str, registry_
 
 
 @needs_verifiers
-def test_without_ids_the_taskset_plays_what_the_server_lists(serve: str, registry_home: Path) -> None:
-    """No ids: every environment the server lists, in its listing's order, which is ``spade
-    eval``'s without ``-o ids`` for a server of one domain (its seeds, then its admitted
-    store environments in the store's order); a domain or a skill keeps to it, with ids or
-    without. What selects nothing, an id not served, and a whole-registry server (which
-    cannot list its store) stop the load, naming what was asked and what there is."""
+def test_without_ids_the_taskset_plays_what_the_server_serves(serve: str, registry_home: Path,
+                                                               listing_servers: tuple[str, str]) -> None:
+    """No ids: every environment the server serves, in its listing's order, page after
+    page, which is ``spade eval``'s without ``-o ids``: for a server of one domain (its
+    seeds, then its admitted store environments in the store's order) and for a ``--all``
+    server (every seed, then the registry's admitted environments); a domain or a skill
+    keeps to it, with ids or without. Named ids, on a ``--all`` server too, have the turn
+    cap, domain and skill the server reports. What selects nothing and an id not served
+    stop the load, naming what was asked and what there is."""
+    games, everything = listing_servers
     code = (
         "import json, sys\n"
         "import spade_verifiers\n"
+        "from spade_verifiers.client import served_environments\n"
         "out = []\n"
         "for case in json.loads(sys.argv[1]):\n"
         "    try:\n"
+        "        if 'page_size' in case:\n"
+        "            found = served_environments(**case)\n"
+        "            out.append([[e.id, e.max_turns] for e in found])\n"
+        "            continue\n"
         "        env = spade_verifiers.load_environment(**case)\n"
         "        out.append([[t.data.env_id, t.data.seed, t.data.max_turns] for t in env.taskset])\n"
         "    except spade_verifiers.SelectionError as e:\n"
         "        out.append([type(e).__name__, str(e)])\n"
         "print(json.dumps(out))\n"
     )
-    for games, everything in _spade_serves(registry_home, ["--domain", "games"], ["--all"]):
-        cases = [
-            {"base_url": serve, "size": 1},
-            {"base_url": games, "size": 2, "seed": 3, "max_turns": 10},
-            {"base_url": games, "skill": "logical_deduction"},
-            {"base_url": serve, "ids": "code_breaker,spade/hanoi-v1", "skill": "planning", "size": 2},
-            {"base_url": games, "skill": "nope"},
-            {"base_url": serve, "domain": "tooluse"},
-            {"base_url": serve, "ids": "code_breaker-v1", "domain": "games", "skill": STATEFUL_SKILL},
-            {"base_url": games, "ids": "nope-v1"},
-            {"base_url": everything},
-        ]
-        done = _verifiers_python(code, json.dumps(cases))
-        assert done.returncode == 0, done.stderr[-4000:]
-        got = [r if isinstance(r[0], str) else [tuple(row) for row in r] for r in json.loads(done.stdout)]
-        listed = httpx.get(f"{games}/envs").json()["envs"]
+    cases = [
+        {"base_url": serve, "size": 1},
+        {"base_url": games, "size": 2, "seed": 3, "max_turns": 10},
+        {"base_url": games, "skill": "logical_deduction"},
+        {"base_url": serve, "ids": "code_breaker,spade/hanoi-v1", "skill": "planning", "size": 2},
+        {"base_url": everything, "size": 1},
+        {"base_url": everything, "ids": "hanoi,relay-v1", "skill": "planning", "size": 1},
+        {"base_url": everything, "skill": STATEFUL_SKILL, "size": 1, "max_turns": 4},
+        {"base_url": games, "skill": "nope"},
+        {"base_url": serve, "domain": "tooluse"},
+        {"base_url": serve, "ids": "code_breaker-v1", "domain": "games", "skill": STATEFUL_SKILL},
+        {"base_url": games, "ids": "nope-v1"},
+        {"base_url": everything, "ids": "nope-v1"},
+        {"base_url": everything, "domain": "nope"},
+        {"base_url": everything, "page_size": 5},
+        {"base_url": everything, "page_size": 1000},
+    ]
+    done = _verifiers_python(code, json.dumps(cases))
+    assert done.returncode == 0, done.stderr[-4000:]
+    got = [r if r and isinstance(r[0], str) else [tuple(row) for row in r] for r in json.loads(done.stdout)]
+    listed = httpx.get(f"{games}/envs").json()["envs"]
     runs = [(",".join(SERVED), 1, 0, None, None, None), (None, 2, 3, 10, "games", None),
-            (None, 4, 0, None, "games", "logical_deduction"), ("code_breaker,spade/hanoi-v1", 2, 0, None, None, "planning")]
+            (None, 4, 0, None, "games", "logical_deduction"), ("code_breaker,spade/hanoi-v1", 2, 0, None, None, "planning"),
+            (None, 1, 0, None, None, None), ("hanoi,relay-v1", 1, 0, None, None, "planning"),
+            (None, 1, 0, 4, None, STATEFUL_SKILL)]
     spade = _registry_runs(registry_home, [dict(zip(("ids", "size", "seed", "max_turns", "domain", "skill"), run,
                                                      strict=True)) for run in runs])
-    assert got[:4] == spade
+    assert got[:7] == spade
     assert [i for i, *_ in got[1][::2]] == [e["id"] for e in listed]  # the server's order
     assert [i for i, *_ in got[1][-8::2]] == ["hanoi-v1", BROKEN, TALLY, RELAY]  # seeds first, then the store's
     assert got[3] == [("hanoi-v1", 0, 12), ("hanoi-v1", 1, 12)]
+    # --all: every seed, then the store's admitted environments, which it resolves on use
+    assert [i for i, *_ in got[4][-4:]] == ["hanoi-v1", BROKEN, TALLY, RELAY] and len(got[4]) > len(listed)
+    assert got[5] == [("hanoi-v1", 0, 12)] and got[6] == [(TALLY, 0, 4), (RELAY, 0, 2)]  # the store's own caps
     skills = ", ".join(sorted({e["skill"] for e in listed}))
-    assert got[4] == ["EmptySelection", f"nothing to play: no environment {games} lists is of skill 'nope' "
-                      f"(domains: games; skills: {skills})"]
-    assert got[5] == ["EmptySelection", f"nothing to play: no environment {serve} lists is of domain 'tooluse' "
-                      f"(domains: games; skills: logical_deduction, planning, {STATEFUL_SKILL})"]
-    assert got[6] == ["EmptySelection", "nothing to play: none of the ids code_breaker-v1 is of domain 'games' and "
+    assert got[7] == ["EmptySelection", f"nothing to play: {games}: no environment this server serves is of skill "
+                      f"'nope' (its skills: {skills})"]
+    assert got[8] == ["EmptySelection", f"nothing to play: {serve}: no environment this server serves is of domain "
+                      "'tooluse' (its domains: games)"]
+    assert got[9] == ["EmptySelection", "nothing to play: none of the ids code_breaker-v1 is of domain 'games' and "
                       f"skill '{STATEFUL_SKILL}' (domains: games; skills of domain 'games': logical_deduction)"]
     shown = ", ".join(e["id"] for e in listed[:8])
-    assert got[7] == ["UnknownEnvironment", f"{games} does not serve 'nope-v1' (it serves: {shown} ... "
-                      f"({len(listed)} in all))"]
-    assert got[8][0] == "EmptySelection"
-    assert got[8][1].startswith(f"{everything} serves the whole registry (spade serve --all): it resolves store "
-                                "environments on first use and lists only ")
-    assert "name the environments (--env.taskset.ids)" in got[8][1]
+    assert got[10] == ["UnknownEnvironment", f"{games}: this server does not serve 'nope-v1' (it serves: {shown} ...)"]
+    assert got[11] == ["UnknownEnvironment", f"{everything}: no admitted environment 'nope-v1' in the registry"]
+    assert got[12][0] == "EmptySelection"
+    assert got[12][1].startswith(f"nothing to play: {everything}: no environment this server serves is of domain "
+                                 "'nope': no seed or environment listed at start is")
+    # the client pages: 5 at a time, the same environments as in one page
+    assert got[13] == got[14] and [i for i, _ in got[13]] == [i for i, *_ in got[4]]
+
+
+@needs_verifiers
+def test_vf_eval_without_ids_plays_a_whole_registry_servers_store_environments(
+    listing_servers: tuple[str, str], copycat: _Recorder, tmp_path: Path
+) -> None:
+    """``vf-eval`` without ids against ``spade serve --all``, kept to one skill: the two
+    stateful store environments, which the server lists from its registry and resolves on
+    first use, each played to its own turn cap (tally is won in 3 turns; relay stops at
+    its cap of 2, which the run learnt from the server)."""
+    everything = listing_servers[1]
+    done = _vf_eval(everything, f"{copycat.url}/verifiers/v1", "copycat", tmp_path / "vf", ids=None, size=1, seed=4,
+                    max_turns=None, max_tokens=16, extra=("--env.taskset.skill", STATEFUL_SKILL))
+    assert done.returncode == 0, done.stderr[-4000:]
+    got = _outcomes(_episodes(tmp_path / "vf"))
+    assert got == {
+        (TALLY, 4): {"episode_return": 1.0, "success": True, "turns": 3, "terminated": True, "error": None},
+        (RELAY, 4): {"episode_return": 0.0, "success": False, "turns": 2, "terminated": False, "error": None},
+    }
 
 
 @needs_verifiers
@@ -510,15 +556,15 @@ def test_an_unreachable_server_stops_the_run_naming_it(double: _Recorder, tmp_pa
 def test_an_unknown_id_stops_the_run_naming_it(serve: str, double: _Recorder, tmp_path: Path) -> None:
     done = _vf_eval(serve, f"{double.url}/m/v1", "double", tmp_path / "out", ids="code_breaker-v1,nope-v1")
     assert done.returncode != 0
-    assert (f"spade_verifiers.client.UnknownEnvironment: {serve} does not serve 'nope-v1' "
+    assert (f"spade_verifiers.client.UnknownEnvironment: {serve}: this server does not serve 'nope-v1' "
             "(it serves: code_breaker-v1, hanoi-v1, broken-v1, tally-v1, relay-v1)") in done.stderr
     assert not (tmp_path / "out" / "run" / "traces.jsonl").exists() and double.records == []
     # no ids, and a skill that no environment the server lists has: nothing to play
     done = _vf_eval(serve, f"{double.url}/m/v1", "double", tmp_path / "empty", ids=None,
                     extra=("--env.taskset.skill", "nope"))
     assert done.returncode != 0
-    assert (f"spade_verifiers.client.EmptySelection: nothing to play: no environment {serve} lists is of skill "
-            f"'nope' (domains: games; skills: logical_deduction, planning, {STATEFUL_SKILL})") in done.stderr
+    assert (f"spade_verifiers.client.EmptySelection: nothing to play: {serve}: no environment this server serves "
+            f"is of skill 'nope' (its skills: logical_deduction, planning, {STATEFUL_SKILL})") in done.stderr
     assert not (tmp_path / "empty" / "run" / "traces.jsonl").exists() and double.records == []
     code = ("import sys, spade_verifiers\n"
             "try:\n    spade_verifiers.load_environment(base_url=sys.argv[1], ids='nope-v1')\n"

@@ -2,7 +2,7 @@
 
 ``vf-eval spade-verifiers --env.taskset.base-url http://127.0.0.1:8000 --env.taskset.ids
 code_breaker-v1 ...`` (verifiers finds this package by the taskset id; without ids, every
-environment the server lists), or in Python ``spade_verifiers.load_environment(base_url=...,
+environment the server serves, a ``--all`` server's whole registry included), or in Python ``spade_verifiers.load_environment(base_url=...,
 ids=[...])``. See README.md.
 
 verifiers reads the plugin classes from ``__all__``: one ``Taskset``, one ``Env`` and one

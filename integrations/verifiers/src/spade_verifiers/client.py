@@ -1,6 +1,8 @@
 """A small client of a running ``spade serve`` over its plain HTTP routes (docs/serving.md):
-``GET /envs`` lists what it serves, ``POST /envs/<id>/reset`` opens a session (its id comes
-back in the ``X-Spade-Session`` header), ``POST /envs/<id>/step`` steps it,
+``GET /envs`` lists what it serves (a page at a time, following ``next``), ``GET
+/envs/<id>`` answers one environment's row (its turn cap, domain and skill), ``POST
+/envs/<id>/reset`` opens a session (its id comes back in the ``X-Spade-Session``
+header), ``POST /envs/<id>/step`` steps it,
 ``DELETE /sessions/<id>`` closes it. The environments run in the server's sandbox; this
 side only sends actions and reads observations. Each :class:`RemoteEpisode` owns its
 session and its connection, so concurrent episodes share nothing on this side.
@@ -21,8 +23,10 @@ Needs httpx only; no SPADE import.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 
@@ -55,8 +59,7 @@ class UnknownEnvironment(SelectionError):
 
 
 class EmptySelection(SelectionError):
-    """The run's domain or skill selects none of the environments the server lists, or
-    the run names no ids and the server cannot list what it serves (``spade serve --all``)."""
+    """The run's domain or skill selects none of the environments the server serves."""
 
 
 class ServerRefused(SpadeServeError):
@@ -75,8 +78,8 @@ class EnvironmentFailed(Exception):
 
 @dataclass(frozen=True)
 class ServedEnvironment:
-    """One environment a run plays: its id as the server names it and its own turn cap
-    (``None`` when the server resolves it on use and does not list it)."""
+    """One environment a run plays: its id as the server names it and its own turn cap,
+    as the server reports it."""
 
     id: str
     max_turns: int | None
@@ -140,90 +143,124 @@ def _observation(answer: dict[str, Any]) -> Observation:
     )
 
 
-def _shown(ids: list[str]) -> str:
-    return ", ".join(ids[:8]) + (f" ... ({len(ids)} in all)" if len(ids) > 8 else "")
-
-
 def _what(domain: str | None, skill: str | None) -> str:
     return " and ".join(f"{k} {v!r}" for k, v in (("domain", domain), ("skill", skill)) if v is not None)
 
 
-def served_environments(base_url: str, ids: list[str] | None = None, *, domain: str | None = None,
-                        skill: str | None = None, token: str | None = None,
-                        timeout_s: float = 30.0) -> list[ServedEnvironment]:
-    """The environments a run plays on the server at ``base_url``, in the order ``spade eval
-    --suite registry`` plays them: each of ``ids`` as the server lists it (an environment's
-    name, or ``spade/<id>``, resolves to its id), or without ids every environment the
-    server lists, in its listing's order; either kept to ``domain`` and ``skill`` when
-    given (``spade eval -o domain= -o skill=``). Raises :class:`ServerUnreachable`,
-    :class:`UnknownEnvironment`, :class:`EmptySelection` or :class:`ServerRefused`."""
-    base = base_url.rstrip("/")
-    with httpx.Client(base_url=base, headers=_headers(token), timeout=timeout_s) as http:
+#: Rows asked per ``GET /envs`` page (the server's most).
+PAGE_SIZE = 1000
+#: Pages read at most: a million environments at the default page size (a server whose
+#: listing does not end is refused past it).
+MAX_PAGES = 1000
+
+
+def _json_of(response: httpx.Response, base: str, route: str) -> Any:
+    try:
+        return response.json()
+    except ValueError:
+        raise ServerRefused(f"{base}{route} is not a spade serve answer: {response.text[:200]!r}") from None
+
+
+def _summary(http: httpx.Client, base: str, ref: str) -> dict[str, Any]:
+    """The server's row of one environment (``GET /envs/<id>``, by id or name; the
+    server resolves a ``--all`` server's store environment on first use)."""
+    route = f"/envs/{quote(ref.removeprefix('spade/'), safe='')}"
+    try:
+        answer = http.get(route)
+    except httpx.HTTPError as exc:
+        raise _unreachable(base, exc) from None
+    if answer.status_code != 200:
+        error = _error_of(answer, base, f"GET {route}")
+        if answer.status_code == 404 and isinstance(error, ServerRefused) and error.code is None:
+            raise ServerRefused(f"{base} has no GET {route} (a spade serve older than its listing API?): update "
+                                "spade serve", status=404)
+        raise error
+    row = _json_of(answer, base, route)
+    if not isinstance(row, dict) or not isinstance(row.get("id"), str):
+        raise ServerRefused(f"{base}{route} is not a spade serve environment row: {answer.text[:200]!r}")
+    return row
+
+
+def _listing(http: httpx.Client, base: str, domain: str | None, skill: str | None,
+             page_size: int) -> Iterator[dict[str, Any]]:
+    """Every row of the server's ``GET /envs`` of ``domain`` and ``skill``, in its order,
+    page after page (``next``)."""
+    params: dict[str, Any] = {"limit": page_size}
+    params.update({k: v for k, v in (("domain", domain), ("skill", skill)) if v is not None})
+    cursor: str | None = None
+    seen: set[str] = set()
+    for _ in range(MAX_PAGES):
         try:
-            listing = http.get("/envs")
+            answer = http.get("/envs", params={**params, **({"cursor": cursor} if cursor else {})})
         except httpx.HTTPError as exc:
             raise _unreachable(base, exc) from None
-        if listing.status_code != 200:
-            raise _error_of(listing, base, "GET /envs")
+        if answer.status_code != 200:
+            data = _json_of(answer, base, "/envs") if answer.status_code == 422 else None
+            data = data.get("data") if isinstance(data, dict) else None
+            # a filter value no environment of the server has (the server names those it has)
+            if isinstance(data, dict) and data.get("code") == "VALIDATION_ERROR" and data.get("param") in ("domain",
+                                                                                                          "skill"):
+                raise EmptySelection(f"nothing to play: {base}: {data.get('message')}", code="EMPTY_SELECTION")
+            raise _error_of(answer, base, "GET /envs")
+        body = _json_of(answer, base, "/envs")
         try:
-            body = listing.json()
             rows = [dict(row) for row in body["envs"]]
-            listed = [str(row["id"]) for row in rows]
-            whole_registry = bool(body.get("whole_registry"))
-        except (ValueError, KeyError, TypeError, AttributeError):
-            raise ServerRefused(f"{base}/envs is not a spade serve listing: {listing.text[:200]!r}") from None
-        by_ref: dict[str, dict[str, Any]] = {}
-        for row in rows:
-            by_ref.setdefault(row["id"], row)
-            by_ref.setdefault(row.get("name") or row["id"], row)
-        chosen: list[dict[str, Any]] = []
-        if not ids:
-            if whole_registry:
-                raise EmptySelection(
-                    f"{base} serves the whole registry (spade serve --all): it resolves store environments on "
-                    f"first use and lists only {len(rows)} environments (its seeds and those it was started "
-                    "with), so a run without ids cannot tell what the registry holds; name the environments "
-                    "(--env.taskset.ids), or serve a --domain or ids and run without ids to play all it lists",
-                    code="WHOLE_REGISTRY",
-                )
-            if not rows:
-                raise EmptySelection(f"nothing to play: {base} lists no environment", code="EMPTY_SELECTION")
-            chosen = rows
-        for ref in ids or []:
-            row = by_ref.get(ref.removeprefix("spade/"))
-            if row is not None:
-                chosen.append(row)
-                continue
-            if not whole_registry:
-                raise UnknownEnvironment(f"{base} does not serve {ref!r} (it serves: {_shown(listed)})",
-                                         code="UNKNOWN_ENV")
-            if domain is not None or skill is not None:
-                raise SelectionError(
-                    f"{base} serves {ref!r} from the whole registry but does not list it, so its domain and "
-                    f"skill are unknown here: drop the {_what(domain, skill)} filter, or name only ids it lists",
-                    code="UNLISTED",
-                )
-            try:  # a whole-registry server (--all) resolves store environments on first use
-                probe = http.get(f"/envs/{ref}/health")
-            except httpx.HTTPError as exc:
-                raise _unreachable(base, exc) from None
-            if probe.status_code != 200:
-                raise _error_of(probe, base, f"GET /envs/{ref}/health")
-            chosen.append({"id": ref, "max_turns": None})
-        kept = [row for row in chosen if (domain is None or row.get("domain") == domain)
-                and (skill is None or row.get("skill") == skill)]
-        if not kept:
-            domains = sorted({str(r.get("domain")) for r in chosen})
-            of_domain = [r for r in chosen if domain is None or r.get("domain") == domain] or chosen
-            skills = sorted({str(r.get("skill")) for r in of_domain})
-            where = f" of domain {domain!r}" if domain in domains else ""
-            which = f"none of the ids {', '.join(ids)} is" if ids else f"no environment {base} lists is"
-            raise EmptySelection(
-                f"nothing to play: {which} of {_what(domain, skill)} (domains: {', '.join(domains)}; "
-                f"skills{where}: {', '.join(skills)})",
-                code="EMPTY_SELECTION",
-            )
-        return [ServedEnvironment(str(row["id"]), row.get("max_turns")) for row in kept]
+            following = body.get("next")
+            if not all(isinstance(row["id"], str) for row in rows) or not isinstance(following, str | None):
+                raise TypeError
+        except (KeyError, TypeError, ValueError, AttributeError):
+            raise ServerRefused(f"{base}/envs is not a spade serve listing: {answer.text[:200]!r}") from None
+        if "next" not in body and body.get("whole_registry"):
+            raise SelectionError(
+                f"{base} serves the whole registry (spade serve --all) but its listing does not page through it "
+                "(a spade serve older than its listing API): update spade serve, or name the environments "
+                "(--env.taskset.ids)", code="WHOLE_REGISTRY")
+        yield from rows
+        if following is None:
+            return
+        if following in seen:
+            raise ServerRefused(f"{base}/envs answered a cursor it had answered before: its listing does not end")
+        seen.add(following)
+        cursor = following
+    raise ServerRefused(f"{base}/envs did not end within {MAX_PAGES} pages of {page_size}")
+
+
+def served_environments(base_url: str, ids: list[str] | None = None, *, domain: str | None = None,
+                        skill: str | None = None, token: str | None = None,
+                        timeout_s: float = 30.0, page_size: int = PAGE_SIZE) -> list[ServedEnvironment]:
+    """The environments a run plays on the server at ``base_url``, in the order ``spade eval
+    --suite registry`` plays them: each of ``ids`` as the server resolves it (``GET
+    /envs/<id>``: an environment's name, or ``spade/<id>``, resolves to its id; a ``--all``
+    server's store environment too), or without ids every environment the server serves,
+    in its listing's order (``GET /envs``, page after page of ``page_size``: a ``--all``
+    server's seeds, then its registry's admitted environments); either kept to ``domain``
+    and ``skill`` when given (``spade eval -o domain= -o skill=``; without ids the server
+    filters). Each comes with its own turn cap, as the server reports it. Raises
+    :class:`ServerUnreachable`, :class:`UnknownEnvironment`, :class:`EmptySelection` or
+    :class:`ServerRefused`."""
+    base = base_url.rstrip("/")
+    with httpx.Client(base_url=base, headers=_headers(token), timeout=timeout_s) as http:
+        if ids:
+            chosen = [_summary(http, base, ref) for ref in ids]
+        else:
+            chosen = list(_listing(http, base, domain, skill, page_size))
+            if not chosen:
+                what = f" of {_what(domain, skill)}" if domain is not None or skill is not None else ""
+                raise EmptySelection(f"nothing to play: {base} serves no environment{what}", code="EMPTY_SELECTION")
+    kept = [row for row in chosen if (domain is None or row.get("domain") == domain)
+            and (skill is None or row.get("skill") == skill)]
+    if not kept:
+        domains = sorted({str(r.get("domain")) for r in chosen})
+        of_domain = [r for r in chosen if domain is None or r.get("domain") == domain] or chosen
+        skills = sorted({str(r.get("skill")) for r in of_domain})
+        where = f" of domain {domain!r}" if domain in domains else ""
+        which = f"none of the ids {', '.join(ids)} is" if ids else f"no environment {base} lists is"
+        raise EmptySelection(
+            f"nothing to play: {which} of {_what(domain, skill)} (domains: {', '.join(domains)}; "
+            f"skills{where}: {', '.join(skills)})",
+            code="EMPTY_SELECTION",
+        )
+    return [ServedEnvironment(str(row["id"]), row.get("max_turns")) for row in kept]
 
 
 class RemoteEpisode:

@@ -6,8 +6,9 @@ the taskset id ``spade-verifiers`` imports this package, whose ``__all__`` expor
 (the program in the model's seat; a taskset that ships one makes it its default).
 
 * :class:`SpadeTaskset`: one task per (environment id, seed), in ``spade eval --suite
-  registry``'s order and seed rule; each carries its turn cap. The environments are the ids
-  named, or without ids every one the server lists (in its listing's order), kept to a
+  registry``'s order and seed rule; each carries its turn cap, as the server reports it.
+  The environments are the ids named, or without ids every one the server serves (its
+  ``GET /envs`` listing, page after page: a ``--all`` server's whole registry), kept to a
   domain and a skill when given. They are checked against the server when the tasks are
   loaded, so an unreachable server, an unknown id or an empty selection stops the run
   before any rollout, naming what to do.
@@ -68,7 +69,8 @@ class SpadeTasksetConfig(vf.TasksetConfig):
     """Address of a running ``spade serve`` (its root, not an ``/envs/<id>`` URL)."""
     ids: list[str] = Field(default_factory=list)
     """Environment ids the server serves (a list, or one comma-separated string); none:
-    every environment the server lists, in its order (``spade eval`` without ``-o ids``)."""
+    every environment the server serves, in its listing's order (``spade eval`` without
+    ``-o ids``; a ``spade serve --all`` server's whole registry)."""
     domain: str | None = None
     """Only environments of this domain (``spade eval -o domain=``)."""
     skill: str | None = None
@@ -297,7 +299,7 @@ def load_environment(
 ) -> SpadeEnv:
     """The verifiers env of ``ids`` on the ``spade serve`` at ``base_url`` (what ``vf-eval
     spade-verifiers --env.taskset.base-url ... --env.taskset.ids ...`` builds); without
-    ``ids``, of every environment the server lists; either kept to ``domain`` and ``skill``.
+    ``ids``, of every environment the server serves; either kept to ``domain`` and ``skill``.
     ``env``: further ``EnvConfig`` fields (``player=vf.AgentConfig(...)``, ``timeout=``...).
 
     The selection is checked against the server now: :class:`~spade_verifiers.client.ServerUnreachable`,
