@@ -148,6 +148,24 @@ def test_a_lazily_resolved_environment_answers_its_row_and_metadata_by_id(everyt
                 assert answer.json()["data"] == {"code": "UNKNOWN_ENV", "message": reason, "env_id": ref}
 
 
+def test_the_trl_adapter_pages_a_domain_and_looks_up_ids_it_is_not_listed(
+        everything: str, plugins: SpadePlugins, store: EnvStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    from spade_serve.trl_env import TrlEnvError, TrlEnvironments
+
+    from spade_serve import trl_env
+
+    monkeypatch.setattr(trl_env, "_PAGE_LIMIT", 4)  # several pages of a small domain
+    with TrlEnvironments(domain="games", skill="beta", url=everything) as chosen:
+        assert chosen.env_ids == _spade_eval_order(plugins, store, domain="games", skill="beta")
+        assert len(chosen.env_ids) > 4
+    with TrlEnvironments(["filler999-v1", "feat1"], url=everything) as chosen:  # resolved on first use
+        assert chosen.env_ids == ["filler999-v1", "feat1-v1"]
+    with pytest.raises(TrlEnvError, match="does not serve 'feat4-v1': feat4-v1 is candidate, not admitted"):
+        TrlEnvironments(["feat4-v1"], url=everything)
+    with pytest.raises(TrlEnvError, match="answered 422 .*nowhere"):
+        TrlEnvironments(domain="nowhere", url=everything)
+
+
 def _refused(url: str, params: dict[str, Any], param: str, message: str) -> None:
     answer = httpx.get(f"{url}/envs", params=params)
     assert answer.status_code == 422, (params, answer.text)

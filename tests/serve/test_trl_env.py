@@ -435,7 +435,7 @@ def test_remote_environments_play_through_a_spade_serve_server(serve: Serve) -> 
         while manager.sessions and time.monotonic() < deadline:  # the server closes it asynchronously
             time.sleep(0.02)
         assert not manager.sessions  # close() ended the session on the server
-        with pytest.raises(TrlEnvError, match="does not list 'other'"):
+        with pytest.raises(TrlEnvError, match="does not serve 'other'"):
             TrlEnvironments(["other"], url=url)
 
 

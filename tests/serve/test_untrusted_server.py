@@ -31,11 +31,13 @@ def peak_bytes_of(call: Callable[[], Any]) -> tuple[BaseException | None, int]:
 
 @pytest.mark.parametrize("declare", [True, False], ids=["declared", "undeclared"])
 def test_a_listing_over_the_limit_is_refused_without_being_read(declare: bool) -> None:
-    with hostile_server(size=64 << 20, declare=declare) as url:
-        error, peak = peak_bytes_of(lambda: TrlEnvironments(["x"], url=url, max_answer_bytes=1 << 20))
-    assert isinstance(error, TrlEnvError), error
-    assert f"cannot list the environments of {url}: {url}/envs answered more than the 1,048,576-byte limit" in str(error)
-    assert peak < 8 << 20, f"{peak:,} bytes held for a 64 MiB listing"
+    for chosen, route in (({"ids": ["x"]}, "/envs/x"), ({"domain": "games"}, "/envs")):  # a row, a listing page
+        with hostile_server(size=64 << 20, declare=declare) as url:
+            error, peak = peak_bytes_of(lambda c=chosen, u=url: TrlEnvironments(url=u, max_answer_bytes=1 << 20, **c))
+        assert isinstance(error, TrlEnvError), error
+        assert f"cannot list the environments of {url}: {url}{route} answered more than the 1,048,576-byte limit" \
+            in str(error)
+        assert peak < 8 << 20, f"{peak:,} bytes held for a 64 MiB answer of {route}"
 
 
 def test_a_session_message_over_the_limit_is_refused_by_the_websocket() -> None:

@@ -56,6 +56,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import GenericAlias
 from typing import TYPE_CHECKING, Any, Literal, Union
+from urllib.parse import quote
 
 from spade_core.actions import ToolCall, format_boxed, format_tool_calls
 from spade_core.env import TextEnv
@@ -70,6 +71,7 @@ if TYPE_CHECKING:
     from spade_sandbox.pool import SandboxPool
 
     from .catalog import ServedEnv
+
 
 __all__ = [
     "ACT_INSTRUCTIONS",
@@ -124,6 +126,10 @@ def _instance_gone(exc: BaseException) -> bool:
 
 #: How long listing a server's environments may take, as a whole.
 _LISTING_DEADLINE_S = 30.0
+#: The most environments a domain (and skill) may list for the adapter to train on.
+_MAX_LISTED = 100_000
+#: Rows asked for per ``GET /envs`` page (the server's maximum).
+_PAGE_LIMIT = 1000
 
 
 class TrlEnvError(SpadeError):
@@ -671,17 +677,15 @@ class TrlEnvironments:
             return self._pool
 
     def _remote_targets(self, ids: list[str], domain: str | None, skill: str | None) -> list[_Target]:
-        listed = self._list_remote()
         rows: list[dict[str, Any]] = []
-        for ref in ids:
+        for ref in ids:  # each by its own route: a --all server resolves store ids it does not list
             ref_id = ref.removeprefix("spade/")
-            hit = next((r for r in listed if ref_id in (r.get("id"), r.get("name"))), None)
-            if hit is None:
-                shown = ", ".join(str(r.get("id")) for r in listed[:8]) + (" ..." if len(listed) > 8 else "")
-                raise TrlEnvError(f"the server at {self._url} does not list {ref!r} (it lists: {shown or 'nothing'})")
-            rows.append(hit)
+            row = self._read_remote(f"/envs/{quote(ref_id, safe='')}", missing=f"does not serve {ref!r}")
+            if not isinstance(row, dict) or "id" not in row:
+                raise TrlEnvError(f"{self._url}/envs/{ref_id} is not a spade serve environment row")
+            rows.append(row)
         if domain is not None:
-            found = [r for r in listed if r.get("domain") == domain and (skill is None or r.get("skill") == skill)]
+            found = self._list_remote(domain, skill)
             if not found:
                 what = f"domain {domain!r}" + (f", skill {skill!r}" if skill else "")
                 raise TrlEnvError(f"the server at {self._url} lists no environment of {what}")
@@ -689,33 +693,53 @@ class TrlEnvironments:
         unique = list({str(r["id"]): r for r in rows}.values())
         return [_Target(str(r["id"]), r.get("action_format") == "tool_call", self._remote_opener(str(r["id"]))) for r in unique]
 
-    def _list_remote(self) -> list[dict[str, Any]]:
+    def _list_remote(self, domain: str, skill: str | None) -> list[dict[str, Any]]:
+        """Every row ``GET /envs?domain=&skill=`` lists, its pages followed to the end."""
+        params = {"domain": domain, "limit": str(_PAGE_LIMIT), **({"skill": skill} if skill is not None else {})}
+        rows: list[dict[str, Any]] = []
+        cursor: str | None = None
+        while True:
+            listing = self._read_remote("/envs", params={**params, **({"cursor": cursor} if cursor else {})},
+                                        missing="has no /envs listing")
+            envs = listing.get("envs") if isinstance(listing, dict) else None
+            if not isinstance(envs, list):
+                raise TrlEnvError(f"{self._url}/envs is not a spade serve listing (no 'envs' list)")
+            rows.extend(e for e in envs if isinstance(e, dict) and "id" in e)
+            cursor = listing.get("next")
+            if not cursor:
+                return rows
+            if len(rows) > _MAX_LISTED:
+                raise TrlEnvError(f"the server at {self._url} lists more than {_MAX_LISTED} environments of "
+                                  f"domain {domain!r}: name a skill or the ids to train on")
+
+    def _read_remote(self, route: str, *, params: dict[str, str] | None = None, missing: str) -> Any:
+        """The JSON answer of ``GET route``, bounded in size and time; a 404 is ``missing``."""
         import httpx
         from spade_core.app.http_reads import IDENTITY, bound_by_deadlines, read_capped, request_deadline
 
         headers = {**IDENTITY, **({"Authorization": f"Bearer {self._token}"} if self._token else {})}
-        route = f"{self._url}/envs"
-        deadline = time.monotonic() + _LISTING_DEADLINE_S  # the whole listing, headers included
+        url = f"{self._url}{route}"
+        deadline = time.monotonic() + _LISTING_DEADLINE_S  # the whole answer, headers included
         try:
             with httpx.Client(timeout=_LISTING_DEADLINE_S) as client:
                 bound_by_deadlines(client)
-                with request_deadline(deadline), client.stream("GET", route, headers=headers) as response:
-                    response.raise_for_status()
-                    listing = json.loads(read_capped(response, self._max_answer_bytes, source=route,
-                                                     deadline=deadline, deadline_s=_LISTING_DEADLINE_S))
-        except httpx.HTTPStatusError as exc:
-            raise TrlEnvError(
-                f"{route} answered {exc.response.status_code} {exc.response.reason_phrase}: "
-                "cannot list its environments"
-            ) from None
+                with request_deadline(deadline), client.stream("GET", url, params=params, headers=headers) as response:
+                    body = read_capped(response, self._max_answer_bytes, source=url, deadline=deadline,
+                                       deadline_s=_LISTING_DEADLINE_S)
+                    status, reason = response.status_code, response.reason_phrase
         except SpadeError as exc:  # over max_answer_bytes, too slow, an encoding not read
             raise TrlEnvError(f"cannot list the environments of {self._url}: {exc}") from None
         except (httpx.HTTPError, OSError, ValueError) as exc:
             raise TrlEnvError(f"cannot list the environments of {self._url}: {exc}") from None
-        envs = listing.get("envs") if isinstance(listing, dict) else None
-        if not isinstance(envs, list):
-            raise TrlEnvError(f"{self._url}/envs is not a spade serve listing (no 'envs' list)")
-        return [e for e in envs if isinstance(e, dict) and "id" in e]
+        if status >= 400:
+            said = _error_message(body)
+            if status == 404:
+                raise TrlEnvError(f"the server at {self._url} {missing}" + (f": {said}" if said else ""))
+            raise TrlEnvError(f"{url} answered {status} {reason}: " + (said or "cannot list its environments"))
+        try:
+            return json.loads(body)
+        except ValueError as exc:
+            raise TrlEnvError(f"{url} answered what is not JSON: {exc}") from None
 
     def _remote_opener(self, env_id: str) -> Callable[[], TextEnv]:
         def open_session() -> TextEnv:
@@ -854,3 +878,17 @@ class TrlEnvironments:
     def __repr__(self) -> str:
         where = self._url or "local"
         return f"<TrlEnvironments {len(self._targets)} env(s) ({where}): {', '.join(list(self._targets)[:4])}>"
+
+
+def _error_message(body: bytes) -> str:
+    """The message of a spade serve error answer (``{"type": "error", "data": {"message"}}``,
+    or a plain ``detail``), "" when the body has none."""
+    try:
+        answer = json.loads(body)
+    except ValueError:
+        return ""
+    if not isinstance(answer, dict):
+        return ""
+    data = answer.get("data") if isinstance(answer.get("data"), dict) else answer
+    said = data.get("message") or data.get("detail") or ""
+    return str(said)[:500]
