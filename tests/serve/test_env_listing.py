@@ -166,6 +166,25 @@ def test_the_trl_adapter_pages_a_domain_and_looks_up_ids_it_is_not_listed(
         TrlEnvironments(domain="nowhere", url=everything)
 
 
+def test_a_whole_registry_server_keeps_a_bounded_number_of_resolved_environments(
+        plugins: SpadePlugins, store: EnvStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    from spade_serve import catalog as catalog_module
+
+    monkeypatch.setattr(catalog_module, "RESOLVED_KEPT", 3)
+    served_catalog = build_catalog(plugins, store, whole_registry=True)
+    first = served_catalog.get("filler0-v1")
+    for i in range(1, 6):  # a client naming ids one after another
+        served_catalog.get(f"filler{i}-v1")
+    assert list(served_catalog._resolved) == ["filler3-v1", "filler4-v1", "filler5-v1"]
+    served_catalog.get("filler3-v1")  # used again: the most recent
+    assert list(served_catalog._resolved) == ["filler4-v1", "filler5-v1", "filler3-v1"]
+    again = served_catalog.get("filler0-v1")  # dropped: read from the store again, the same
+    assert again == first and again is not first
+    assert len(served_catalog._resolved) == 3
+    seeds = [e.id for e in served_catalog.listed()]
+    assert all(served_catalog.get(i).id == i for i in seeds)  # those resolved up front stay
+
+
 def _refused(url: str, params: dict[str, Any], param: str, message: str) -> None:
     answer = httpx.get(f"{url}/envs", params=params)
     assert answer.status_code == 422, (params, answer.text)

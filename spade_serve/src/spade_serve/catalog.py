@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
@@ -89,13 +90,19 @@ def served_env(entry: CatalogEntry, plugins: SpadePlugins, store: EnvStore) -> S
 #: limit)`` -> at most ``limit`` of them, of that domain and skill when given, past the id
 #: ``after`` in the store's order (:meth:`spade_core.store.EnvStore.find`).
 RegistryReader = Callable[[str | None, str | None, str | None, int], list[EnvMetadata]]
+#: Store environments a whole-registry server keeps resolved, the least recently used
+#: dropped first: without a bound, clients naming ids one after another would hold a
+#: registry's code in memory. One dropped is read from the store again when next named
+#: (an open session keeps its own).
+RESOLVED_KEPT = 512
 
 
 class EnvCatalog:
     """The environments of one server.
 
     ``entries`` are resolved up front; ``lookup`` (the whole-registry mode) resolves any
-    other admitted id on first use and keeps it, and ``registry`` reads the admitted
+    other admitted id on first use and keeps the last :data:`RESOLVED_KEPT` it resolved,
+    and ``registry`` reads the admitted
     environments a page at a time for ``GET /envs`` (:mod:`spade_serve.listing`).
     Thread-safe: lookups run in the server's call threads.
     """
@@ -104,6 +111,7 @@ class EnvCatalog:
                  registry: RegistryReader | None = None) -> None:
         self._entries = {e.id: e for e in entries}
         self._listed = list(self._entries)
+        self._resolved: OrderedDict[str, ServedEnv] = OrderedDict()
         self._lookup = lookup
         self.registry = registry if lookup is not None else None
         self._lock = threading.Lock()
@@ -140,15 +148,21 @@ class EnvCatalog:
             hit = self._entries.get(ref)
             if hit is None:
                 hit = next((e for e in self._entries.values() if e.metadata.name == ref), None)
+            if hit is None and ref in self._resolved:
+                self._resolved.move_to_end(ref)
+                hit = self._resolved[ref]
         if hit is not None:
             return hit
         if self._lookup is None:
             shown = ", ".join(self._listed[:8]) + (" ..." if len(self._listed) > 8 else "")
             raise UnknownEnv(f"this server does not serve {env_id!r} (it serves: {shown})", env_id=env_id)
-        found = self._lookup(ref)
+        found = self._lookup(ref)  # a name is read from the store each time: its latest version
         with self._lock:
-            self._entries.setdefault(found.id, found)
-        return found
+            kept = self._resolved.setdefault(found.id, found)
+            self._resolved.move_to_end(found.id)
+            while len(self._resolved) > RESOLVED_KEPT:
+                self._resolved.popitem(last=False)
+        return kept
 
 
 def build_catalog(
