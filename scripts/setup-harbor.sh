@@ -7,8 +7,8 @@
 # SPADE itself runs on 3.11, so harbor gets a virtualenv of its own, made from the first
 # Python >= 3.12 found: $HARBOR_BASE_PYTHON, then python3.12 / python3.13 on PATH, then the
 # versions pyenv keeps. When there is none, it says so on stderr and prints nothing, and the
-# harbor checks skip saying why. Idempotent; everything but the final `export` line goes to
-# stderr.
+# harbor checks skip saying why (under CI=true they fail instead). Idempotent; everything but
+# the final `export` line goes to stderr.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 HARBOR_VERSION=0.26.0
@@ -29,7 +29,7 @@ find_base() {
 
 if [ ! -x .venv-harbor/bin/python ]; then
   if ! base=$(find_base); then
-    echo "setup-harbor: no Python >= 3.12 here (set HARBOR_BASE_PYTHON to one); the harbor checks will skip" >&2
+    echo "setup-harbor: no Python >= 3.12 here (set HARBOR_BASE_PYTHON to one); the harbor checks will skip (and fail under CI=true)" >&2
     exit 0
   fi
   echo "setup-harbor: making .venv-harbor from $("$base" --version 2>&1)" >&2
