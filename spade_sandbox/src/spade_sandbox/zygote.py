@@ -154,23 +154,21 @@ class Zygote:
             return
         self.ended(pid, status, usage, charged)
 
-    def ended(self, pid: int, status: int, usage: Any = None, charged: float | None = None) -> None:
+    def ended(self, pid: int, status: int, usage: Any, charged: float | None) -> None:
         self.children.discard(pid)
         cap = self.cpu_caps.pop(pid, None)
         # SIGKILL with the CPU time at the hard limit: the kernel's RLIMIT_CPU kill. The
         # evidence is the time the limit check itself counts, the process's profiling CPU
-        # clock (``charged``, read while it was a zombie): the rusage times are rescaled to
-        # the scheduler's exact runtime and read short of it, by ~5% here under load and by
-        # 20% on a loaded CI run, so a margin on them misread real limit kills. Without the
-        # clock, the rusage times with that margin.
+        # clock (``charged``, read while it was a zombie). The rusage times are rescaled to
+        # the scheduler's exact runtime and read short of that clock under load (a few
+        # percent here), so they are only the fallback, with a margin, when the clock could
+        # not be read.
         if charged is not None:
             used, hit_at = charged, (cap or 0) - 0.005
         else:
-            used = usage.ru_utime + usage.ru_stime if usage is not None else -1.0
-            hit_at = 0.9 * (cap or 0) - 0.05
+            used, hit_at = usage.ru_utime + usage.ru_stime, 0.9 * (cap or 0) - 0.05
         cpu_hit = (
-            cap is not None and used >= 0 and os.WIFSIGNALED(status)
-            and os.WTERMSIG(status) == signal.SIGKILL and used >= hit_at
+            cap is not None and os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL and used >= hit_at
         )
         oom = False
         name = self.cgroup_names.pop(pid, pid)
