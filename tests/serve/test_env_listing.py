@@ -32,6 +32,9 @@ from spade_serve import listing
 
 from .envs import COUNTER, served
 
+#: The cursor secret of the ``everything`` server, so that its cursors can be read in process.
+SECRET = "the-listing-tests-cursor-secret-0123456789"
+KEY = listing.cursor_key(SECRET)
 #: Admitted store environments besides the featured ones: more than one default page.
 FILLER = 1000
 #: (name, domain, skill, status) of the featured store environments, in insertion order;
@@ -65,7 +68,8 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EnvStore]:
 @pytest.fixture(scope="module")
 def everything(plugins: SpadePlugins, store: EnvStore) -> Iterator[str]:
     """``spade serve --all`` over the store (in this process)."""
-    manager = SessionManager(build_catalog(plugins, store, whole_registry=True), ServeSettings(port=0))
+    settings = ServeSettings(port=0, cursor_secret=SECRET)
+    manager = SessionManager(build_catalog(plugins, store, whole_registry=True), settings)
     with running(manager) as url:
         yield url
 
@@ -196,8 +200,8 @@ def _refused(url: str, params: dict[str, Any], param: str, message: str) -> None
 def _forged(cursor: str, **changes: Any) -> str:
     """``cursor`` with its content changed but its check value kept."""
     raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
-    payload = {**json.loads(raw[12:]), **changes}
-    return base64.urlsafe_b64encode(raw[:12] + json.dumps(payload).encode()).rstrip(b"=").decode()
+    payload = {**json.loads(raw[16:]), **changes}
+    return base64.urlsafe_b64encode(raw[:16] + json.dumps(payload).encode()).rstrip(b"=").decode()
 
 
 def test_bad_parameters_are_refused_naming_them(everything: str, plugins: SpadePlugins) -> None:
@@ -227,7 +231,7 @@ def test_bad_parameters_are_refused_naming_them(everything: str, plugins: SpadeP
     # a cursor of another server's listing (one started with other environments)
     other = EnvCatalog([served()])
     with pytest.raises(listing.InvalidQuery, match="cursor pages another listing"):
-        listing.page(other, listing.Query(domain="games", cursor=cursor))
+        listing.page(other, listing.Query(domain="games", cursor=cursor), KEY)
 
 
 def _pages_to_store(url: str) -> str:
@@ -246,13 +250,13 @@ def test_paging_holds_while_statuses_change_and_lists_named_ids_once(plugins: Sp
         catalog = build_catalog(plugins, store, ids=["env5-v1", "env1"], whole_registry=True)
         ids = [e.id for e in catalog.listed()]
         assert ids[:2] == ["env5-v1", "env1-v1"]  # named at start, any status, first
-        first = listing.page(catalog, listing.Query(skill="paging", limit=3))
+        first = listing.page(catalog, listing.Query(skill="paging", limit=3), KEY)
         assert [r["id"] for r in first["envs"]] == ["env5-v1", "env1-v1", "env0-v1"]
-        second = listing.page(catalog, listing.Query(skill="paging", limit=3, cursor=first["next"]))
+        second = listing.page(catalog, listing.Query(skill="paging", limit=3, cursor=first["next"]), KEY)
         assert [r["id"] for r in second["envs"]] == ["env2-v1", "env3-v1", "env4-v1"]
         store.set_status("env1-v1", EnvStatus.admitted)  # behind the cursor (and listed up front)
         store.set_status("env7-v1", EnvStatus.retired)  # ahead of it
-        third = listing.page(catalog, listing.Query(skill="paging", limit=3, cursor=second["next"]))
+        third = listing.page(catalog, listing.Query(skill="paging", limit=3, cursor=second["next"]), KEY)
         assert [r["id"] for r in third["envs"]] == ["env6-v1"] and third["next"] is None  # env5: listed up front
 
 

@@ -36,7 +36,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hmac
-import json
 import logging
 from collections.abc import AsyncIterator
 from typing import Any
@@ -46,7 +45,7 @@ from fastapi.responses import JSONResponse, Response
 from pydantic import ValidationError
 from starlette.routing import WebSocketRoute
 
-from . import listing
+from . import json_input, listing
 from .access import AccessGuard, AccessRules
 from .catalog import ServedEnv
 from .errors import (
@@ -59,7 +58,7 @@ from .errors import (
 )
 from .mcp_tools import MCP_SESSION_HEADER, McpAnswer, McpEndpoint, McpRequestContext
 from .models import SpadeAction, SpadeObservation, SpadeState, wire_result
-from .sessions import Session, SessionManager
+from .sessions import Session, SessionManager, check_seed
 from .tasks import Task, TaskCatalog
 from .wire import (
     EnvironmentMetadata,
@@ -152,6 +151,8 @@ def create_app(manager: SessionManager) -> FastAPI:
     settings = manager.settings
     catalog = manager.catalog
     tasks = TaskCatalog()
+    secret = settings.cursor_secret
+    cursor_key = listing.cursor_key(secret.get_secret_value() if secret is not None else None)
     schema = SchemaResponse(
         action=SpadeAction.model_json_schema(),
         observation=SpadeObservation.model_json_schema(),
@@ -236,9 +237,9 @@ def create_app(manager: SessionManager) -> FastAPI:
         if not raw.strip():
             return {}
         try:
-            body = json.loads(raw)
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise InvalidRequest(f"the body is not JSON: {exc}") from None
+            body = json_input.loads(raw)
+        except json_input.MalformedJson as exc:
+            raise InvalidRequest(f"the body is not JSON this server takes: {exc}") from None
         if not isinstance(body, dict):
             raise InvalidRequest(f"the body must be a JSON object, got {type(body).__name__}")
         return body
@@ -386,8 +387,8 @@ def create_app(manager: SessionManager) -> FastAPI:
     async def list_envs(request: Request) -> dict[str, Any]:
         query = listing.parse_query(request.query_params.multi_items())
         if catalog.registry is not None:  # reads the store: off the event loop
-            return await manager.gate.run(listing.page, catalog, query)
-        return listing.page(catalog, query)
+            return await manager.gate.run(listing.page, catalog, query, cursor_key)
+        return listing.page(catalog, query, cursor_key)
 
     @app.get("/status")
     async def status() -> dict[str, Any]:
@@ -479,8 +480,8 @@ def create_app(manager: SessionManager) -> FastAPI:
                 await websocket.close(code=_WS_TOO_BIG)
                 return None
             try:
-                message = json.loads(raw)
-            except json.JSONDecodeError as exc:
+                message = json_input.loads(raw)
+            except json_input.MalformedJson as exc:
                 return _error_text(_Coded(WSErrorCode.INVALID_JSON.value, f"Invalid JSON: {exc}"))
             kind = message.get("type", "") if isinstance(message, dict) else ""
             try:
@@ -586,6 +587,7 @@ def _reset_request(data: dict[str, Any]) -> ResetRequest:
         reset = ResetRequest.model_validate(data)
     except ValidationError as exc:
         raise _invalid(exc, "reset request") from None
+    check_seed(reset.seed)
     unknown = sorted(set(data) - {"seed", "episode_id", "split", "index"})
     if unknown:
         raise InvalidRequest(

@@ -61,6 +61,10 @@ def register(cli: typer.Typer) -> None:
             None, "--trust-forwarded", metavar="ADDR", help="A proxy address or network whose X-Forwarded-For names the client (repeatable)."
         ),
         token_file: Path | None = typer.Option(None, "--token-file", help="File holding a bearer token clients must send."),
+        cursor_secret_file: Path | None = typer.Option(
+            None, "--cursor-secret-file", help="File holding the secret GET /envs cursors are signed from (replicas share "
+            "it; default: a random key per start)."
+        ),
         seeds_in_process: bool = typer.Option(False, "--seeds-in-process", help="Run seed environments (trusted) in this process."),
         log_level: str = typer.Option("info", "--log-level"),
         space: Path | None = typer.Option(
@@ -89,12 +93,8 @@ def register(cli: typer.Typer) -> None:
         console = Console(stderr=True, highlight=False)
         if not env_ids and domain is None and not whole_registry:
             raise typer.BadParameter("name environment ids, a --domain, or --all", param_hint="ID")
-        token = None
-        if token_file is not None:
-            try:
-                token = token_file.read_text().strip()
-            except OSError as exc:
-                raise SpadeError(f"{token_file}: cannot read the token file ({exc.strerror})") from None
+        token = _read_secret(token_file, "token") if token_file is not None else None
+        cursor_secret = _read_secret(cursor_secret_file, "cursor secret") if cursor_secret_file is not None else None
         try:
             settings = ServeSettings(
                 host=host,
@@ -110,6 +110,7 @@ def register(cli: typer.Typer) -> None:
                 call_timeout_s=call_timeout,
                 max_idle_workers=max_idle_workers,
                 token=token,
+                cursor_secret=cursor_secret,
                 seeds_in_process=seeds_in_process,
                 max_replay_steps=max_replay_steps,
                 max_replay_bytes=max_replay_bytes,
@@ -140,6 +141,15 @@ def register(cli: typer.Typer) -> None:
             from .server import run
 
             run(catalog, settings, launcher=SandboxLauncher.from_config(config), log_level=log_level)
+
+
+def _read_secret(path: Path, what: str) -> str:
+    from spade_core.errors import SpadeError
+
+    try:
+        return path.read_text().strip()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SpadeError(f"{path}: cannot read the {what} file ({getattr(exc, 'strerror', None) or exc})") from None
 
 
 def _write_space(console: Console, target: Path, catalog: EnvCatalog, plugins: SpadePlugins, store: EnvStore, *, force: bool, lock: bool) -> None:

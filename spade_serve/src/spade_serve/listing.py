@@ -21,11 +21,14 @@ listed twice or skipped because others changed. A late page costs what the first
 
 The cursor is opaque to clients: URL-safe base64 of the position (the index among the
 environments resolved up front, or the last store id read), the filters it was issued
-for and the listing it belongs to (:attr:`EnvCatalog.fingerprint`), with a check value
-(HMAC-SHA256 under a fixed key, cut to 12 bytes). The check catches a cursor that was
-cut, edited or made up; it is not a secret, and needs none: a cursor selects a position in
-a listing any client may read from the start, so forging one gains nothing. Cursors hold
-across restarts and replicas of a server started the same way.
+for and the listing it belongs to (:attr:`EnvCatalog.fingerprint`), with a check value:
+HMAC-SHA256 under the server's cursor key (:func:`cursor_key`), cut to 16 bytes and
+compared in constant time. The key is made at random when the server starts, so a cursor
+cannot be made up, edited, or carried to another server or a restarted one; replicas
+behind one address that must take each other's cursors are given one secret
+(``ServeSettings.cursor_secret``, ``spade serve --cursor-secret-file``), from which each
+derives the same key. A cursor's content is read (with :mod:`spade_serve.json_input`'s
+bounds) only once its check value holds.
 
 Every wrong parameter is answered 422 with code ``VALIDATION_ERROR`` (the server's answer
 to any wrong request field), the parameter in ``param`` and a message that says what to
@@ -36,15 +39,18 @@ from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
 import hmac
 import json
 import re
+import secrets
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from spade_core.errors import EnvNotFound
 
+from . import json_input
 from .catalog import EnvCatalog, summary_of
 from .errors import InvalidRequest
 
@@ -63,8 +69,8 @@ MAX_CURSOR_CHARS = 4096
 #: The longest filter value taken: the store's skill column (domains are shorter).
 MAX_FILTER_CHARS = 120
 PARAMS = ("domain", "skill", "limit", "cursor")
-_KEY = b"spade-serve GET /envs cursor"
-_TAG_BYTES = 12
+_KEY_CONTEXT = b"spade-serve GET /envs cursor"
+_TAG_BYTES = 16
 _CURSOR_RE = re.compile(r"[A-Za-z0-9_-]+")
 _VERSION = 1
 
@@ -122,14 +128,22 @@ class _Position:
     after: str | None = None
 
 
-def _tag(payload: bytes) -> bytes:
-    return hmac.new(_KEY, payload, "sha256").digest()[:_TAG_BYTES]
+def cursor_key(secret: str | None = None) -> bytes:
+    """The key a server signs its cursors with: derived from ``secret`` (replicas given one
+    secret take each other's cursors), else 32 random bytes, new at each start."""
+    if secret is None:
+        return secrets.token_bytes(32)
+    return hmac.new(secret.encode(), _KEY_CONTEXT, hashlib.sha256).digest()
 
 
-def _encode(catalog: EnvCatalog, query: Query, at: _Position) -> str:
+def _tag(key: bytes, payload: bytes) -> bytes:
+    return hmac.new(key, payload, "sha256").digest()[:_TAG_BYTES]
+
+
+def _encode(catalog: EnvCatalog, query: Query, at: _Position, key: bytes) -> str:
     payload = json.dumps({"v": _VERSION, "l": catalog.fingerprint, "d": query.domain, "s": query.skill,
                           "i": at.index, "a": at.after}, separators=(",", ":"), ensure_ascii=False).encode()
-    return base64.urlsafe_b64encode(_tag(payload) + payload).rstrip(b"=").decode("ascii")
+    return base64.urlsafe_b64encode(_tag(key, payload) + payload).rstrip(b"=").decode("ascii")
 
 
 def _altered() -> InvalidQuery:
@@ -138,7 +152,7 @@ def _altered() -> InvalidQuery:
                         param="cursor")
 
 
-def _decode(catalog: EnvCatalog, query: Query, cursor: str, listed: int) -> _Position:
+def _decode(catalog: EnvCatalog, query: Query, cursor: str, listed: int, key: bytes) -> _Position:
     if len(cursor) > MAX_CURSOR_CHARS:
         raise InvalidQuery(f"cursor is over {MAX_CURSOR_CHARS} characters: not one this listing issued; pass the "
                            "'next' of the previous answer as it came", param="cursor")
@@ -149,13 +163,13 @@ def _decode(catalog: EnvCatalog, query: Query, cursor: str, listed: int) -> _Pos
     except (binascii.Error, ValueError):
         raise _altered() from None
     tag, payload = raw[:_TAG_BYTES], raw[_TAG_BYTES:]
-    if len(tag) != _TAG_BYTES or not hmac.compare_digest(tag, _tag(payload)):
+    if len(tag) != _TAG_BYTES or not hmac.compare_digest(tag, _tag(key, payload)):
         raise _altered()
-    try:
-        data = json.loads(payload)
+    try:  # signed by this server, so well formed; read with bounds all the same
+        data = json_input.loads(payload, max_depth=1)
         version, fingerprint, domain, skill = data["v"], data["l"], data["d"], data["s"]
         index, after = data["i"], data["a"]
-    except (ValueError, KeyError, TypeError):
+    except (json_input.MalformedJson, KeyError, TypeError):
         raise _altered() from None
     if version != _VERSION:
         raise InvalidQuery(f"cursor is of another version of this listing ({version!r}): leave cursor out to start "
@@ -193,9 +207,9 @@ def _check_filter(catalog: EnvCatalog, name: str, value: str) -> None:
                        value=value)
 
 
-def page(catalog: EnvCatalog, query: Query) -> dict[str, Any]:
-    """One page of ``GET /envs`` (reads the store on a whole registry: call it off the
-    event loop)."""
+def page(catalog: EnvCatalog, query: Query, key: bytes) -> dict[str, Any]:
+    """One page of ``GET /envs``, its cursors signed with ``key`` (:func:`cursor_key`; reads
+    the store on a whole registry: call it off the event loop)."""
     listed = catalog.listed()
     if query.cursor is None:
         at = _Position(0)
@@ -204,10 +218,10 @@ def page(catalog: EnvCatalog, query: Query) -> dict[str, Any]:
             if value is not None:
                 _check_filter(catalog, name, value)
     else:
-        at = _decode(catalog, query, query.cursor, len(listed))
+        at = _decode(catalog, query, query.cursor, len(listed), key)
 
     def answer(rows: list[dict[str, Any]], following: _Position | None) -> dict[str, Any]:
-        nxt = None if following is None else _encode(catalog, query, following)
+        nxt = None if following is None else _encode(catalog, query, following, key)
         return {"envs": rows, "whole_registry": catalog.whole_registry, "next": nxt}
 
     rows: list[dict[str, Any]] = []
@@ -243,4 +257,4 @@ def page(catalog: EnvCatalog, query: Query) -> dict[str, Any]:
     return answer(rows, _Position(index, after))
 
 
-__all__ = ["DEFAULT_LIMIT", "MAX_LIMIT", "InvalidQuery", "Query", "page", "parse_query"]
+__all__ = ["DEFAULT_LIMIT", "MAX_LIMIT", "InvalidQuery", "Query", "cursor_key", "page", "parse_query"]

@@ -61,10 +61,11 @@ from typing import Any
 from spade_core.actions import ToolCall, find_boxed, format_boxed, format_tool_calls
 from spade_core.metadata import ActionFormat
 
+from . import json_input
 from .catalog import ServedEnv
 from .errors import EnvFailed, EpisodeStateError, InvalidRequest, ServeError, SessionNotFound
 from .models import SpadeObservation
-from .sessions import Session, SessionManager
+from .sessions import MAX_SEED, Session, SessionManager
 from .tasks import Task, TaskCatalog
 
 #: The header carrying the session id (MCP's streamable HTTP transport).
@@ -285,9 +286,9 @@ class McpEndpoint:
     async def post(self, raw: bytes, ctx: McpRequestContext) -> McpAnswer:
         """Answer one POSTed JSON-RPC message."""
         try:
-            message = json.loads(raw or b"null")
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            return rpc_error(None, PARSE_ERROR, "Parse error")
+            message = json_input.loads(raw or b"null")
+        except json_input.MalformedJson as exc:
+            return rpc_error(None, PARSE_ERROR, f"Parse error: {exc}")
         rid = message.get("id") if isinstance(message, dict) else None
         if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
             return rpc_error(rid, INVALID_REQUEST, "Invalid Request")
@@ -371,14 +372,8 @@ class McpEndpoint:
         """A new session on the route's environment, reset with ``seed``; at the Task API's
         task ``split``/``index`` when either is given (its knob setting and seed; a ``seed``
         beside them must be the task's)."""
-        if isinstance(seed, str):
-            seed = int(seed) if seed.isdigit() else seed
-        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
-            raise _RpcFailure(rpc_error(rid, INVALID_PARAMS, f"seed must be an integer >= 0, got {json.dumps(seed)}"))
-        if isinstance(index, str):
-            index = int(index) if index.isdigit() else index
-        if index is not None and (isinstance(index, bool) or not isinstance(index, int)):
-            raise _RpcFailure(rpc_error(rid, INVALID_PARAMS, f"index must be a task index (an integer >= 0), got {json.dumps(index)}"))
+        seed = _whole_number(rid, "seed", seed, f"an integer from 0 to {MAX_SEED}")
+        index = _whole_number(rid, "index", index, "a task index (an integer >= 0)")
         if split is not None and not isinstance(split, str):
             raise _RpcFailure(rpc_error(rid, INVALID_PARAMS, f"split must be a split's name, got {json.dumps(split)}"))
         env = self._env(rid, ctx.env_ref)
@@ -475,6 +470,21 @@ class McpEndpoint:
         "openenv/session/create": _create,
         "openenv/session/close": _close,
     }
+
+
+def _whole_number(rid: Any, name: str, value: Any, what: str) -> int | None:
+    """``value`` (a JSON integer, or the text of one from the URL) as a whole number from 0
+    to :data:`~spade_serve.sessions.MAX_SEED`; a JSON-RPC ``-32602`` naming ``name``
+    otherwise (Unicode digits, signs and spaces included: the URL's number is ASCII digits)."""
+    if value is None:
+        return None
+    if isinstance(value, str) and value.isascii() and value.isdigit() and len(value) <= len(str(MAX_SEED)):
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_SEED:
+        shown = json.dumps(value) if isinstance(value, (str, int, float)) else type(value).__name__
+        shown = shown if len(shown) <= 40 else shown[:40] + "..."
+        raise _RpcFailure(rpc_error(rid, INVALID_PARAMS, f"{name} must be {what}, got {shown}"))
+    return value
 
 
 def _serve_error(rid: Any, exc: ServeError) -> McpAnswer:

@@ -63,6 +63,15 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
+#: The largest seed a reset takes (the sandbox's protocol carries seeds as 64-bit integers).
+MAX_SEED = 2**64 - 1
+
+
+def check_seed(seed: int | None) -> None:
+    """:class:`InvalidRequest` naming ``seed`` unless it is ``None`` or 0 to :data:`MAX_SEED`
+    (checked before a session is opened for it, and by every reset)."""
+    if seed is not None and not 0 <= seed <= MAX_SEED:
+        raise InvalidRequest(f"seed must be from 0 to {MAX_SEED}, got {str(seed)[:40]}", param="seed")
 
 
 class CallGate:
@@ -578,6 +587,7 @@ class SessionManager:
         """A new episode of the session. ``env``: the environment to play it on, another knob
         setting of the session's (a task's variant); the session switches to an instance of
         it first when its setting is not the session's."""
+        check_seed(seed)
         async with session.lock:
             self._check_open(session)
             session.last_active = time.monotonic()
@@ -745,4 +755,4 @@ def _close_quietly(instance: TextEnv) -> None:
         pass
 
 
-__all__ = ["CallGate", "Session", "SessionManager", "WorkerGroup"]
+__all__ = ["MAX_SEED", "CallGate", "check_seed", "Session", "SessionManager", "WorkerGroup"]

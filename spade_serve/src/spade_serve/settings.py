@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import ipaddress
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
 
 class ServeSettings(BaseModel):
@@ -49,6 +49,10 @@ class ServeSettings(BaseModel):
     max_request_bytes: int = Field(1_048_576, ge=1024)
     #: Optional bearer token; when set, every route but /health requires it.
     token: str | None = None
+    #: The secret ``GET /envs`` cursors are signed from (:func:`spade_serve.listing.cursor_key`):
+    #: give replicas behind one address the same one so that they take each other's
+    #: cursors. ``None``: a random key made at each start (a cursor holds on that server only).
+    cursor_secret: SecretStr | None = Field(None, min_length=32)
     sessions_per_worker: int = Field(1, ge=1, le=4096)
     #: With shared workers: how long a session waits for its worker while another
     #: session's call runs there before moving to a worker of its own.
