@@ -50,7 +50,7 @@ def register(cli: typer.Typer) -> None:
         max_connections: int | None = typer.Option(
             None, "--max-connections", min=8, help="Open connections (default: from the open-file limit; docs/serving.md)."
         ),
-        read_timeout: float = typer.Option(10.0, "--read-timeout", help="Seconds to send a request's headers (and then its body)."),
+        read_timeout: float = typer.Option(5.0, "--read-timeout", help="Seconds to send a whole request (headers and body)."),
         allow_host: list[str] = typer.Option(
             None, "--allow-host", metavar="NAME[:PORT]", help="A Host name to answer besides the listen address (repeatable; * any)."
         ),

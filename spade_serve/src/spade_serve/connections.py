@@ -8,10 +8,13 @@ uvicorn has neither: ``timeout_keep_alive`` stops as soon as a byte arrives, and
 it is a switch, not a bound. :func:`guarded_http_protocol` is uvicorn's h11 protocol
 (uvicorn's own pure-Python HTTP/1.1 parser, its default without httptools) with both:
 
-* **read deadline**: a request's headers must have arrived ``read_timeout_s`` after the
-  connection opened (or after the previous answer on a kept-alive connection), however
-  slowly they trickle in; its body within ``read_timeout_s`` of its headers. Past it the
-  connection is closed (a request already passed to the app sees the client leave).
+* **read deadline**: a whole request, headers and body, must have arrived
+  ``read_timeout_s`` after the connection opened (or after the previous answer on a
+  kept-alive connection), however slowly it trickles in. Past it the connection is closed
+  (a request already passed to the app sees the client leave). One deadline for both: with
+  a deadline of its own for the body, a client that finished its headers just in time held
+  the connection twice as long. An answer sent before the body was read (a missing token,
+  a body over the limit) starts no new deadline: the body's is the request's.
 * **connection cap**: past ``max_connections`` open connections (HTTP and WebSocket
   alike) a new one first makes room by closing the connection that has waited longest
   for its request's headers (then: for its body); a connection with a request being
@@ -52,7 +55,6 @@ def guarded_http_protocol(max_connections: int, read_timeout_s: float) -> type:
 
         def connection_made(self, transport: Any) -> None:  # type: ignore[override]
             self._deadline: Any = None
-            self._phase = "headers"
             self._since = time.monotonic()
             self._dropped = False
             self._upgraded = False
@@ -62,7 +64,7 @@ def guarded_http_protocol(max_connections: int, read_timeout_s: float) -> type:
                 transport.write(_BUSY)
                 transport.close()
                 return
-            self._arm("headers")
+            self._arm()
 
         def connection_lost(self, exc: Exception | None) -> None:
             self._cancel()
@@ -81,17 +83,17 @@ def guarded_http_protocol(max_connections: int, read_timeout_s: float) -> type:
 
         def on_response_complete(self) -> None:
             super().on_response_complete()
-            if not self.transport.is_closing() and self.conn.their_state in waiting:
-                self._arm("headers" if self.conn.their_state is h11.IDLE else "body")
+            if not self.transport.is_closing() and self.conn.their_state is h11.IDLE:
+                self._arm()  # the next request's: its own deadline
             else:
-                self._follow()
+                self._follow()  # a body still coming keeps its request's deadline
 
         # --- the deadline -----------------------------------------------------------
-        def _arm(self, phase: str) -> None:
+        def _arm(self) -> None:
+            """Start a request's deadline: a request begins (its first byte may come later)."""
             self._cancel()
             if self._upgraded:
                 return
-            self._phase = phase
             self._since = time.monotonic()
             self._deadline = self.loop.call_later(self.read_timeout, self._read_timed_out)
 
@@ -101,18 +103,14 @@ def guarded_http_protocol(max_connections: int, read_timeout_s: float) -> type:
                 self._deadline = None
 
         def _follow(self) -> None:
-            """After bytes arrived: the headers are in (the body's deadline starts), the
-            whole request is (no deadline until the answer), or nothing changed."""
+            """After bytes arrived: the headers are in (the body is awaited, under the same
+            deadline), the whole request is (no deadline until the answer), or nothing
+            changed."""
             if self._upgraded:
                 return
             state = self.conn.their_state
-            if state is h11.IDLE:
-                return
-            if state is h11.SEND_BODY:
-                if self._phase == "headers":
-                    self._arm("body")
-                return
-            self._cancel()
+            if state not in waiting:
+                self._cancel()
 
         def _read_timed_out(self) -> None:
             self._deadline = None

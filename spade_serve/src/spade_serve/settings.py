@@ -29,7 +29,7 @@ class ServeSettings(BaseModel):
     one this server answers to (``allow_hosts`` adds names), an ``Origin``, when sent, one
     of its own or ``allow_origins``; ``X-Forwarded-For`` is read only from the proxies of
     ``trust_forwarded``. Connections are capped at ``max_connections`` (default: from the
-    process's open-file limit), and a request must be read within ``read_timeout_s``.
+    process's open-file limit), and a whole request must be read within ``read_timeout_s``.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -76,9 +76,9 @@ class ServeSettings(BaseModel):
     #: Open connections (HTTP and WebSocket). ``None``: half of the process's open-file
     #: limit less a reserve, at most ``max_sessions + 1024`` (:meth:`connection_cap`).
     max_connections: int | None = Field(None, ge=8)
-    #: A request's headers must arrive within this many seconds of its connection opening
-    #: (or of the previous answer on it), and its body within this of its headers.
-    read_timeout_s: float = Field(10.0, gt=0, le=3600)
+    #: A whole request, headers and body, must arrive within this many seconds of its
+    #: connection opening (or of the previous answer on it); else the connection is closed.
+    read_timeout_s: float = Field(5.0, gt=0, le=3600)
     #: ``Host`` names (``name`` or ``name:port``; ``*``: any) answered besides this
     #: server's own (docs/serving.md).
     allow_hosts: tuple[str, ...] = ()
