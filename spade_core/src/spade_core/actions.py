@@ -9,10 +9,11 @@ reason, so environments can report it to the agent instead of crashing.
 from __future__ import annotations
 
 import json
-import re
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from .answers import MAX_NUMBER_CHARS
 from .errors import ActionFormatError
 from .locations import json_error
 
@@ -86,16 +87,55 @@ class ToolAction:
     text: str = ""
 
 
-_TOOL_CALL_RE = re.compile(r"<tool_call>(.*?)</tool_call>", re.DOTALL)
-_ANSWER_RE = re.compile(r"<answer>(.*?)</answer>", re.DOTALL)
+def tagged(text: str, tag: str) -> list[str]:
+    """The contents of every ``<tag>...</tag>`` in ``text``, in order, each ending at the
+    first closing tag after its opening (as ``re.findall(r"<tag>(.*?)</tag>", text,
+    re.DOTALL)`` would give them), found in time linear in ``text``: once an opening tag
+    has no closing tag after it, no later one has, so the search ends there instead of
+    scanning the rest again from every later opening tag."""
+    start, end = f"<{tag}>", f"</{tag}>"
+    out: list[str] = []
+    at = text.find(start)
+    while at != -1:
+        close = text.find(end, at + len(start))
+        if close == -1:
+            break
+        out.append(text[at + len(start) : close])
+        at = text.find(start, close + len(end))
+    return out
+
+
+def _no_constant(name: str) -> Any:
+    raise ActionFormatError(f"tool call holds {name}, which is not a JSON number")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ActionFormatError(f"tool call holds {text[:40]}, past a float's range (not a JSON number here)")
+    return value
+
+
+def _bounded_int(text: str) -> int:
+    if len(text) > MAX_NUMBER_CHARS:
+        raise ActionFormatError(f"tool call holds an integer of {len(text)} digits (at most {MAX_NUMBER_CHARS})")
+    return int(text)
+
+
+def _load_call_json(text: str) -> Any:
+    return json.loads(text, parse_constant=_no_constant, parse_float=_finite_float, parse_int=_bounded_int)
 
 
 def parse_tool_call(payload: str) -> ToolCall:
-    """Parse the JSON inside one ``<tool_call>`` tag."""
+    """Parse the JSON inside one ``<tool_call>`` tag. JSON has no ``NaN`` or ``Infinity``
+    (Python's reader takes them): a call holding one is an :class:`ActionFormatError`, so
+    no tool and no scorer sees a number that compares false with everything."""
     try:
-        obj = json.loads(payload)
+        obj = _load_call_json(payload)
     except json.JSONDecodeError as exc:
         raise ActionFormatError(f"tool call is not valid JSON: {json_error(exc)}") from None
+    except RecursionError:
+        raise ActionFormatError("tool call is nested too deeply") from None
     if not isinstance(obj, dict):
         raise ActionFormatError("tool call must be a JSON object with 'name' and 'arguments'")
     name = obj.get("name")
@@ -104,9 +144,11 @@ def parse_tool_call(payload: str) -> ToolCall:
     args = obj.get("arguments", {})
     if isinstance(args, str):  # some models double-encode arguments
         try:
-            args = json.loads(args) if args.strip() else {}
+            args = _load_call_json(args) if args.strip() else {}
         except json.JSONDecodeError as exc:
             raise ActionFormatError(f"tool call 'arguments' is not valid JSON: {json_error(exc)}") from None
+        except RecursionError:
+            raise ActionFormatError("tool call 'arguments' are nested too deeply") from None
     if args is None:
         args = {}
     if not isinstance(args, dict):
@@ -119,8 +161,8 @@ def parse_tool_action(text: str) -> ToolAction:
 
     Raises :class:`ActionFormatError` on the first malformed call.
     """
-    calls = tuple(parse_tool_call(m.strip()) for m in _TOOL_CALL_RE.findall(text))
-    answers = _ANSWER_RE.findall(text)
+    calls = tuple(parse_tool_call(m.strip()) for m in tagged(text, "tool_call"))
+    answers = tagged(text, "answer")
     answer = answers[-1].strip() if answers else None
     return ToolAction(calls=calls, answer=answer, text=text)
 

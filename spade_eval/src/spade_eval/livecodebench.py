@@ -32,6 +32,7 @@ import zlib
 from collections.abc import Sequence
 from typing import Any
 
+from spade_core.answers import numbers_match
 from spade_core.evaluation import EpisodeSuite, EvalItem, SuiteContext
 
 from .benchmarks import BenchmarkDataError, load_rows, require_fields
@@ -112,7 +113,8 @@ def extract_program(reply: str) -> str | None:
 
 
 def outputs_match(got: str, expected: str) -> bool:
-    """Line by line, whitespace-separated tokens equal, numbers within 1e-6."""
+    """Line by line, whitespace-separated tokens equal, or finite numbers within 1e-6
+    (:func:`spade_core.answers.numbers_match`: ``nan`` and ``inf`` match no number)."""
     a = [line.split() for line in got.strip().splitlines() if line.strip()]
     b = [line.split() for line in expected.strip().splitlines() if line.strip()]
     if len(a) != len(b):
@@ -122,14 +124,8 @@ def outputs_match(got: str, expected: str) -> bool:
             continue
         if len(x) != len(y):
             return False
-        for s, t in zip(x, y, strict=True):
-            if s == t:
-                continue
-            try:
-                if abs(float(s) - float(t)) > 1e-6:
-                    return False
-            except ValueError:
-                return False
+        if not all(s == t or numbers_match(s, t, abs_tol=1e-6) for s, t in zip(x, y, strict=True)):
+            return False
     return True
 
 

@@ -6,6 +6,13 @@ Each item is one generated question: ``reset`` shows it and asks for the answer 
 score counts as partial return; success is a score of 1) and ends the episode. A reply
 without a box is scored whole, as Reasoning-Gym's own evaluation does.
 
+The scorers parse the reply (some with sympy, whose cost the reply decides: ``9**9**9**9``
+never ends), so each answer is scored in a forked child bounded in time and memory
+(:func:`spade_core.bounded.call_bounded`); an answer it cannot score in them, one longer
+than :data:`MAX_ANSWER_CHARS` or one that reads as a non-finite number (``nan`` passes a
+scorer testing ``abs(x - gold) > tol``) scores 0, the reason in the step's
+``info["scoring_error"]``, which the harness keeps in the episode's record.
+
 Reasoning-Gym is trusted plugin code (a package installed from the registry, not designed
 code): its environments run in the evaluating process, as seed environments do.
 
@@ -21,6 +28,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from spade_core.actions import find_boxed
+from spade_core.answers import finite_number, names_non_finite
+from spade_core.bounded import BoundedCallError, call_bounded
 from spade_core.errors import SpadeError
 from spade_core.evaluation import EpisodeSuite, EvalItem, SuiteContext
 
@@ -34,8 +43,21 @@ GROUPS: dict[str, tuple[str, ...]] = {
 }
 
 
+#: What one answer's scoring may take (:func:`spade_core.bounded.call_bounded`): the
+#: tasks' scorers parse the reply, some with sympy, whose cost the reply decides.
+SCORER_TIMEOUT_S = 5.0
+SCORER_MEMORY_MB = 512
+#: Longest answer handed to a scorer; a longer one is scored 0 unread.
+MAX_ANSWER_CHARS = 20_000
+
+
 class SuiteOptionError(SpadeError, ValueError):
     """An unknown group or task."""
+
+
+def _score(dataset: Any, answer: str, entry: dict[str, Any]) -> float:
+    """The task's score of ``answer`` as a plain float (what a bounded call sends back)."""
+    return float(dataset.score_answer(answer, entry))
 
 
 class ReasoningGymEnv:
@@ -54,13 +76,24 @@ class ReasoningGymEnv:
     def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
         boxed = find_boxed(action)
         answer = boxed[-1] if boxed else action.strip()
-        try:
-            score = float(self.dataset.score_answer(answer, self.entry))
-        except Exception:  # a scorer that chokes on a malformed answer: a wrong answer
+        info: dict[str, Any] = {"task": self.task, "answer": answer}
+        if names_non_finite(answer):
+            # a scorer testing "far" as ``abs(x - gold) > tol`` would pass nan (spade_core.answers)
             score = 0.0
+            info["scoring_error"] = f"the answer {answer[:40]!r} is not a finite number"
+        elif len(answer) > MAX_ANSWER_CHARS:
+            score = 0.0
+            info["scoring_error"] = f"the answer is {len(answer)} characters, more than the {MAX_ANSWER_CHARS} checked"
+        else:
+            try:  # the task's scorer parses the reply (sympy for some): bounded, in a child
+                score = finite_number(call_bounded(_score, self.dataset, answer, self.entry,
+                                                   timeout_s=SCORER_TIMEOUT_S, memory_mb=SCORER_MEMORY_MB)) or 0.0
+            except BoundedCallError as exc:  # a scorer that chokes on a malformed answer: a wrong answer
+                score = 0.0
+                info["scoring_error"] = f"the task's scorer gave no score: {exc}"
         score = min(1.0, max(0.0, score))
         verdict = "correct" if score >= 1.0 else ("partly correct" if score > 0 else "wrong")
-        return f"Your answer is {verdict}.", score, True, False, {"task": self.task, "answer": answer}
+        return f"Your answer is {verdict}.", score, True, False, info
 
     def solution(self) -> str:
         return f"\\boxed{{{self.entry['answer']}}}"

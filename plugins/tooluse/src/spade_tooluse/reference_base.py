@@ -36,6 +36,7 @@ import re
 from typing import Any
 
 from spade_core.actions import parse_tool_call
+from spade_core.answers import numbers_match
 from spade_core.errors import ActionFormatError
 
 __all__ = ["REWARD_RANGE", "ToolUseBaseEnv", "with_base_import"]
@@ -151,10 +152,7 @@ class ToolUseBaseEnv:
         given, expected = str(answer).strip(), str(self._expected_answer).strip()
         if given.lower() == expected.lower():
             return True
-        try:
-            return abs(_as_number(given) - _as_number(expected)) < 0.01
-        except ValueError:
-            return False
+        return numbers_match(_as_number_text(given), _as_number_text(expected), abs_tol=0.01)
 
     def _incorrect_answer_feedback(self) -> str:
         messages = getattr(self, "_user_messages", None)
@@ -178,8 +176,8 @@ class ToolUseBaseEnv:
         return f"{prefix} Solution:\n{reveal}"
 
 
-def _as_number(text: str) -> float:
-    return float(text.replace("$", "").replace(",", "").strip())
+def _as_number_text(text: str) -> str:
+    return text.replace("$", "").replace(",", "").strip()
 
 
 def with_base_import(source: str) -> str:

@@ -16,7 +16,10 @@ An episode's return follows the reference recipe: the last step's reward, clippe
 [-1, 1], if the episode terminated, else 0 (cut off by its turn limit, or failed). A
 success is a return of 1. An environment that fails (raises, hangs, breaks its contract)
 ends its episode with the error recorded and return 0; it is counted in ``errors`` and
-never stops the evaluation.
+never stops the evaluation. An answer the environment could not check (its checker ran out
+of time or memory, the number given is not finite) is the reply's failure, not the
+environment's: scored as the environment scored it, with the reason in the episode's
+``scoring_error``.
 """
 
 from __future__ import annotations
@@ -70,6 +73,10 @@ class EpisodeResult:
     success: bool
     terminated: bool
     error: str | None = None
+    #: Why the answer could not be checked, when the environment says so (its last step's
+    #: ``info["scoring_error"]``: a checker that ran out of time or memory, a number that is
+    #: not finite); the episode is scored as the environment scored it (0 for these).
+    scoring_error: str | None = None
 
 
 @dataclass
@@ -189,6 +196,7 @@ class _Live:
         self.terminated = False
         self.done = False
         self.error: str | None = None
+        self.scoring_error: str | None = None
 
     def start(self) -> None:
         try:
@@ -201,11 +209,13 @@ class _Live:
     def act(self, text: str) -> None:
         self.messages.append({"role": "assistant", "content": text})
         try:
-            obs, reward, terminated, truncated, _ = self.env.step(text)
+            obs, reward, terminated, truncated, info = self.env.step(text)
         except Exception as exc:
             self._fail(exc)
             return
         self.turns += 1
+        if isinstance(info, dict) and info.get("scoring_error"):
+            self.scoring_error = str(info["scoring_error"])[:500]
         self.reward = float(reward)
         self.terminated = bool(terminated)
         if terminated or truncated or self.turns >= self.item.max_turns:
@@ -232,7 +242,7 @@ class _Live:
         except ValueError:  # a non-finite reward scores nothing
             ret = 0.0
         return EpisodeResult(self.item.label, self.item.group, self.item.seed, ret, self.turns,
-                             is_win(ret), self.terminated, self.error)
+                             is_win(ret), self.terminated, self.error, self.scoring_error)
 
 
 def evaluate(

@@ -11,6 +11,8 @@ import operator
 from collections.abc import Callable
 from typing import Any
 
+from spade_core.answers import finite_number
+
 from ..dialogue import BenchmarkDataError
 
 
@@ -102,17 +104,14 @@ def _lax_int(value: Any, where: str) -> int:
 
 def _lax_float(value: Any, where: str) -> float:
     """A number argument as the benchmark's argument models take one: an int, a float or a
-    string holding a number (booleans are not numbers here)."""
-    if isinstance(value, bool):
-        raise ValueError(f"{where}: must be a number, got {value!r}")
-    if isinstance(value, (int, float)):
-        return float(value)
-    if isinstance(value, str):
-        try:
-            return float(value.strip())
-        except ValueError:
-            pass
-    raise ValueError(f"{where}: must be a number, got {value!r}")
+    string holding a number (booleans are not numbers here); finite only
+    (:func:`spade_core.answers.finite_number`), so no ``nan`` amount reaches a database
+    that the scoring compares."""
+    number = finite_number(value)
+    if number is None:
+        raise ValueError(f"{where}: must be a number, got {str(value)[:60]!r} (finite: nan and the infinities are "
+                         "not numbers here)")
+    return number
 
 
 _TRUE, _FALSE = {"true", "1", "yes", "on", "t", "y"}, {"false", "0", "no", "off", "f", "n"}

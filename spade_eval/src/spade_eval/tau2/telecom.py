@@ -6,6 +6,8 @@ from __future__ import annotations
 import datetime
 from typing import Any
 
+from spade_core.answers import numbers_match
+
 from ._common import INTEGER as _I
 from ._common import STRING as _S
 from ._common import Tau2DataError
@@ -228,7 +230,8 @@ class TelecomTools:
         return f"Line {line_id} suspended for unpaid bill {new_bill_id}. Contract ended: {contract_ended}"
 
     def assert_data_refueling_amount(self, customer_id: str, line_id: str, expected_amount: float) -> bool:
-        return abs(self._target_line(customer_id, line_id).get("data_refueling_gb", 0.0) - expected_amount) < 1e-6
+        return numbers_match(self._target_line(customer_id, line_id).get("data_refueling_gb", 0.0), expected_amount,
+                             abs_tol=1e-6)
 
     def assert_line_status(self, customer_id: str, line_id: str, expected_status: str) -> bool:
         return self._target_line(customer_id, line_id).get("status") == expected_status
