@@ -24,6 +24,7 @@ from spade_core.plugins import SpadePlugins, get_plugins
 from spade_core.store import EnvStore
 from spade_eval.suites import registry_items
 from spade_serve.catalog import EnvCatalog, build_catalog
+from spade_serve.kept import KeptEnvs
 from spade_serve.server import running
 from spade_serve.sessions import SessionManager
 from spade_serve.settings import ServeSettings
@@ -171,20 +172,18 @@ def test_the_trl_adapter_pages_a_domain_and_looks_up_ids_it_is_not_listed(
 
 
 def test_a_whole_registry_server_keeps_a_bounded_number_of_resolved_environments(
-        plugins: SpadePlugins, store: EnvStore, monkeypatch: pytest.MonkeyPatch) -> None:
-    from spade_serve import catalog as catalog_module
-
-    monkeypatch.setattr(catalog_module, "RESOLVED_KEPT", 3)
-    served_catalog = build_catalog(plugins, store, whole_registry=True)
+        plugins: SpadePlugins, store: EnvStore) -> None:
+    kept = KeptEnvs(max_entries=3)
+    served_catalog = build_catalog(plugins, store, whole_registry=True, kept=kept)
     first = served_catalog.get("filler0-v1")
     for i in range(1, 6):  # a client naming ids one after another
         served_catalog.get(f"filler{i}-v1")
-    assert list(served_catalog._resolved) == ["filler3-v1", "filler4-v1", "filler5-v1"]
+    assert kept.keys() == [("resolved", f"filler{i}-v1") for i in (3, 4, 5)]
     served_catalog.get("filler3-v1")  # used again: the most recent
-    assert list(served_catalog._resolved) == ["filler4-v1", "filler5-v1", "filler3-v1"]
+    assert kept.keys() == [("resolved", f"filler{i}-v1") for i in (4, 5, 3)]
     again = served_catalog.get("filler0-v1")  # dropped: read from the store again, the same
     assert again == first and again is not first
-    assert len(served_catalog._resolved) == 3
+    assert len(kept) == 3
     seeds = [e.id for e in served_catalog.listed()]
     assert all(served_catalog.get(i).id == i for i in seeds)  # those resolved up front stay
 

@@ -150,7 +150,7 @@ def create_app(manager: SessionManager) -> FastAPI:
     reaper and, at shutdown, closes every session, worker and the zygote."""
     settings = manager.settings
     catalog = manager.catalog
-    tasks = TaskCatalog()
+    tasks = TaskCatalog(kept=catalog.kept)  # one budget for what the server keeps (spade_serve.kept)
     secret = settings.cursor_secret
     cursor_key = listing.cursor_key(secret.get_secret_value() if secret is not None else None)
     schema = SchemaResponse(
@@ -254,6 +254,8 @@ def create_app(manager: SessionManager) -> FastAPI:
         has_session = "session_id" in body or SESSION_HEADER.lower() in request.headers
         session = session_for(request, body, env_ref) if has_session else None
         reset = _reset_request(body)
+        if session is None:
+            manager.check_room(client_of(request))  # refused before anything is resolved or made
         base = catalog.get(session.env.id) if session is not None else env_for(env_ref, named)
         task, target = await task_of(base, reset)
         new = session is None
@@ -494,6 +496,8 @@ def create_app(manager: SessionManager) -> FastAPI:
                             raise InvalidRequest(f"this connection plays session {session.id} of {session.env.id}, not {named}")
                         await manager.close(session)
                         session = None
+                    if session is None:
+                        manager.check_room(client)  # refused before anything is resolved or made
                     base = catalog.get(session.env.id) if session is not None else env_for(env_ref, named)
                     task, target = await task_of(base, reset)
                     if session is None:
@@ -532,6 +536,7 @@ def create_app(manager: SessionManager) -> FastAPI:
                     raise InvalidRequest(f"session {attach} is a session of {session.env.id}, not of {env_ref}")
                 session.on_server_close = server_closed
             elif env_ref is not None or catalog.default is not None:
+                manager.check_room(client)
                 session = await start(env_for(env_ref).id)
             while (text := await answer(await next_message())) is not None:
                 await websocket.send_text(text)

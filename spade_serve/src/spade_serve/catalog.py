@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import threading
-from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
@@ -24,6 +23,7 @@ from spade_core.errors import EnvNotFound, SpadeError
 from spade_core.metadata import ActionFormat, EnvMetadata, EnvStatus
 
 from .errors import UnknownEnv
+from .kept import KeptEnvs, source_size
 
 
 @dataclass(frozen=True)
@@ -90,28 +90,25 @@ def served_env(entry: CatalogEntry, plugins: SpadePlugins, store: EnvStore) -> S
 #: limit)`` -> at most ``limit`` of them, of that domain and skill when given, past the id
 #: ``after`` in the store's order (:meth:`spade_core.store.EnvStore.find`).
 RegistryReader = Callable[[str | None, str | None, str | None, int], list[EnvMetadata]]
-#: Store environments a whole-registry server keeps resolved, the least recently used
-#: dropped first: without a bound, clients naming ids one after another would hold a
-#: registry's code in memory. One dropped is read from the store again when next named
-#: (an open session keeps its own).
-RESOLVED_KEPT = 512
-
-
 class EnvCatalog:
     """The environments of one server.
 
     ``entries`` are resolved up front; ``lookup`` (the whole-registry mode) resolves any
-    other admitted id on first use and keeps the last :data:`RESOLVED_KEPT` it resolved,
-    and ``registry`` reads the admitted
-    environments a page at a time for ``GET /envs`` (:mod:`spade_serve.listing`).
-    Thread-safe: lookups run in the server's call threads.
+    other admitted id on first use and keeps what it resolved in ``kept``, the server's one
+    budget of what it keeps for clients (:class:`spade_serve.kept.KeptEnvs`: least recently
+    used dropped first, read from the store again when next named; an open session keeps
+    its own), and ``registry`` reads the admitted environments a page at a time for ``GET
+    /envs`` (:mod:`spade_serve.listing`). Thread-safe: lookups run in the server's call
+    threads.
     """
 
     def __init__(self, entries: Iterable[ServedEnv], *, lookup: Callable[[str], ServedEnv] | None = None,
-                 registry: RegistryReader | None = None) -> None:
+                 registry: RegistryReader | None = None, kept: KeptEnvs | None = None) -> None:
         self._entries = {e.id: e for e in entries}
         self._listed = list(self._entries)
-        self._resolved: OrderedDict[str, ServedEnv] = OrderedDict()
+        #: What this server keeps for clients (this catalog's resolved environments, the
+        #: Task API's settings and variants): one budget.
+        self.kept = kept if kept is not None else KeptEnvs()
         self._lookup = lookup
         self.registry = registry if lookup is not None else None
         self._lock = threading.Lock()
@@ -148,21 +145,15 @@ class EnvCatalog:
             hit = self._entries.get(ref)
             if hit is None:
                 hit = next((e for e in self._entries.values() if e.metadata.name == ref), None)
-            if hit is None and ref in self._resolved:
-                self._resolved.move_to_end(ref)
-                hit = self._resolved[ref]
+        if hit is None:
+            hit = self.kept.get(("resolved", ref))  # type: ignore[assignment]
         if hit is not None:
             return hit
         if self._lookup is None:
             shown = ", ".join(self._listed[:8]) + (" ..." if len(self._listed) > 8 else "")
             raise UnknownEnv(f"this server does not serve {env_id!r} (it serves: {shown})", env_id=env_id)
         found = self._lookup(ref)  # a name is read from the store each time: its latest version
-        with self._lock:
-            kept = self._resolved.setdefault(found.id, found)
-            self._resolved.move_to_end(found.id)
-            while len(self._resolved) > RESOLVED_KEPT:
-                self._resolved.popitem(last=False)
-        return kept
+        return self.kept.keep(("resolved", found.id), found, source_size(found.source))
 
 
 def build_catalog(
@@ -172,11 +163,13 @@ def build_catalog(
     ids: Iterable[str] = (),
     domain: str | None = None,
     whole_registry: bool = False,
+    kept: KeptEnvs | None = None,
 ) -> EnvCatalog:
     """The catalog for ``spade serve``: named ids (any status, as ``spade play`` takes
     them), every admitted environment and seed of ``domain``, and with
     ``whole_registry`` every admitted one (the store's resolved on first use: a registry
-    of 100,000 environments is not read at start-up).
+    of 100,000 environments is not read at start-up), kept in ``kept`` (default: a budget of
+    :data:`spade_serve.kept.MAX_ENTRIES` entries and :data:`spade_serve.kept.MAX_BYTES` bytes).
 
     Raises :class:`UnknownEnv` naming an id that resolves nowhere, or a domain with
     nothing admitted.
@@ -209,8 +202,8 @@ def build_catalog(
         def registry(of_domain: str | None, of_skill: str | None, after: str | None, limit: int) -> list[EnvMetadata]:
             return store.find(domain=of_domain, skill=of_skill, status=EnvStatus.admitted, after=after, limit=limit)
 
-        return EnvCatalog(entries, lookup=lookup, registry=registry)
-    return EnvCatalog(entries)
+        return EnvCatalog(entries, lookup=lookup, registry=registry, kept=kept)
+    return EnvCatalog(entries, kept=kept)
 
 
 __all__ = ["EnvCatalog", "RegistryReader", "ServedEnv", "build_catalog", "served_env", "summary_of"]

@@ -281,7 +281,7 @@ class McpEndpoint:
     ) -> None:
         self.manager = manager
         self.resolve_env = resolve_env
-        self.tasks = tasks if tasks is not None else TaskCatalog()
+        self.tasks = tasks if tasks is not None else TaskCatalog(kept=manager.catalog.kept)
 
     async def post(self, raw: bytes, ctx: McpRequestContext) -> McpAnswer:
         """Answer one POSTed JSON-RPC message."""
@@ -376,6 +376,10 @@ class McpEndpoint:
         index = _whole_number(rid, "index", index, "a task index (an integer >= 0)")
         if split is not None and not isinstance(split, str):
             raise _RpcFailure(rpc_error(rid, INVALID_PARAMS, f"split must be a split's name, got {json.dumps(split)}"))
+        try:
+            self.manager.check_room(ctx.client)  # refused before anything is resolved or made
+        except ServeError as exc:
+            raise _RpcFailure(_serve_error(rid, exc)) from None
         env = self._env(rid, ctx.env_ref)
         task: Task | None = None
         try:

@@ -288,6 +288,8 @@ class SessionManager:
         held.sessions -= 1
         if held.sessions <= 0:
             del groups[group]
+            if not groups:  # one per environment and knob setting ever played: not kept empty
+                del self._groups[env_id]
 
     def _shared_group(self, session: Session) -> WorkerGroup | None:
         """The session's group when it may hold other sessions (``sessions_per_worker >
@@ -434,11 +436,11 @@ class SessionManager:
                 )
 
     # --- lifecycle ------------------------------------------------------------------
-    async def open(self, env_id: str | ServedEnv, client: str, transport: str) -> Session:
-        """A new session on ``env_id`` (an id of the catalog, or a served environment such as
-        a task's knob variant) for ``client``: :class:`CapacityReached` past the
-        total or per-client limit, :class:`UnknownEnv`, :class:`ServerBusy`, or
-        :class:`EnvFailed` when the instance cannot be built."""
+    def check_room(self, client: str) -> int:
+        """Whether ``client`` may open a session now: :class:`CapacityReached` past the total
+        or per-client limit (:class:`ServerBusy` while shutting down); the sessions the client
+        holds. The routes ask before they name an environment or a task, so that a refused
+        request makes nothing the server would keep (:mod:`spade_serve.kept`)."""
         if self._closed:
             raise ServerBusy("the server is shutting down")
         s = self.settings
@@ -457,6 +459,14 @@ class SessionManager:
                 active_sessions=mine,
                 max_sessions=s.max_sessions_per_client,
             )
+        return mine
+
+    async def open(self, env_id: str | ServedEnv, client: str, transport: str) -> Session:
+        """A new session on ``env_id`` (an id of the catalog, or a served environment such as
+        a task's knob variant) for ``client``: :class:`CapacityReached` past the
+        total or per-client limit, :class:`UnknownEnv`, :class:`ServerBusy`, or
+        :class:`EnvFailed` when the instance cannot be built."""
+        mine = self.check_room(client)
         env = env_id if isinstance(env_id, ServedEnv) else await self.gate.run(self.catalog.get, env_id)
         group = self._take_group(env.group_id, client) if self._sandboxed(env) else None
         self._reserved += 1

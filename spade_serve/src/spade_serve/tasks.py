@@ -34,7 +34,7 @@ workers of their own (:attr:`ServedEnv.group_id`).
 from __future__ import annotations
 
 import dataclasses
-import threading
+import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,6 +43,7 @@ from spade_core.returns import HELD_OUT_SEED_BASE
 
 from .catalog import ServedEnv
 from .errors import InvalidRequest
+from .kept import KeptEnvs, source_size
 
 #: Seeds per knob setting in each split.
 SEEDS_PER_SETTING = 1000
@@ -98,25 +99,24 @@ def _declared_values(knob: Knob) -> list[Any]:
 
 
 class TaskCatalog:
-    """The tasks of a server's environments (knob settings read once per environment)."""
+    """The tasks of a server's environments. An environment's knob settings and the variants
+    that play them are kept in ``kept``, the server's one budget of what it keeps for clients
+    (:class:`spade_serve.kept.KeptEnvs`, shared with its catalog's resolved environments):
+    read and made again when dropped, never more than the budget, whatever clients name."""
 
-    def __init__(self, *, seeds_per_setting: int = SEEDS_PER_SETTING) -> None:
+    def __init__(self, *, seeds_per_setting: int = SEEDS_PER_SETTING, kept: KeptEnvs | None = None) -> None:
         self.seeds_per_setting = seeds_per_setting
-        self._settings: dict[str, list[KnobSetting]] = {}
-        #: (env id, setting) -> the variant that plays it (:func:`variant`), made once.
-        self._variants: dict[tuple[str, KnobSetting], ServedEnv] = {}
-        self._lock = threading.Lock()
+        self.kept = kept if kept is not None else KeptEnvs()
 
     def splits(self) -> list[dict[str, Any]]:
         return [{"name": name, "type": name} for name in SPLITS]
 
     def knob_settings(self, env: ServedEnv) -> list[KnobSetting]:
         """The environment's settings, the one as written first (see the module doc), read
-        once per environment from the seed's source (:func:`spade_core.knobs.read_knobs`)."""
-        with self._lock:
-            known = self._settings.get(env.id)
+        from its source (:func:`spade_core.knobs.read_knobs`) and kept in the budget."""
+        known = self.kept.get(("knob settings", env.id))
         if known is not None:
-            return known
+            return known  # type: ignore[return-value]
         settings: list[KnobSetting] = [()]
         try:  # the kernel's one reader of the declarations (ast: nothing runs, store code too)
             knobs = read_knobs(env.source, env.metadata.class_name).knobs
@@ -126,9 +126,7 @@ class TaskCatalog:
             for value in _declared_values(knob):
                 if len(settings) < MAX_KNOB_SETTINGS and value != knob.value and ((knob.name, value),) not in settings:
                     settings.append(((knob.name, value),))
-        with self._lock:
-            self._settings.setdefault(env.id, settings)
-        return settings
+        return self.kept.keep(("knob settings", env.id), settings, _settings_size(settings))
 
     def num_tasks(self, env: ServedEnv, split: str) -> int:
         self._base(split)
@@ -165,18 +163,16 @@ class TaskCatalog:
         return task
 
     def variant(self, env: ServedEnv, knobs: KnobSetting) -> ServedEnv:
-        """:func:`variant`, made once per environment and setting (its source is parsed
-        twice: not on every reset)."""
+        """:func:`variant`, kept in the server's budget once made (its source is parsed
+        twice: not on every reset while it is kept)."""
         if not knobs:
             return env
-        key = (env.id, knobs)
-        with self._lock:
-            known = self._variants.get(key)
+        key = ("variant", env.id, knobs)
+        known = self.kept.get(key)
         if known is not None:
-            return known
+            return known  # type: ignore[return-value]
         made = variant(env, knobs)
-        with self._lock:
-            return self._variants.setdefault(key, made)
+        return self.kept.keep(key, made, source_size(made.source))
 
     def resolve(self, env: ServedEnv, split: Any, index: Any, seed: int | None) -> tuple[Task, ServedEnv]:
         """The task a reset names (:meth:`for_reset`) and the environment that plays it (its
@@ -192,6 +188,11 @@ class TaskCatalog:
         if split not in SPLITS:
             raise TaskError(f"unknown split {split!r}: the splits are {', '.join(SPLITS)}")
         return SPLITS[split]
+
+
+def _settings_size(settings: list[KnobSetting]) -> int:
+    """About what a list of settings costs kept (its tuples, names and values)."""
+    return sys.getsizeof(settings) + sum(200 * len(setting) + 64 for setting in settings)
 
 
 def variant(env: ServedEnv, knobs: KnobSetting) -> ServedEnv:
