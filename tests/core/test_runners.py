@@ -34,9 +34,9 @@ def test_the_installed_sandbox_registers_the_default_runner_by_name_only() -> No
     nothing of the sandbox beyond its plugin module."""
     runners = SpadePlugins().env_runners()
     assert runners[SANDBOX] == EnvRunner(
-        SANDBOX, make="spade_sandbox.env:SandboxedEnv", prepare="spade_sandbox.prestart:prepare"
+        SANDBOX, make="spade_sandbox.opener:open_env", prepare="spade_sandbox.prestart:prepare"
     )
-    assert resolve(runners[SANDBOX].make).__name__ == "SandboxedEnv"
+    assert resolve(runners[SANDBOX].make).__name__ == "open_env"
 
 
 def test_a_runner_name_registered_twice_names_both_plugins() -> None:

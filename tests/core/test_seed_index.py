@@ -103,7 +103,8 @@ def index_home(home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def _save_one(seed_file: Path) -> None:
-    seed = {"gym_id": "spade/x-v1", "path": str(seed_file), "class_name": None, "max_turns": 5, "domain": "d"}
+    seed = {"gym_id": "spade/x-v1", "path": str(seed_file), "class_name": None, "max_turns": 5, "domain": "d",
+            "reward_range": [0.0, 1.0]}
     seed_index.save([seed], {"d": ["math"]}, [])
 
 

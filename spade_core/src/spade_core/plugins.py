@@ -11,6 +11,7 @@ Which plugins load:
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import inspect
 import os
@@ -23,8 +24,9 @@ from typing import TYPE_CHECKING, Any
 import pluggy
 
 from . import hookspecs
-from .domains import Domain
+from .domains import Domain, SeedEnv, domain_problems, seed_problems
 from .errors import ConfigError, PluginError
+from .names import NAME_RE, ActionFormat
 from .runners import EnvRunner, resolve
 
 if TYPE_CHECKING:
@@ -89,6 +91,7 @@ class SpadePlugins:
             self._fill_hooks(info)
         self._lock = threading.Lock()
         self._domains: dict[str, Domain] | None = None
+        self._problems: list[PluginProblem] = []
         self._runners: dict[str, EnvRunner] | None = None
         self._sections: dict[str, tuple[str, Any]] | None = None
         self._factories: dict[str, dict[str, Any]] = {}
@@ -156,31 +159,62 @@ class SpadePlugins:
     # --- registries -----------------------------------------------------------------
 
     def domains(self) -> dict[str, Domain]:
+        """Every registered domain, by name, each with the seeds that passed the checks of
+        :meth:`problems` (a domain whose own fields are wrong is left out with its seeds)."""
         with self._lock:
             if self._domains is None:
-                found: dict[str, Domain] = {}
-                owner: dict[str, str] = {}
-                # Each implementation is called on its own so that every domain is traced
-                # back to the plugin that registered it (``spade plugins`` shows this).
-                for impl in self.pm.hook.spade_register_domains.get_hookimpls():
-
-                    def register(domain: Domain, _plugin: str = impl.plugin_name) -> None:
-                        if not isinstance(domain, Domain):
-                            raise PluginError(
-                                f"plugin {_plugin!r}: register() expects a Domain, got {type(domain).__name__}"
-                            )
-                        if domain.name in found:
-                            raise PluginError(
-                                f"domain {domain.name!r} registered twice (by {owner[domain.name]!r} and {_plugin!r})"
-                            )
-                        found[domain.name] = domain
-                        owner[domain.name] = _plugin
-
-                    impl.function(register=register)
-                for info in self._infos:
-                    info.domains = sorted(d for d, p in owner.items() if p == info.name)
-                self._domains = found
+                self._domains, self._problems = self._load_domains()
             return self._domains
+
+    def problems(self) -> list[PluginProblem]:
+        """What the plugins registered wrongly, one :class:`PluginProblem` per bad seed or
+        domain (a seed's problem lists every mistake in it), found when the domains are
+        first listed: a ``spade_register_domains`` that raised, a domain's own fields
+        (:func:`~spade_core.domains.domain_problems`), each seed's metadata, file, class and
+        skill (:func:`~spade_core.domains.seed_problems`), and a seed name that two seeds
+        take, in one domain or two (neither is registered: which one a name means must not
+        depend on load order). The rest keeps working: only what is named here is left out."""
+        self.domains()
+        with self._lock:
+            return list(self._problems)
+
+    def _load_domains(self) -> tuple[dict[str, Domain], list[PluginProblem]]:
+        found: dict[str, Domain] = {}
+        owner: dict[str, str] = {}
+        problems: list[PluginProblem] = []
+        # Each implementation is called on its own so that every domain is traced back to
+        # the plugin that registered it (``spade plugins`` shows this).
+        for impl in self.pm.hook.spade_register_domains.get_hookimpls():
+
+            def register(domain: Domain, _plugin: str = impl.plugin_name) -> None:
+                if not isinstance(domain, Domain):
+                    raise PluginError(f"plugin {_plugin!r}: register() expects a Domain, got {type(domain).__name__}")
+                if domain.name in found:
+                    raise PluginError(
+                        f"domain {domain.name!r} registered twice (by {owner[domain.name]!r} and {_plugin!r})"
+                    )
+                found[domain.name] = domain
+                owner[domain.name] = _plugin
+
+            try:
+                impl.function(register=register)
+            except PluginError:
+                raise
+            except Exception as exc:  # the plugin's own code: named, and the others go on
+                problems.append(PluginProblem(
+                    impl.plugin_name, f"spade_register_domains raised {type(exc).__name__}: {exc}"))
+        for info in self._infos:
+            info.domains = sorted(d for d, p in owner.items() if p == info.name)
+        kept: dict[str, list[SeedEnv]] = {}
+        for name, domain in found.items():
+            kept[name] = _checked_seeds(owner[name], domain, problems)
+        _refuse_shared_names(found, owner, kept, problems)
+        domains = {
+            name: dataclasses.replace(domain, seed_envs=tuple(kept[name]), action_format=ActionFormat(domain.action_format))
+            for name, domain in found.items()
+            if not any(p.domain == name and p.seed is None for p in problems)
+        }
+        return domains, problems
 
     def domain(self, name: str) -> Domain:
         try:
@@ -374,6 +408,103 @@ class _Registered:
     factory: Callable[..., Any]
     options: Any
     plugin: str
+
+
+@dataclass(frozen=True)
+class PluginProblem:
+    """One thing a plugin registered wrongly, as ``spade list`` and ``spade plugins
+    --check`` report it, in one line (``str()``): the plugin, the domain and seed where
+    there is one, and what is wrong (each field, the value given and what is allowed)."""
+
+    plugin: str
+    message: str
+    domain: str | None = None
+    #: The seed's name as written (``#N``, its place in ``seed_envs``, when it has none).
+    seed: str | None = None
+    #: The Gymnasium id the refused seed would have had; ``gymnasium.make`` of it raises
+    #: this problem (``None``: the seed has no valid id).
+    gym_id: str | None = None
+
+    def __str__(self) -> str:
+        where = [f"plugin {self.plugin!r}"]
+        if self.domain is not None:
+            where.append(f"domain {self.domain!r}")
+        if self.seed is not None:
+            where.append(f"seed {self.seed!r}")
+        return f"{', '.join(where)}: {self.message}"
+
+    def to_json(self) -> dict[str, str | None]:
+        return {"plugin": self.plugin, "domain": self.domain, "seed": self.seed, "gym_id": self.gym_id,
+                "message": self.message, "line": str(self)}
+
+
+def _gym_id(seed: Any) -> str | None:
+    """``spade/<name>-v<version>`` of a seed whose name and version make a valid id."""
+    if isinstance(seed, SeedEnv) and isinstance(seed.name, str) and NAME_RE.match(seed.name) \
+            and type(seed.version) is int and seed.version >= 1:
+        return seed.gym_id
+    return None
+
+
+def _seed_label(seed: Any, index: int) -> str:
+    name = getattr(seed, "name", None)
+    return name if isinstance(name, str) and name else f"#{index + 1}"
+
+
+def _checked_seeds(plugin: str, domain: Domain, problems: list[PluginProblem]) -> list[SeedEnv]:
+    """The seeds of ``domain`` without mistakes; a problem for each other one (and for the
+    domain itself when its own fields are wrong: then none is kept)."""
+    try:
+        seeds = list(domain.seed_envs)
+    except TypeError:
+        problems.append(PluginProblem(plugin, f"seed_envs = {domain.seed_envs!r}: a tuple of SeedEnv",
+                                      domain=str(domain.name)))
+        return []
+    wrong = domain_problems(domain)
+    if wrong:
+        problems.append(PluginProblem(
+            plugin, "; ".join(map(str, wrong)) + f" (the domain is not registered, nor its {len(seeds)} seed(s))",
+            domain=str(domain.name)))
+        for index, seed in enumerate(seeds):
+            if (gym_id := _gym_id(seed)) is not None:
+                problems.append(PluginProblem(plugin, "not registered: its domain is wrong (see the domain's line)",
+                                              domain=str(domain.name), seed=_seed_label(seed, index), gym_id=gym_id))
+        return []
+    good = []
+    for index, seed in enumerate(seeds):
+        if not isinstance(seed, SeedEnv):
+            problems.append(PluginProblem(plugin, f"seed_envs[{index}] is a {type(seed).__name__}, not a SeedEnv",
+                                          domain=domain.name, seed=f"#{index + 1}"))
+            continue
+        mistakes = seed_problems(seed, domain.skills)
+        if mistakes:
+            problems.append(PluginProblem(plugin, "; ".join(map(str, mistakes)), domain=domain.name,
+                                          seed=_seed_label(seed, index), gym_id=_gym_id(seed)))
+        else:
+            good.append(seed)
+    return good
+
+
+def _refuse_shared_names(
+    found: dict[str, Domain], owner: dict[str, str], kept: dict[str, list[SeedEnv]], problems: list[PluginProblem]
+) -> None:
+    """Take out of ``kept`` every seed whose name another seed has too (in its domain or
+    another), with a problem naming every holder."""
+    holders: dict[str, list[str]] = {}
+    for name, seeds in kept.items():
+        for seed in seeds:
+            holders.setdefault(seed.name, []).append(name)
+    for seed_name, domains in holders.items():
+        if len(domains) < 2:
+            continue
+        where = ", ".join(sorted(f"plugin {owner[d]!r} domain {d!r}" for d in domains))
+        for name in dict.fromkeys(domains):
+            for seed in [s for s in kept[name] if s.name == seed_name]:
+                problems.append(PluginProblem(
+                    owner[name], f"name = {seed_name!r}: a name no other seed has; {len(domains)} seeds have it "
+                                 f"({where}), so none of them is registered", domain=name, seed=seed_name,
+                    gym_id=seed.gym_id))
+            kept[name] = [s for s in kept[name] if s.name != seed_name]
 
 
 def _label(kind: str) -> str:

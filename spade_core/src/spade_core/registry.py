@@ -3,7 +3,9 @@
 ``import spade_core`` calls :func:`register_on_import`, which registers
 
 * every seed environment of every loaded domain plugin (trusted code: ``gymnasium.make``
-  loads it in-process through :func:`make_seed_env`), and
+  opens it through :func:`make_seed_env`, in a worker process under the sandbox's call
+  deadline, or in this process with ``in_process=True``; a seed the plugin got wrong is
+  registered to refuse with why, :func:`refused_seed_env`), and
 * every admitted environment of the active store (untrusted code: :func:`make_stored_env`
   hands it to the env runner ``store_envs_run`` names, spade-sandbox's ``sandbox`` by
   default, or runs it in-process only when ``store_envs_run = "in-process"``).
@@ -53,17 +55,19 @@ from gymnasium.envs.registration import EnvSpec
 from gymnasium.envs.registration import registry as gym_registry
 
 from . import native, seed_index
-from .runners import IN_PROCESS, EnvRunner
+from .runners import IN_PROCESS, SANDBOX, EnvRunner
 from .store.id_snapshot import names_of
 
 if TYPE_CHECKING:
     from .config import SpadeConfig
     from .env import TextEnv
+    from .sandbox_settings import SandboxSettings
     from .store import EnvStore
 
 NAMESPACE = "spade"
 SEED_ENTRY_POINT = "spade_core.registry:make_seed_env"
 STORED_ENTRY_POINT = "spade_core.registry:make_stored_env"
+REFUSED_ENTRY_POINT = "spade_core.registry:refused_seed_env"
 
 _PREFIX = NAMESPACE + "/"
 
@@ -206,6 +210,9 @@ class Registration:
     store: str | None = None
     #: Human-readable problems (each also issued as a warning).
     problems: list[str] = field(default_factory=list)
+    #: Seeds a plugin got wrong (``SpadePlugins.problems``), registered to refuse with this
+    #: line; not warned about here (``spade list`` and ``spade plugins --check`` show them).
+    refused: list[str] = field(default_factory=list)
 
     def problem(self, message: str) -> None:
         self.problems.append(message)
@@ -253,7 +260,7 @@ def register_on_import() -> None:
         from_plugins = indexed is None or not _register_indexed_seeds(indexed, result)
         if from_plugins:
             _register_seeds(result)
-            if not result.problems:
+            if not result.problems and not result.refused:  # a plugin to fix is read again each time
                 _save_seed_index()
         _register_store(None, result, at_import=True)
     except Exception as exc:  # the import must survive anything a store or plugin does
@@ -423,22 +430,54 @@ def _register_seeds(result: Registration) -> None:
     try:
         from .plugins import get_plugins
 
-        domains = get_plugins().domains()
+        plugins = get_plugins()
+        domains = plugins.domains()
+        problems = plugins.problems()
     except Exception as exc:
         result.problem(f"spade_core: seed environments were not registered: {exc}")
         return
+    _drop_refusals()
     for domain in domains.values():
         for seed in domain.seed_envs:
-            _register_seed(seed.gym_id, str(seed.path), seed.class_name, seed.max_turns, domain.name, result)
+            _register_seed(seed.gym_id, str(seed.path), seed.class_name, seed.max_turns, domain.name, result,
+                           tuple(domain.reward_range))
+    _register_refusals({p.gym_id: str(p) for p in reversed(problems) if p.gym_id is not None}, result)
+    for problem in problems:
+        if problem.seed is None:  # a plugin whose hook raised, a domain left out: warned, as ever
+            result.problem(f"spade_core: seed environments were not registered: {problem}")
+
+
+#: Ids of seeds a plugin got wrong, registered so that ``gymnasium.make`` says why
+#: (:func:`refused_seed_env`); a store environment of the same id replaces its refusal.
+_refused_seeds: set[str] = set()
+
+
+def _drop_refusals() -> None:
+    """Take the refusals of an earlier registration out (a seed fixed since registers)."""
+    for gym_id in _refused_seeds:
+        spec = gym_registry.get(gym_id)
+        if spec is not None and spec.entry_point == REFUSED_ENTRY_POINT:
+            del gym_registry[gym_id]
+    _refused_seeds.clear()
+
+
+def _register_refusals(reasons: dict[str, str], result: Registration) -> None:
+    for gym_id, reason in reasons.items():
+        if gym_id in _registered_seeds or (gym_id in gym_registry and gym_registry[gym_id].entry_point != REFUSED_ENTRY_POINT):
+            continue  # a seed registered under it (another version's problem), or someone else's
+        gym_registry[gym_id] = EnvSpec(id=gym_id, entry_point=REFUSED_ENTRY_POINT, kwargs={"reason": reason})
+        _refused_seeds.add(gym_id)
+        result.refused.append(reason)
 
 
 def _register_seed(
-    gym_id: str, path: str, class_name: str | None, max_turns: int, domain: str, result: Registration
+    gym_id: str, path: str, class_name: str | None, max_turns: int, domain: str, result: Registration,
+    reward_range: tuple[float, float],
 ) -> None:
     spec = EnvSpec(
         id=gym_id,
         entry_point=SEED_ENTRY_POINT,
-        kwargs={"path": path, "class_name": class_name, "max_turns": max_turns},
+        kwargs={"path": path, "class_name": class_name, "max_turns": max_turns, "reward_range": reward_range},
         # the environment truncates at max_turns itself; the spec says so too, as Gymnasium
         # users read it (TimeLimit then agrees with the environment's own truncation)
         max_episode_steps=max_turns,
@@ -472,7 +511,8 @@ def _register_indexed_seeds(indexed: dict[str, Any], result: Registration) -> bo
     if any(seed["gym_id"] in gym_registry for seed in seeds):
         return False  # let the plugin path report the clash in full
     for seed in seeds:
-        _register_seed(seed["gym_id"], seed["path"], seed["class_name"], seed["max_turns"], seed["domain"], result)
+        _register_seed(seed["gym_id"], seed["path"], seed["class_name"], seed["max_turns"], seed["domain"], result,
+                       tuple(seed["reward_range"]))
     _indexed_allowed_modules = indexed["allowed_modules"]
     _indexed_runners = indexed["runners"]
     return True
@@ -490,6 +530,7 @@ def _save_seed_index() -> None:
             "class_name": seed.class_name,
             "max_turns": seed.max_turns,
             "domain": domain.name,
+            "reward_range": list(domain.reward_range),
         }
         for domain in domains.values()
         for seed in domain.seed_envs
@@ -503,19 +544,73 @@ def _save_seed_index() -> None:
 
 
 def make_seed_env(
-    path: str, class_name: str | None = None, max_turns: int | None = None, render_mode: str | None = None
+    path: str,
+    class_name: str | None = None,
+    max_turns: int | None = None,
+    render_mode: str | None = None,
+    reward_range: tuple[float, float] | None = None,
+    in_process: bool = False,
 ) -> Any:
-    """A seed environment (trusted plugin code) loaded in this process."""
-    from .env import ReferenceEnvAdapter
+    """A seed environment (trusted plugin code), opened by :func:`open_trusted_env`: in a
+    worker process under the call deadline of ``[spade.sandbox]``, or in this process with
+    ``gymnasium.make(id, in_process=True)``."""
     from .errors import EnvLoadError
-    from .source import instantiate, load_trusted_class
 
     try:
         source = Path(path).read_text(encoding="utf-8")
     except OSError as exc:
         raise EnvLoadError(f"cannot read the seed environment: {exc.strerror}", source_name=path) from None
-    cls = load_trusted_class(source, class_name, source_name=path)
-    return ReferenceEnvAdapter(lambda: instantiate(cls), max_turns=max_turns, render_mode=render_mode)
+    return open_trusted_env(source, source_name=path, class_name=class_name, max_turns=max_turns,
+                            reward_range=reward_range, render_mode=render_mode, in_process=in_process)
+
+
+def open_trusted_env(
+    source: str,
+    *,
+    source_name: str,
+    class_name: str | None = None,
+    max_turns: int | None = None,
+    reward_range: tuple[float, float] | None = None,
+    render_mode: str | None = None,
+    sandbox: SandboxSettings | None = None,
+    in_process: bool = False,
+) -> TextEnv:
+    """Trusted code (a plugin's seed environment) as a Gymnasium environment: through the
+    ``sandbox`` env runner with ``trusted=True`` (``spade_sandbox.opener.open_env``: a worker
+    process of its own, killed at ``sandbox``'s call deadline with the ``call_timeout`` error
+    store code gets, importing its plugin's modules freely; ``None``: the active
+    configuration's ``[spade.sandbox]``). In this process, with no deadline, when
+    ``in_process`` or when no loaded plugin provides that runner (spade-sandbox not
+    installed). The reward range enforced is the class's own ``reward_range`` where it
+    declares one, else ``reward_range`` (the domain's)."""
+    from .env import ReferenceEnvAdapter, declared_reward_range
+    from .errors import EnvContractError
+
+    try:
+        declared = declared_reward_range(source, class_name)
+    except (SyntaxError, ValueError, RecursionError, MemoryError, EnvContractError):
+        declared = None  # the load reports a source that does not parse
+    reward_range = declared or (tuple(reward_range) if reward_range else None)  # type: ignore[assignment]
+    runner = None if in_process else env_runner(SANDBOX)
+    if runner is None:
+        from .source import instantiate, load_trusted_class
+
+        cls = load_trusted_class(source, class_name, source_name=source_name)
+        return ReferenceEnvAdapter(lambda: instantiate(cls), max_turns=max_turns, reward_range=reward_range,
+                                   render_mode=render_mode)
+    if sandbox is None:
+        from .run_settings import run_settings  # no pydantic on the gymnasium.make path
+
+        sandbox = run_settings().sandbox
+    return runner.make_env(source, max_turns=max_turns, allowed_modules=(), reward_range=reward_range,
+                           class_name=class_name, render_mode=render_mode, sandbox=sandbox, trusted=True)
+
+
+def refused_seed_env(reason: str, **_: Any) -> Any:
+    """The entry point of a seed a plugin got wrong: raises why it is not registered."""
+    from .errors import PluginError
+
+    raise PluginError(f"this seed environment is not registered: {reason} (`spade plugins --check` lists every problem)")
 
 
 def make_stored_env(

@@ -39,8 +39,10 @@ class EnvRunner:
       allowed_modules, reward_range, class_name, render_mode, sandbox)``, it returns a
       :class:`~spade_core.env.TextEnv` whose code runs wherever the runner runs it, under
       ``sandbox`` (the caller's :class:`~spade_core.sandbox_settings.SandboxSettings`, the
-      ``[spade.sandbox]`` table of the configuration it loaded). It may raise any
-      :class:`~spade_core.errors.SpadeError` the runner defines;
+      ``[spade.sandbox]`` table of the configuration it loaded). Seeds of installed plugins
+      are made with ``trusted=True`` too: plugin code, run under the runner's call
+      deadline but free to import its plugin's modules (``allowed_modules`` is then
+      empty). It may raise any :class:`~spade_core.errors.SpadeError` the runner defines;
     * ``prepare``: ``"module:callable"`` or ``None``; called as ``prepare(at_import=...)``
       before the store is read: by ``import spade_core`` (``at_import=True``) when the
       active store has environments this runner will run, and at the start of each make

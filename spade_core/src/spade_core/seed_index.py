@@ -30,7 +30,7 @@ import os
 import sys
 from typing import Any
 
-FORMAT = 2  # 2: the env runners are kept too
+FORMAT = 3  # 2: the env runners are kept too; 3: each seed's reward range
 DISABLE_VAR = "SPADE_SEED_INDEX"
 PLUGINS_VAR = "SPADE_PLUGINS"
 
@@ -103,6 +103,9 @@ def _is_seed(seed: Any) -> bool:
         and all(isinstance(seed.get(k), str) for k in ("gym_id", "path", "domain"))
         and (seed.get("class_name") is None or isinstance(seed["class_name"], str))
         and type(seed.get("max_turns")) is int
+        and isinstance(seed.get("reward_range"), list)
+        and len(seed["reward_range"]) == 2
+        and all(type(x) in (int, float) for x in seed["reward_range"])
     )
 
 

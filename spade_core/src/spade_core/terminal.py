@@ -11,11 +11,14 @@ control characters), source code through :func:`printable`, and JSON through
 
 from __future__ import annotations
 
+import os
 import re
+from typing import Any
 
+from rich.console import Console
 from rich.markup import escape as _escape_markup
 
-__all__ = ["escape", "printable", "terminal_json"]
+__all__ = ["escape", "print_whole", "printable", "terminal_json", "unwrapped"]
 
 #: C0 controls but tab and newline, DEL, C1 controls (8-bit CSI, OSC, ST among them), and the
 #: bidirectional overrides and isolates that reorder what is shown.
@@ -45,3 +48,25 @@ def terminal_json(text: str) -> str:
     escapes: the same JSON value, nothing a terminal obeys. Outside strings JSON is ASCII
     without controls, so every match is inside a string."""
     return _UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+def unwrapped(console: Console) -> bool:
+    """Whether ``console`` writes to a pipe or a file with no width set (``COLUMNS``):
+    rich then wraps at 80 columns, which cuts a table's rows in two in a log or for
+    ``grep``; such output is printed whole instead (:func:`print_whole`)."""
+    return not console.is_terminal and not os.environ.get("COLUMNS")
+
+
+def print_whole(console: Console, renderable: Any) -> None:
+    """Print ``renderable`` (a table) on ``console``: at the terminal's width on a
+    terminal, at its own natural width when :func:`unwrapped` (never folded at 80)."""
+    if not unwrapped(console):
+        console.print(renderable)
+        return
+    width = console.width
+    natural = console.measure(renderable, options=console.options.update(max_width=1 << 20)).maximum
+    console.width = max(width, natural)  # print() caps any width it is given at this one
+    try:
+        console.print(renderable)
+    finally:
+        console.width = width

@@ -66,6 +66,21 @@ class SandboxLauncher:
         backend = resolve_backend(self.settings.backend, **options)
         return SandboxPool(self.limits(**limit_overrides), backend=backend, allow_insecure=self.settings.allow_insecure)
 
+    def trusted_pool(self, **limit_overrides: Any) -> SandboxPool:
+        """A pool for trusted code (a plugin's seed environments): each code version in a
+        worker process of its own, killed at the settings' call deadline (the same
+        ``call_timeout`` error store code gets) and held to their memory and CPU limits, but
+        without the static allow-list, the runtime guard or the confining layers
+        (namespaces, Landlock, seccomp, another uid), so the code imports what it imports
+        in-process (its plugin's own modules): a deadline, not a security boundary. Always
+        the native zygote, whatever the settings' backend: a plain child process runs
+        wherever the sandbox does, even where its layers do not."""
+        from .backends import ZygoteBackend
+
+        limits = self.limits(namespaces=False, drop_uid=False, landlock=False, seccomp=False, **limit_overrides)
+        return SandboxPool(limits, backend=ZygoteBackend("trusted", spare=False), allow_insecure=True,
+                           unsafe_skip_static_check=True)
+
     def program_pool(self, **limit_overrides: Any) -> SandboxPool:
         """A pool for whole programs instead of environment classes (contest solutions that
         import ``sys`` and read standard input): no static check and no Python guard in its

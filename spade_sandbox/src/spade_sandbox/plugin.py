@@ -37,9 +37,10 @@ def _restricted() -> Any:
     return RestrictedBackend()
 
 
-#: How the core runs store code here: in a :class:`~spade_sandbox.env.SandboxedEnv` of the
-#: default pool, whose zygote :func:`spade_sandbox.prestart.prepare` starts early.
-RUNNER = EnvRunner(SANDBOX, make="spade_sandbox.env:SandboxedEnv", prepare="spade_sandbox.prestart:prepare")
+#: How the core runs environment code here: :func:`spade_sandbox.opener.open_env` (store code
+#: in a :class:`~spade_sandbox.env.SandboxedEnv` of the default pool, whose zygote
+#: :func:`spade_sandbox.prestart.prepare` starts early; seeds in the trusted pool).
+RUNNER = EnvRunner(SANDBOX, make="spade_sandbox.opener:open_env", prepare="spade_sandbox.prestart:prepare")
 
 
 @hookimpl

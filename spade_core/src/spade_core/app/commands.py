@@ -9,7 +9,6 @@ one red line (see :mod:`spade_core.app.cli`).
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import sys
 from enum import StrEnum
@@ -22,7 +21,8 @@ from rich.panel import Panel
 from rich.table import Table
 
 from ..metadata import EnvMetadata, EnvStatus
-from ..terminal import escape, printable, terminal_json
+from ..terminal import escape, print_whole, printable, terminal_json, unwrapped
+from . import plugin_report
 from .cli import command_config, command_plugins
 
 
@@ -72,13 +72,15 @@ def list_envs(
     from .catalog import CatalogEntry, open_store, seed_entries
 
     config = command_config(ctx)
-    seeds = seed_entries(command_plugins(ctx), domain=domain, skill=skill, status=status)
+    plugins = command_plugins(ctx)
+    seeds = seed_entries(plugins, domain=domain, skill=skill, status=status)
     with open_store(config, read_only=True) as store:
         total = store.count(domain=domain, skill=skill, status=status)
         stored = [CatalogEntry("store", m) for m in store.find(domain=domain, skill=skill, status=status, limit=limit)]
     entries = seeds + stored
     if as_json:
         _echo_json([e.summary() for e in entries])
+        plugin_report.warn_problems(plugins)
         return
     console = _console()
     table = Table(title=f"{len(seeds)} seed + {total} store environments", title_justify="left")
@@ -97,15 +99,16 @@ def list_envs(
     if domain is not None:  # every row says the same
         columns.remove("domain")
         del widths["domain"]
+    room = 1 << 20 if unwrapped(console) else console.width  # a pipe or a file: whole rows
     needed = sum(widths.values()) + 3 * len(columns) + 1  # cells, padding and rules
-    if needed > console.width:  # too narrow even for these: the skill folds, the rest stays whole
+    if needed > room:  # too narrow even for these: the skill folds, the rest stays whole
         del widths["skill"]
     for col, width in (("turns", 5), ("win rate", 8), ("regret", 6)):
-        if needed + width + 3 <= console.width:
+        if needed + width + 3 <= room:
             columns.append(col)
             widths[col] = width
             needed += width + 3
-    if needed + 23 <= console.width:
+    if needed + 23 <= room:
         columns.append("description")
     for col in columns:
         numeric = col in ("turns", "win rate", "regret")
@@ -131,9 +134,10 @@ def list_envs(
             "description": escape(_clip(s["description"], 50)),
         }
         table.add_row(*(cells[c] for c in columns))
-    console.print(table)
+    print_whole(console, table)
     if total > len(stored):
         console.print(f"[dim]showing {len(stored)} of {total} store environments; --limit shows more[/]")
+    plugin_report.warn_problems(plugins)
 
 
 # --- spade show -----------------------------------------------------------------------
@@ -264,7 +268,9 @@ def play(
     env_id: str = typer.Argument(..., metavar="ID", help="Environment id, name or spade/<id>."),
     seed: int | None = typer.Option(None, "--seed", help="Episode seed (default: drawn, and shown)."),
     in_process: bool = typer.Option(
-        False, "--in-process", help="Run store code in this process instead of the sandbox (trusted code only)."
+        False, "--in-process",
+        help="Run the code in this process, with no call deadline: store code instead of the sandbox (trusted "
+             "code only), a seed instead of its worker process (to debug it).",
     ),
 ) -> None:
     r"""Play an environment in the terminal: type actions (wrapped as \boxed{...} for boxed
@@ -567,33 +573,6 @@ def _export_to_harbor(
     _console().print(f"exported {n} environments as Harbor tasks to {escape(str(target))}")
 
 
-# --- spade plugins --------------------------------------------------------------------
-
-
-def plugins(
-    ctx: typer.Context, as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table.")
-) -> None:
-    """List loaded plugins: distribution, version, hooks and the domains they register."""
-    ps = command_plugins(ctx)
-    ps.domains()  # fills each plugin's domain list
-    if as_json:
-        _echo_json([dataclasses.asdict(i) for i in ps.infos])
-        return
-    table = Table(title=f"{len(ps.infos)} plugins", title_justify="left")
-    for col in ("name", "distribution", "version", "builtin", "hooks", "domains"):
-        table.add_column(col, overflow="fold")
-    for i in ps.infos:
-        table.add_row(
-            escape(i.name),
-            escape(i.distribution or "-"),
-            escape(i.version or "-"),
-            "yes" if i.builtin else "",
-            escape(", ".join(h.removeprefix("spade_") for h in i.hooks) or "-"),
-            escape(", ".join(i.domains) or "-"),
-        )
-    _console().print(table)
-
-
 def register(cli: typer.Typer) -> None:
     """Add the core commands to ``cli`` (called by the built-in plugin)."""
     cli.command("list")(list_envs)
@@ -601,4 +580,4 @@ def register(cli: typer.Typer) -> None:
     cli.command("play")(play)
     cli.command("import")(import_envs)
     cli.command("export")(export)
-    cli.command("plugins")(plugins)
+    cli.command("plugins")(plugin_report.plugins)

@@ -6,7 +6,8 @@ session command, and returns what happened as a :class:`Turn`. The terminal loop
 in :func:`play_in_terminal`.
 
 Where the environment runs is decided by :func:`open_env`: seed environments are trusted
-and run in this process; store environments run in the env runner the configuration's
+and run in a worker process under the sandbox's call deadline (``--in-process``: in this
+process); store environments run in the env runner the configuration's
 ``store_envs_run`` names (``"sandbox"``: spade-sandbox's ``SandboxedEnv``, reached through
 the ``spade_register_env_runners`` hook, see :mod:`spade_core.runners`) unless the user
 explicitly opts in to in-process execution (``--in-process`` or ``store_envs_run =
@@ -24,6 +25,7 @@ from ..config import SpadeConfig
 from ..env import ReferenceEnvAdapter, TextEnv
 from ..errors import EnvContractError, SpadeError, UntrustedCodeError
 from ..metadata import ActionFormat
+from ..registry import open_trusted_env
 from ..source import instantiate, load_trusted_class
 from .catalog import CatalogEntry
 
@@ -47,13 +49,18 @@ def open_env(
     store: EnvStore | None = None,
     plugins: SpadePlugins | None = None,
 ) -> TextEnv:
-    """A Gymnasium text environment for ``entry``, run where its trust level allows:
-    in-process for seeds (or when opted in), else by the env runner of ``plugins``
-    (default: the process-wide set) that ``config.store_envs_run`` names;
-    :class:`~spade_core.errors.UntrustedCodeError` when none provides it."""
+    """A Gymnasium text environment for ``entry``, run where its trust level allows: a
+    seed (trusted plugin code) by :func:`~spade_core.registry.open_trusted_env`, in a
+    worker process under ``config``'s call deadline (in this process with
+    ``in_process``); store code by the env runner of ``plugins`` (default: the
+    process-wide set) that ``config.store_envs_run`` names, in this process only when
+    opted in; :class:`~spade_core.errors.UntrustedCodeError` when no runner provides it."""
     meta = entry.metadata
     source = entry.source(store)
-    if entry.kind == "seed" or in_process or config.store_envs_run == "in-process":
+    if entry.kind == "seed":
+        return open_trusted_env(source, source_name=meta.id, class_name=meta.class_name, max_turns=meta.max_turns,
+                                reward_range=meta.reward_range, sandbox=config.sandbox, in_process=in_process)
+    if in_process or config.store_envs_run == "in-process":
         cls = load_trusted_class(source, meta.class_name, source_name=meta.id)
         return ReferenceEnvAdapter(lambda: instantiate(cls), max_turns=meta.max_turns, reward_range=meta.reward_range)
     if plugins is None:

@@ -1,0 +1,100 @@
+"""Opening an environment: :func:`open_env`, the one function that turns an environment's
+source, its terms (turn cap, reward range, class, allowed helper modules) and whether it is
+trusted into a Gymnasium environment whose every call runs under the sandbox's deadline.
+
+* **untrusted** (store code, imports, anything generated): a :class:`~spade_sandbox.env.SandboxedEnv`
+  in the process-wide pool of the caller's ``[spade.sandbox]`` settings: the static
+  allow-list, the runtime guard and every OS layer;
+* **trusted** (a plugin's seed environments): a worker of the process-wide *trusted* pool
+  of those settings (:meth:`SandboxLauncher.trusted_pool
+  <spade_sandbox.launcher.SandboxLauncher.trusted_pool>`): a process of its own with the
+  same call deadline, memory and CPU limits, but none of the confinement, so the code
+  imports its plugin's own modules as it would in this process.
+
+Either way a call past ``call_timeout_s`` kills the worker and raises
+:class:`~spade_sandbox.errors.SandboxTimeout` (kind ``timeout``), the caller goes on, and
+the values crossing back are checked by the contract's checks. The core reaches this
+function through the ``sandbox`` env runner (``spade_sandbox.plugin.RUNNER``): ``gymnasium.make``
+of a seed or a stored environment, ``spade play`` and ``spade eval`` all open through it.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import threading
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+from .default import active_sandbox_settings
+from .env import SandboxedEnv
+from .errors import EnvCodeError
+from .launcher import SandboxLauncher
+
+if TYPE_CHECKING:
+    from spade_core.sandbox_settings import SandboxSettings
+
+    from .pool import SandboxPool
+
+_trusted: dict[SandboxSettings, SandboxPool] = {}
+_trusted_lock = threading.Lock()
+
+
+def open_env(
+    source: str,
+    *,
+    max_turns: int | None = None,
+    allowed_modules: Iterable[str] = (),
+    reward_range: tuple[float, float] | None = None,
+    class_name: str | None = None,
+    render_mode: str | None = None,
+    sandbox: SandboxSettings | None = None,
+    trusted: bool = False,
+) -> SandboxedEnv:
+    """The environment ``source`` defines, opened where its trust allows (see the module
+    docstring); ``sandbox`` is the caller's ``[spade.sandbox]`` (``None``: the active
+    configuration's, the ``gymnasium.make`` edge). ``allowed_modules`` widen the static
+    allow-list of untrusted code; trusted code needs none."""
+    if not trusted:
+        return SandboxedEnv(source, max_turns=max_turns, allowed_modules=allowed_modules, reward_range=reward_range or (0.0, 1.0),
+                            class_name=class_name, render_mode=render_mode, sandbox=sandbox)
+    pool = trusted_pool(sandbox if sandbox is not None else active_sandbox_settings())
+    try:
+        return SandboxedEnv(source, pool=pool, max_turns=max_turns, reward_range=reward_range or (0.0, 1.0),
+                            class_name=class_name, render_mode=render_mode)
+    except EnvCodeError as exc:
+        if "ModuleNotFoundError" in exc.message or "No module named" in exc.message:
+            exc.message += (" (a trusted seed runs in a worker process with this interpreter's module path, every "
+                            "folder of sys.path; a package installed in editable mode through an import hook, "
+                            "setuptools' finder for a flat layout, is not found there: use the src layout or a "
+                            "regular install)")
+        raise
+
+
+def trusted_pool(settings: SandboxSettings) -> SandboxPool:
+    """The process-wide trusted pool of ``settings``, made on first use (and again after it
+    was closed); closed at interpreter exit, never used by a child made by ``os.fork``."""
+    with _trusted_lock:
+        pool = _trusted.get(settings)
+        if pool is None or pool.closed:
+            if not _trusted:
+                atexit.register(_close_at_exit)
+            pool = _trusted[settings] = SandboxLauncher(settings).trusted_pool()
+        return pool
+
+
+def _close_at_exit() -> None:
+    for pool in list(_trusted.values()):
+        pool.close(wait=False)
+
+
+def _forget_in_child() -> None:
+    global _trusted_lock
+    _trusted_lock = threading.Lock()  # another thread may have held it at the fork
+    pools = list(_trusted.values())
+    _trusted.clear()
+    for pool in pools:
+        pool.forget()
+
+
+os.register_at_fork(after_in_child=_forget_in_child)
