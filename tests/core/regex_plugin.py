@@ -90,9 +90,10 @@ class RegexMatchEnv:
 '''
 
 SOUND = "        pass"
-#: Pays 1.5 for one pathological pattern only: the fuzz strategy lists it among many.
+#: Pays 1.5 (computed, so no reading of the source sees it) for one pathological pattern
+#: only: the fuzz strategy lists it among many.
 OUT_OF_RANGE = '''        if pattern == "(a+)+$":
-            return "Catastrophic.", 1.5, False'''
+            return "Catastrophic.", len(pattern) / 4, False'''
 #: Hangs on one command (the deadline test).
 HANGS = '''        if pattern == "hang":
             while True:

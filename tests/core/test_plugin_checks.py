@@ -7,6 +7,7 @@ why it is missing; a name two seeds take is refused for both."""
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import subprocess
@@ -28,7 +29,9 @@ def site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     folder = tmp_path / "site"
     folder.mkdir()
     regex_plugin.install(folder)
-    monkeypatch.syspath_prepend(str(folder))
+    # after the script's own folder, as an installed path is (a worker's module path skips sys.path[0])
+    monkeypatch.setattr(sys, "path", [sys.path[0], str(folder), *sys.path[1:]])
+    importlib.invalidate_caches()
     before = set(sys.modules)
     yield folder
     for name in set(sys.modules) - before:
@@ -36,13 +39,16 @@ def site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
             del sys.modules[name]
 
 
-def run_spade(site: Path, home: Path, *args: str, code: str | None = None) -> subprocess.CompletedProcess[str]:
+def run_spade(
+    site: Path, home: Path, *args: str, code: str | None = None, stdin: str | None = None
+) -> subprocess.CompletedProcess[str]:
     """The real ``spade`` (or ``python -c code``) in a fresh interpreter that finds the
-    plugins through ``PYTHONPATH``, with every installed plugin loaded."""
+    plugins through ``PYTHONPATH``, with every installed plugin loaded, in ``home`` (its
+    ``SPADE_HOME`` and working folder)."""
     env = {k: v for k, v in os.environ.items() if k != "SPADE_PLUGINS"}
     env.update(SPADE_HOME=str(home), PYTHONPATH=os.pathsep.join([str(site), env.get("PYTHONPATH", "")]))
     command = [sys.executable, "-c", code] if code is not None else [sys.executable, "-m", "spade_core.app.cli", *args]
-    return subprocess.run(command, env=env, cwd=home, capture_output=True, text=True, timeout=300)
+    return subprocess.run(command, env=env, cwd=home, input=stdin, capture_output=True, text=True, timeout=300)
 
 
 def assert_every_mistake_named(output: str) -> None:

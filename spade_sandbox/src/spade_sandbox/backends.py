@@ -74,14 +74,18 @@ def with_compiled_code(spec: dict[str, Any]) -> dict[str, Any]:
 
 class ZygoteBackend:
     """Workers forked from a warm zygote; ``command_prefix`` wraps the zygote in an outer
-    jail (nsjail, bwrap) when set. ``spare`` keeps one pre-hardened worker forked ahead."""
+    jail (nsjail, bwrap) when set. ``spare`` keeps one pre-hardened worker forked ahead.
+    ``adopt`` takes the zygote started ahead at import (:mod:`.prestart`) when it fits;
+    ``False`` starts one of its own on first use, with the module path of that moment."""
 
     def __init__(
-        self, name: str = "native", command_prefix: Sequence[str] = (), spare: bool = True, cgroups: bool = True
+        self, name: str = "native", command_prefix: Sequence[str] = (), spare: bool = True, cgroups: bool = True,
+        adopt: bool = True,
     ) -> None:
         self.name = name
         self.spare = spare
         self.cgroups = cgroups
+        self.adopt = adopt
         self.command_prefix = list(command_prefix)
         self._zygote: ZygoteProcess | None = None
         self._lock = threading.Lock()
@@ -91,7 +95,7 @@ class ZygoteBackend:
             if self._zygote is None or not self._zygote.alive:
                 if self._zygote is not None:
                     self._zygote.close()
-                started = prestart.take(self.command_prefix, self.spare, self.cgroups)
+                started = prestart.take(self.command_prefix, self.spare, self.cgroups) if self.adopt else None
                 if started is not None:  # started before this process imported the pool
                     started.start_timeout_s = limits.spawn_timeout_s
                     self._zygote = started

@@ -78,7 +78,9 @@ class SandboxLauncher:
         from .backends import ZygoteBackend
 
         limits = self.limits(namespaces=False, drop_uid=False, landlock=False, seccomp=False, **limit_overrides)
-        return SandboxPool(limits, backend=ZygoteBackend("trusted", spare=False), allow_insecure=True,
+        # Its own zygote, started on first use: it finds the modules of this process's
+        # module path then (a zygote started ahead at import knows the path of that moment).
+        return SandboxPool(limits, backend=ZygoteBackend("trusted", spare=False, adopt=False), allow_insecure=True,
                            unsafe_skip_static_check=True)
 
     def program_pool(self, **limit_overrides: Any) -> SandboxPool:

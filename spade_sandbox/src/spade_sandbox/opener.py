@@ -26,6 +26,7 @@ import threading
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+from .channel import zygote_path
 from .default import active_sandbox_settings
 from .env import SandboxedEnv
 from .errors import EnvCodeError
@@ -36,7 +37,9 @@ if TYPE_CHECKING:
 
     from .pool import SandboxPool
 
-_trusted: dict[SandboxSettings, SandboxPool] = {}
+#: The trusted pools, by settings and module path (a folder put on ``sys.path`` later, as a
+#: test or a notebook does, is seen by a pool made after it).
+_trusted: dict[tuple[SandboxSettings, tuple[str, ...]], SandboxPool] = {}
 _trusted_lock = threading.Lock()
 
 
@@ -72,14 +75,17 @@ def open_env(
 
 
 def trusted_pool(settings: SandboxSettings) -> SandboxPool:
-    """The process-wide trusted pool of ``settings``, made on first use (and again after it
-    was closed); closed at interpreter exit, never used by a child made by ``os.fork``."""
+    """The process-wide trusted pool of ``settings`` and of this process's module path
+    (:func:`~spade_sandbox.channel.zygote_path`, what its workers import from), made on
+    first use (and again after it was closed); closed at interpreter exit, never used by a
+    child made by ``os.fork``."""
+    key = (settings, tuple(zygote_path()))
     with _trusted_lock:
-        pool = _trusted.get(settings)
+        pool = _trusted.get(key)
         if pool is None or pool.closed:
             if not _trusted:
                 atexit.register(_close_at_exit)
-            pool = _trusted[settings] = SandboxLauncher(settings).trusted_pool()
+            pool = _trusted[key] = SandboxLauncher(settings).trusted_pool()
         return pool
 
 
