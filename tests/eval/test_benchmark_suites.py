@@ -7,6 +7,7 @@ policies are the replay backend answering through the same harness a model goes 
 
 from __future__ import annotations
 
+import contextlib
 import json
 from pathlib import Path
 
@@ -21,7 +22,7 @@ from spade_designer.llm.replay import ReplayBackend
 from spade_eval.benchmarks import (
     BenchmarkDataError,
     aime_items,
-    answers_match,
+    answer_checker,
     extract_choice,
     gpqa_choices,
     gpqa_items,
@@ -92,10 +93,12 @@ def test_rows_are_read_from_jsonl_parquet_and_a_hub_layout_folder(tmp_path: Path
         aime_items("AIME26", None)(CTX)
 
 
-def test_answers_are_compared_by_math_verify() -> None:
-    assert answers_match("70", "so the remainder is \\boxed{70}.")
-    assert answers_match("70", "\\boxed{070}") and answers_match("\\frac{1}{2}", "\\boxed{0.5}")
-    assert not answers_match("70", "\\boxed{71}") and not answers_match("70", "")
+def test_answers_are_compared_by_math_verify_in_the_sandbox() -> None:
+    with contextlib.ExitStack() as stack:
+        answers_match = answer_checker(SuiteContext(None, None, None, stack))
+        assert answers_match("70", "so the remainder is \\boxed{70}.")
+        assert answers_match("70", "\\boxed{070}") and answers_match("\\frac{1}{2}", "\\boxed{0.5}")
+        assert not answers_match("70", "\\boxed{71}") and not answers_match("70", "")
 
 
 def test_aime_avg_at_k_is_the_mean_over_problems_with_an_interval(tmp_path: Path) -> None:

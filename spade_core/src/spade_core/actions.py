@@ -87,22 +87,39 @@ class ToolAction:
     text: str = ""
 
 
-def tagged(text: str, tag: str) -> list[str]:
-    """The contents of every ``<tag>...</tag>`` in ``text``, in order, each ending at the
-    first closing tag after its opening (as ``re.findall(r"<tag>(.*?)</tag>", text,
-    re.DOTALL)`` would give them), found in time linear in ``text``: once an opening tag
-    has no closing tag after it, no later one has, so the search ends there instead of
-    scanning the rest again from every later opening tag."""
+def tag_spans(text: str, tag: str) -> list[tuple[int, int]]:
+    """Where each ``<tag>...</tag>`` of ``text`` lies, as ``(start, end)`` of the whole
+    element, in order, each ending at the first closing tag after its opening (what
+    ``re.finditer(r"<tag>.*?</tag>", text, re.DOTALL)`` finds), in time linear in ``text``:
+    once an opening tag has no closing tag after it, no later one has, so the search ends
+    there instead of scanning the rest again from every later opening tag, which made the
+    regular expression quadratic in the number of unclosed tags."""
     start, end = f"<{tag}>", f"</{tag}>"
-    out: list[str] = []
+    out: list[tuple[int, int]] = []
     at = text.find(start)
     while at != -1:
         close = text.find(end, at + len(start))
         if close == -1:
             break
-        out.append(text[at + len(start) : close])
+        out.append((at, close + len(end)))
         at = text.find(start, close + len(end))
     return out
+
+
+def tagged(text: str, tag: str) -> list[str]:
+    """The contents of every ``<tag>...</tag>`` in ``text`` (:func:`tag_spans`), in order."""
+    inner, outer = len(tag) + 2, len(tag) + 3
+    return [text[a + inner : b - outer] for a, b in tag_spans(text, tag)]
+
+
+def without_tagged(text: str, tag: str) -> str:
+    """``text`` less every ``<tag>...</tag>`` element (:func:`tag_spans`)."""
+    parts, last = [], 0
+    for a, b in tag_spans(text, tag):
+        parts.append(text[last:a])
+        last = b
+    parts.append(text[last:])
+    return "".join(parts)
 
 
 def _no_constant(name: str) -> Any:

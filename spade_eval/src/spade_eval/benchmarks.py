@@ -19,11 +19,13 @@ from __future__ import annotations
 import json
 import random
 import re
+import uuid
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from spade_core.actions import find_boxed
+from spade_core.answers import names_non_finite
 from spade_core.errors import SpadeError
 from spade_core.evaluation import EpisodeSuite, EvalItem, SuiteContext
 
@@ -71,21 +73,95 @@ def require_fields(rows: list[dict[str, Any]], fields: Sequence[str], data: str)
         raise BenchmarkDataError(f"{data}: rows lack {', '.join(missing)} (they have {', '.join(rows[0])})")
 
 
-def answers_match(gold: str, reply: str) -> bool:
-    """Whether ``reply``'s final answer equals ``gold`` by ``math-verify`` (its parser
-    reads the last boxed or plain answer; no signal timeouts, as episodes are stepped on
-    threads)."""
-    from math_verify import parse, verify
+#: Longest text an answer checker reads: a boxed answer, or the tail of a reply without
+#: one (an AIME answer is a number below 1,000; a GPQA answer a letter).
+MAX_CHECKED_CHARS = 20_000
+#: Wall-clock seconds one math-verify comparison may take in its sandbox worker.
+CHECK_TIMEOUT_S = 10.0
 
+CHECKER_SOURCE = '''
+"""One answer compared with its gold by math-verify (the sandbox's facade)."""
+import json
+from math_verify import parse, verify
+
+
+class AnswerCheckEnv:
+    def reset(self, seed=None):
+        return "ready", {}
+
+    def step(self, action):
+        job = json.loads(action)
+        gold = parse(job["gold"])
+        pred = parse(job["target"])
+        right = bool(gold) and bool(pred) and verify(gold, pred)
+        return "right" if right else "wrong", 0.0, True, False, {}
+'''
+
+
+class AnswerCheckError(SpadeError):
+    """An answer its checker could not decide (it ran out of time or memory, or failed):
+    the episode scores 0 with this message as its ``scoring_error``."""
+
+
+def checked_text(reply: str) -> str:
+    """What of ``reply`` is compared: its last ``\\boxed{...}`` as LaTeX, else the reply
+    itself; at most the last :data:`MAX_CHECKED_CHARS` characters either way."""
     boxed = find_boxed(reply)
     target = f"${boxed[-1]}$" if boxed else reply
-    gold_parsed = parse(f"${gold}$", parsing_timeout=None)
-    pred = parse(target, parsing_timeout=None)
-    return bool(gold_parsed and pred and verify(gold_parsed, pred, timeout_seconds=None))
+    return target[-MAX_CHECKED_CHARS:]
+
+
+class MathAnswerCheck:
+    """``check(gold, reply)``: whether ``reply``'s final answer equals ``gold`` by
+    ``math-verify``, decided in a sandbox worker of ``pool`` of its own (math-verify turns
+    text into sympy expressions, whose cost the text decides: ``\\boxed{9^{9^{9}}}`` never
+    ends): the pool's call deadline and memory limit bound it, and a worker that passes
+    them is killed with nothing else in it. :class:`AnswerCheckError` when it gives no
+    verdict."""
+
+    def __init__(self, pool: Any) -> None:
+        self.pool = pool
+
+    def __call__(self, gold: str, reply: str) -> bool:
+        target = checked_text(reply)
+        boxed = find_boxed(reply)
+        if boxed and names_non_finite(boxed[-1]):
+            return False
+        from spade_sandbox.errors import SandboxError
+
+        job = json.dumps({"gold": f"${gold}$", "target": target})
+        try:  # a worker of its own (isolation): a check that is killed takes no other with it
+            handle = self.pool.spawn(CHECKER_SOURCE, allowed_modules=("math_verify",), isolation=uuid.uuid4().hex)
+        except SandboxError as exc:
+            raise AnswerCheckError(f"the answer checker could not start: {type(exc).__name__}: {exc}") from None
+        try:
+            self.pool.reset(handle, seed=0)
+            verdict = self.pool.step(handle, job)[0]
+        except SandboxError as exc:
+            raise AnswerCheckError(f"math-verify gave no verdict on the answer: {type(exc).__name__}: {exc}") from None
+        finally:
+            try:
+                self.pool.close_env(handle)
+            except SandboxError:  # already lost with its worker
+                pass
+        return verdict == "right"
+
+
+def answer_checker(context: SuiteContext) -> MathAnswerCheck:
+    """A :class:`MathAnswerCheck` on a pool of the context's sandbox settings, closed with
+    the evaluation (``context.resources``)."""
+    from spade_sandbox.launcher import SandboxLauncher
+
+    launcher = SandboxLauncher.from_config(context.config) if context.config is not None else SandboxLauncher.active()
+    pool = launcher.pool(call_timeout_s=CHECK_TIMEOUT_S, max_idle_workers=0)
+    if context.resources is not None:
+        context.resources.callback(pool.close)
+    return MathAnswerCheck(pool)
 
 
 class AnswerEnv:
-    """One question, one reply, scored by ``check(gold, reply)``."""
+    """One question, one reply, scored by ``check(gold, reply)``; a check that raises
+    :class:`AnswerCheckError` scores 0 with its message in ``info["scoring_error"]``."""
 
     def __init__(self, question: str, gold: str, check: Any, label: str) -> None:
         self.question, self.gold, self.check, self.label = question, gold, check, label
@@ -94,11 +170,13 @@ class AnswerEnv:
         return self.question, {"problem": self.label}
 
     def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        info: dict[str, Any] = {"problem": self.label}
         try:
-            right = self.check(self.gold, action)
-        except Exception:  # an unparsable reply is a wrong one
+            right = bool(self.check(self.gold, action))
+        except AnswerCheckError as exc:
             right = False
-        return ("Correct." if right else "Wrong."), float(right), True, False, {"problem": self.label}
+            info["scoring_error"] = str(exc)
+        return ("Correct." if right else "Wrong."), float(right), True, False, info
 
     def close(self) -> None:
         pass
@@ -107,18 +185,18 @@ class AnswerEnv:
 def aime_items(column: str, default_data: str | None):
     def items(context: SuiteContext, *, size: int = 32, seed: int = 0, data: str | None = None,
               split: str = "train", config: str | None = None, limit: int | None = None) -> Sequence[EvalItem]:
-        del context
         source = data or default_data
         if not source:
             raise BenchmarkDataError(f"{column}: name the data with -o data=FILE or a Hub dataset id")
         rows = load_rows(source, split=split, config=config)
         require_fields(rows, ("problem", "answer"), source)
+        check = answer_checker(context)
         out = []
         for n, row in enumerate(rows[:limit] if limit else rows):
             label = str(row.get("id", n))
             question = f"{row['problem']}\n\nPut your final answer within \\boxed{{}}."
             out += [EvalItem(group=f"{column}/{label}", seed=seed + k, label=label, max_turns=1, column=column,
-                             make_env=lambda q=question, a=str(row["answer"]), lab=label: AnswerEnv(q, a, answers_match, lab))
+                             make_env=lambda q=question, a=str(row["answer"]), lab=label: AnswerEnv(q, a, check, lab))
                     for k in range(size)]
         return out
 
@@ -134,15 +212,20 @@ def gpqa_choices(row: dict[str, Any], seed: int | str) -> tuple[list[str], str]:
     return [str(options[i]).strip() for i in order], LETTERS[order.index(0)]
 
 
-_ANSWER_LINE = re.compile(r"answer\s*(?:is)?\s*[:=]?\s*\(?([ABCD])\)?\b", re.IGNORECASE)
+# Linear-time patterns (possessive quantifiers: whitespace once taken is never given back to
+# the next quantifier, so "answer" and 2,000 spaces is one pass, not a cubic search).
+_ANSWER_LINE = re.compile(r"answer\s*+(?:is\s*+)?[:=]?\s*+\(?([ABCD])\)?\b", re.IGNORECASE)
 _LONE_LETTER = re.compile(r"(?<![A-Za-z])\(?([ABCD])\)?(?![A-Za-z])")
+_BOXED_LETTER = re.compile(r"\s*+(?:\\text\{)?\(?([ABCD])\)?\}?\s*+")
 
 
 def extract_choice(reply: str) -> str | None:
     """The letter a reply chooses: the last ``\\boxed{X}``, else the last "Answer: X",
-    else the last standing letter A-D."""
+    else the last standing letter A-D; read from the last :data:`MAX_CHECKED_CHARS`
+    characters, in time linear in them."""
+    reply = reply[-MAX_CHECKED_CHARS:]
     for payload in reversed(find_boxed(reply)):
-        m = re.fullmatch(r"\s*(?:\\text\{)?\(?([ABCD])\)?\}?\s*", payload)
+        m = _BOXED_LETTER.fullmatch(payload)
         if m:
             return m.group(1)
     found = _ANSWER_LINE.findall(reply)

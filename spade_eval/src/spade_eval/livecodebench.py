@@ -106,9 +106,23 @@ def _tests(value: Any) -> list[dict[str, Any]]:
     return json.loads(text)
 
 
+#: A code fence's opening line; possessive, so a run of spaces is read once (two adjacent
+#: ``[ \t]*`` shared it every way they could: quadratic in a reply's spaces).
+_FENCE_OPEN = re.compile(r"```[ \t]*+(?:python3?|py)?[ \t]*+\n", re.IGNORECASE)
+
+
 def extract_program(reply: str) -> str | None:
-    """The last fenced code block of a reply (```python ... ``` or ``` ... ```)."""
-    blocks = re.findall(r"```[ \t]*(?:python3?|py)?[ \t]*\n(.*?)```", reply, re.DOTALL | re.IGNORECASE)
+    """The last fenced code block of a reply (```python ... ``` or ``` ... ```), found in
+    time linear in the reply: each block ends at the first fence after its opening line, and
+    once a block has no closing fence no later one has."""
+    blocks: list[str] = []
+    at = 0
+    while (opening := _FENCE_OPEN.search(reply, at)) is not None:
+        close = reply.find("```", opening.end())
+        if close == -1:
+            break
+        blocks.append(reply[opening.end() : close])
+        at = close + 3
     return blocks[-1] if blocks else None
 
 

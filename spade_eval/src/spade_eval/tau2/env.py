@@ -7,11 +7,10 @@ from __future__ import annotations
 import copy
 import json
 import math
-import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from spade_core.actions import ToolCall, parse_tool_action
+from spade_core.actions import ToolCall, parse_tool_action, without_tagged
 from spade_core.errors import ActionFormatError
 
 from ..dialogue import SimulatedUser, UserToolCall
@@ -74,9 +73,6 @@ class _Episode:
         return self.world.tools
 
 
-_TAG_RE = re.compile(r"<tool_call>.*?</tool_call>", re.DOTALL)
-
-
 class Tau2Env:
     """One tau2-bench task as a reference-format environment (see the module docstring)."""
 
@@ -124,7 +120,7 @@ class Tau2Env:
         if ep.done:
             return "The conversation is over.", self._final(premature=ep.premature), True, False, {}
         text = action if isinstance(action, str) else str(action)
-        said = _TAG_RE.sub("", text).strip()
+        said = without_tagged(text, "tool_call").strip()
         if said:
             ep.agent_texts.append(said)
             ep.transcript.append(("assistant", said))

@@ -25,7 +25,6 @@ case ignored).
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -73,7 +72,16 @@ def _excerpt(text: str, limit: int = 160) -> str:
     return repr(flat if len(flat) <= limit else flat[:limit] + "...")
 
 
-_FENCE = re.compile(r"^```[a-zA-Z]*\s*\n?(.*?)\n?\s*```$", re.DOTALL)
+_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+def unfenced(text: str) -> str:
+    """``text`` (stripped) without a Markdown fence around it (```` ```json ... ``` ````):
+    its inside, less the language word, stripped; slicing, not a regular expression, whose
+    lazy body before ``\\s*```$`` took time quadratic in a reply's whitespace."""
+    if len(text) >= 6 and text.startswith("```") and text.endswith("```"):
+        return text[3:-3].lstrip(_LETTERS).strip()
+    return text
 
 
 def read_verdicts(reply: str, assertions: Sequence[str]) -> list[Verdict]:
@@ -83,10 +91,7 @@ def read_verdicts(reply: str, assertions: Sequence[str]) -> list[Verdict]:
     def unreadable(problem: str) -> JudgeReplyError:
         return JudgeReplyError(f"the NL-assertion judge's reply cannot be read: {problem} (reply: {_excerpt(reply)})")
 
-    text = reply.strip()
-    fenced = _FENCE.match(text)
-    if fenced:
-        text = fenced.group(1).strip()
+    text = unfenced(reply.strip())
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
