@@ -7,15 +7,18 @@ trusted. :class:`CatalogEntry` keeps that difference visible (``kind``).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..config import SpadeConfig
 from ..domains import Domain, SeedEnv
 from ..errors import EnvNotFound, SpadeError, StoreError
-from ..metadata import EnvMetadata, EnvStatus, code_hash
+from ..metadata import EnvMetadata, EnvStatus, ValidationReport, code_hash
+from ..paths import spade_home
 
 if TYPE_CHECKING:
     from ..plugins import SpadePlugins
@@ -126,6 +129,35 @@ def seed_metadata(domain: Domain, seed: SeedEnv, *, with_hash: bool = False) -> 
     )
 
 
+#: Where the validation reports of seed environments are kept, by code hash (a seed's
+#: metadata is the plugin's, not the store's: there is no row to record a report on).
+SEED_REPORTS = Path("cache") / "seed-validation"
+
+
+def seed_report(code: str) -> ValidationReport | None:
+    """The validation report last recorded for a seed whose source has hash ``code``
+    (:func:`save_seed_report`; ``spade validate --seeds`` and ``spade validate SEED``),
+    or ``None``: never validated, or validated as other code (any change of the source is
+    another hash). A damaged file reads as none."""
+    path = spade_home() / SEED_REPORTS / f"{code}.json"
+    try:
+        return ValidationReport.model_validate_json(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def save_seed_report(code: str, report: ValidationReport) -> Path:
+    """Record ``report`` for the seed source of hash ``code`` under ``SPADE_HOME`` (written
+    whole or not at all); returns the file."""
+    folder = spade_home() / SEED_REPORTS
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{code}.json"
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_text(report.model_dump_json(), encoding="utf-8")
+    os.replace(tmp, path)
+    return path
+
+
 def seed_entries(
     plugins: SpadePlugins, *, domain: str | None = None, skill: str | None = None, status: EnvStatus | None = None
 ) -> list[CatalogEntry]:
@@ -151,13 +183,16 @@ def resolve(env_ref: str, plugins: SpadePlugins, store: EnvStore) -> CatalogEntr
     """Find ``env_ref`` (``name-vN``, ``name`` for the latest version, or ``spade/<id>``).
 
     Seeds are looked up first: they are few, and their names are reserved in the
-    Gymnasium namespace. Raises :class:`EnvNotFound` naming both places searched.
+    Gymnasium namespace; a seed's entry carries its last recorded validation report
+    (:func:`seed_report`). Raises :class:`EnvNotFound` naming both places searched.
     """
     ref = _strip_namespace(env_ref.strip())
     for d in plugins.domains().values():
         for s in d.seed_envs:
             if ref in (s.id, s.name):
-                return CatalogEntry("seed", seed_metadata(d, s, with_hash=True), domain=d, seed=s)
+                meta = seed_metadata(d, s, with_hash=True)
+                meta = meta.model_copy(update={"validation": seed_report(meta.code_hash)})
+                return CatalogEntry("seed", meta, domain=d, seed=s)
     try:
         return CatalogEntry("store", store.resolve(ref))
     except EnvNotFound:

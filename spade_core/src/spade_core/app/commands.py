@@ -80,7 +80,7 @@ def list_envs(
     entries = seeds + stored
     if as_json:
         _echo_json([e.summary() for e in entries])
-        plugin_report.warn_problems(plugins)
+        plugin_report.warn_problems(plugins.problems())
         return
     console = _console()
     table = Table(title=f"{len(seeds)} seed + {total} store environments", title_justify="left")
@@ -137,7 +137,7 @@ def list_envs(
     print_whole(console, table)
     if total > len(stored):
         console.print(f"[dim]showing {len(stored)} of {total} store environments; --limit shows more[/]")
-    plugin_report.warn_problems(plugins)
+    plugin_report.warn_problems(plugins.problems())
 
 
 # --- spade show -----------------------------------------------------------------------
@@ -184,10 +184,11 @@ def _metadata_panel(kind: str, m: EnvMetadata) -> Panel:
     return Panel(grid, title=f"[bold]{escape(m.id)}", title_align="left")
 
 
-def _validation_panel(m: EnvMetadata) -> Panel:
+def _validation_panel(kind: str, m: EnvMetadata) -> Panel:
     v = m.validation
     if v is None:
-        return Panel("not validated yet", title="validation", title_align="left")
+        hint = " (`spade validate --seeds` validates every installed seed)" if kind == "seed" else ""
+        return Panel(f"not validated yet{hint}", title="validation", title_align="left")
     head = "[green]passed[/]" if v.passed else f"[red]failed[/] at stage [bold]{escape(v.failed_stage or '?')}[/]"
     lines = [head + f"   feasibility proven: {'yes' if v.feasibility_proven else 'no'}"]
     if v.timings:
@@ -244,7 +245,7 @@ def show(
         return
     console = _console()
     console.print(_metadata_panel(entry.kind, m))
-    console.print(_validation_panel(m))
+    console.print(_validation_panel(entry.kind, m))
     if m.stats:
         console.print(_stats_table(m))
     else:

@@ -20,12 +20,13 @@ from ..terminal import escape, print_whole, terminal_json
 from .cli import command_plugins
 
 if TYPE_CHECKING:
-    from ..plugins import SpadePlugins
+    from collections.abc import Sequence
+
+    from ..plugins import PluginProblem
 
 
-def warn_problems(plugins: SpadePlugins) -> None:
-    """Print the plugins' problems on stderr, one yellow line each (nothing when none)."""
-    problems = plugins.problems()
+def warn_problems(problems: Sequence[PluginProblem]) -> None:
+    """Print plugin problems on stderr, one line each (nothing when none)."""
     if not problems:
         return
     console = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -79,4 +80,4 @@ def plugins(
             escape(", ".join(i.domains) or "-"),
         )
     print_whole(Console(highlight=False, soft_wrap=False), table)
-    warn_problems(ps)
+    warn_problems(problems)
