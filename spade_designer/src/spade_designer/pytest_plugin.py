@@ -48,7 +48,14 @@ def _metadata(domain: Domain, seed: SeedEnv, **overrides: Any) -> Any:
     return EnvMetadata(**fields)
 
 
+def _verdict(label: str, report: ValidationReport) -> str:
+    """One line saying what failed: pytest's short summary shows a failure's first line."""
+    reason = " ".join((report.reasons[0] if report.reasons else "no reason given").split())
+    return f"{label} rejected at stage {report.failed_stage or '?'}: {reason}"
+
+
 def _explain(label: str, report: ValidationReport) -> str:
+    """The verdict in one line, then the rendered report (stages, reason, replay)."""
     from io import StringIO
 
     from rich.console import Console
@@ -57,7 +64,7 @@ def _explain(label: str, report: ValidationReport) -> str:
 
     buf = StringIO()
     Console(file=buf, width=110, color_system=None).print(report_renderable(report, title=label))
-    return buf.getvalue()
+    return f"{_verdict(label, report)}\n{buf.getvalue()}"
 
 
 class SpadeFuzz:
@@ -125,9 +132,11 @@ class SpadeFuzz:
             )
             reports[seed.id] = report
             if not report.passed:
-                failed.append(_explain(seed.id, report))
+                failed.append((seed.id, report))
         if failed:
-            pytest.fail(f"{len(failed)} of {len(dom.seed_envs)} environments rejected:\n" + "\n".join(failed), pytrace=False)
+            named = "; ".join(_verdict(label, report) for label, report in failed)
+            pytest.fail(f"{len(failed)} of {len(dom.seed_envs)} environments rejected: {named}\n"
+                        + "\n".join(_explain(label, report) for label, report in failed), pytrace=False)
         return reports
 
 
