@@ -33,6 +33,13 @@ new values into the source by replacing exactly those literals, so the child dif
 from its parent in nothing else. Every value is checked against its declaration first
 (:func:`check_values`); a value outside it is a :class:`KnobValueError` naming the knob,
 the value and the declared range.
+
+Every reader converts numeric bounds to floats, so a declaration they cannot hold is
+refused where it is read, as a :class:`KnobDeclarationError` naming the knob: an int bound
+beyond +/-2**53 (:data:`MAX_INT_BOUND`: a 401-digit bound used to raise ``OverflowError``
+in every reader, so a designer's frontier or a server's task list failed with it), a
+non-finite float bound, a range wider than a float. Nothing the block holds raises anything
+else, and a value no knob can take is a :class:`KnobValueError`.
 """
 
 from __future__ import annotations
@@ -54,6 +61,9 @@ _DIRECTIONS = {"higher": 1, "lower": -1}
 KnobValue = bool | int | float | str
 
 _TYPES = {"int": int, "float": float, "bool": bool, "str": str}
+#: What ``ast.literal_eval`` raises for a literal it cannot build (an unhashable key, a
+#: nesting past the interpreter's depth) besides the ValueError of a non-literal.
+_LITERAL_ERRORS = (ValueError, TypeError, SyntaxError, MemoryError, RecursionError)
 
 
 class KnobDeclarationError(SpadeError):
@@ -106,12 +116,15 @@ class Knob:
                     raise KnobValueError(f"{where}: {value!r} is not a whole number")
                 value = int(value)
         else:
-            value = float(value)
+            try:
+                value = float(value)
+            except OverflowError:  # an int past a float's range
+                raise KnobValueError(f"{where}: {_shown(value)} is beyond a float's range") from None
             if not math.isfinite(value):
                 raise KnobValueError(f"{where}: {value!r} is not finite")
         assert self.low is not None and self.high is not None
         if not self.low <= value <= self.high:
-            raise KnobValueError(f"{where}: {value!r} is outside the declared range [{_num(self.low)}, {_num(self.high)}]")
+            raise KnobValueError(f"{where}: {_shown(value)} is outside the declared range [{_num(self.low)}, {_num(self.high)}]")
         return value
 
 
@@ -181,7 +194,7 @@ def _declared(name: str, spec: ast.expr) -> Knob:
         raise KnobDeclarationError(f"knob {name}: type {spec.elts[0].id!r} is not int, float, bool or str")
     try:
         rest = [ast.literal_eval(e) for e in spec.elts[1:]]
-    except ValueError:
+    except _LITERAL_ERRORS:
         raise KnobDeclarationError(f"knob {name}: its bounds or choices must be literals") from None
     if kind is bool:
         if rest:
@@ -196,9 +209,38 @@ def _declared(name: str, spec: ast.expr) -> Knob:
     low, high = rest
     if kind is int and not all(isinstance(b, int) for b in rest):
         raise KnobDeclarationError(f"knob {name}: an int knob needs int bounds")
+    for bound in rest:
+        problem = _bound_problem(kind, bound)
+        if problem:
+            raise KnobDeclarationError(f"knob {name}: bound {_shown(bound)} {problem}")
     if not low < high:
         raise KnobDeclarationError(f"knob {name}: low {low!r} must be below high {high!r}")
+    if not math.isfinite(float(high) - float(low)):
+        raise KnobDeclarationError(f"knob {name}: the range from {low!r} to {high!r} is wider than a float holds")
     return Knob(name, kind, float(low), float(high))
+
+
+#: Largest magnitude of an int knob's bound: every int up to it is exactly a float, so a
+#: bound, a ladder step and a comparison never round or overflow (2**53).
+MAX_INT_BOUND = 2**53
+
+
+def _bound_problem(kind: type, bound: float) -> str | None:
+    """Why a numeric bound cannot be handled (every reader converts bounds to floats), or None."""
+    if kind is int and abs(bound) > MAX_INT_BOUND:
+        return f"is beyond +/-2**53 ({MAX_INT_BOUND}), past what a float holds exactly"
+    try:
+        as_float = float(bound)
+    except OverflowError:
+        return "is beyond a float's range"
+    return None if math.isfinite(as_float) else "is not finite"
+
+
+def _shown(value: object) -> str:
+    """``value`` for a message, a huge integer by its size rather than its 400 digits."""
+    if isinstance(value, int) and value.bit_length() > 200:
+        return f"(an integer of about {int(value.bit_length() * 0.30103) + 1} digits)"
+    return repr(value)
 
 
 def read_knobs(source: str, class_name: str | None = None) -> KnobSet:
@@ -213,6 +255,8 @@ def read_knobs(source: str, class_name: str | None = None) -> KnobSet:
         tree = ast.parse(source)
     except SyntaxError as exc:
         raise KnobDeclarationError(f"the source does not parse (line {exc.lineno}): {exc.msg}") from None
+    except (ValueError, MemoryError, RecursionError) as exc:  # NUL bytes, nesting past the parser's
+        raise KnobDeclarationError(f"the source does not parse: {type(exc).__name__}") from None
     cls = _env_class(tree, class_name)
     if cls is None:
         raise KnobDeclarationError(f"no class {class_name!r} in the source" if class_name else "no environment class")
@@ -237,7 +281,7 @@ def read_knobs(source: str, class_name: str | None = None) -> KnobSet:
                                        "assigned again there to be a knob)")
         try:
             current = ast.literal_eval(node)
-        except ValueError:
+        except _LITERAL_ERRORS:
             raise KnobDeclarationError(f"knob {name}: {cls.name}.{name} must be a literal value") from None
         try:
             current = knob.check(current)
@@ -256,7 +300,7 @@ def _harder(cls: str, block: ast.expr | None, names: list[str]) -> dict[str, int
     where = f"{cls}.{HARDER_ATTRIBUTE}"
     try:
         value = ast.literal_eval(block)
-    except ValueError:
+    except _LITERAL_ERRORS:
         raise KnobDeclarationError(f"{where} must be a dict literal such as {{'SIZE': 'higher'}}") from None
     if not isinstance(value, dict):
         raise KnobDeclarationError(f"{where} must be a dict literal such as {{'SIZE': 'higher'}}")
@@ -264,7 +308,7 @@ def _harder(cls: str, block: ast.expr | None, names: list[str]) -> dict[str, int
     for name, way in value.items():
         if name not in names:
             raise KnobDeclarationError(f"{where}: {name!r} is not a declared knob (declared: {', '.join(names) or 'none'})")
-        if way not in _DIRECTIONS:
+        if not isinstance(way, str) or way not in _DIRECTIONS:
             raise KnobDeclarationError(f"{where}[{name!r}] must be 'higher' or 'lower' (which way is harder), got {way!r}")
         out[name] = _DIRECTIONS[way]
     return out
