@@ -21,6 +21,7 @@ from .names import NAME_RE, ActionFormat
 __all__ = [
     "PRELUDE_ATTRIBUTE",
     "ActionFormat",
+    "DesignGuide",
     "Domain",
     "EvalSuite",
     "Mistake",
@@ -105,6 +106,27 @@ class EvalSuite:
     name: str
     description: str
     run: Callable[..., Any]
+
+
+@dataclass(frozen=True)
+class DesignGuide:
+    """How a domain shapes its designer (``spade_register_design_guides``): its own example
+    environments for the full design prompt and its own code scaffold for the compact one.
+
+    * ``examples``: complete environment sources, good ones of the domain, shown to the
+      designer under the domain's instructions (in place of nothing: the full prompt has
+      only ``Domain.prompt_spec`` and the memory's examples without it);
+    * ``scaffold``: the start of an environment file the compact prompt prefills and the
+      model continues, usually a base class holding the domain's plumbing and ending with
+      ``class ``, so the model writes only the game (its own scaffold instead of the
+      action format's built-in one, or a scaffold where the format has none); with it
+      ``scaffold_task`` says, in the compact prompt, what the model must write after it.
+    """
+
+    domain: str
+    examples: tuple[str, ...] = ()
+    scaffold: str | None = None
+    scaffold_task: str | None = None
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
     from .admission import AdmissionValidator
     from .config import SpadeConfig
-    from .domains import Domain
+    from .domains import DesignGuide, Domain
     from .runners import EnvRunner
     from .shaping import AgentRewardContext, DesignerRewardContext
 
@@ -46,6 +46,19 @@ def spade_register_domains(register: Callable[[Domain], None]) -> None:
     registered twice is a ``PluginError`` naming both plugins; anything but a ``Domain`` is
     a ``PluginError`` naming the plugin. ``import spade_core`` registers each domain's seed
     environments with Gymnasium and keeps them in the seed index."""
+
+
+@hookspec
+def spade_register_design_guides(register: Callable[[DesignGuide], None]) -> None:
+    """Shape the designer of a domain: ``register(DesignGuide(domain, examples=...,
+    scaffold=..., scaffold_task=...))``, its own example environments shown in the full
+    design prompt and its own code scaffold prefilled in the compact one
+    (``spade_core.domains.DesignGuide``; the domain need not be this plugin's).
+
+    Called once per plugin set, by the first ``SpadePlugins.design_guides()`` (the
+    designer's first round of a domain). A domain given two guides, by one plugin or two,
+    is a ``PluginError`` naming both; a scaffold without its ``scaffold_task``, or anything
+    but a ``DesignGuide``, is a ``PluginError`` naming the plugin."""
 
 
 @hookspec

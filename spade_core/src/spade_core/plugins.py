@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 import pluggy
 
 from . import hookspecs
-from .domains import Domain, SeedEnv, domain_problems, seed_problems
+from .domains import DesignGuide, Domain, SeedEnv, domain_problems, seed_problems
 from .errors import ConfigError, PluginError
 from .names import NAME_RE, ActionFormat
 from .runners import EnvRunner, resolve
@@ -222,6 +222,30 @@ class SpadePlugins:
         except KeyError:
             known = ", ".join(sorted(self.domains())) or "none installed"
             raise PluginError(f"unknown domain {name!r} (known: {known})") from None
+
+    def design_guides(self) -> dict[str, DesignGuide]:
+        """How plugins shape the designer of each domain (``spade_register_design_guides``),
+        by domain name."""
+        with self._lock:
+            if "design_guides" not in self._factories:
+                found: dict[str, tuple[DesignGuide, str]] = {}
+                for impl in self.pm.hook.spade_register_design_guides.get_hookimpls():
+
+                    def register(guide: DesignGuide, _plugin: str = impl.plugin_name) -> None:
+                        if not isinstance(guide, DesignGuide):
+                            raise PluginError(f"plugin {_plugin!r}: register() expects a DesignGuide, "
+                                              f"got {type(guide).__name__}")
+                        if guide.scaffold is not None and not guide.scaffold_task:
+                            raise PluginError(f"plugin {_plugin!r}: the design guide of domain {guide.domain!r} has a "
+                                              "scaffold without its scaffold_task (what the model writes after it)")
+                        if guide.domain in found:
+                            raise PluginError(f"domain {guide.domain!r} given two design guides "
+                                              f"(by {found[guide.domain][1]!r} and {_plugin!r})")
+                        found[guide.domain] = (guide, _plugin)
+
+                    impl.function(register=register)
+                self._factories["design_guides"] = {name: guide for name, (guide, _) in found.items()}
+            return dict(self._factories["design_guides"])
 
     def env_runners(self) -> dict[str, EnvRunner]:
         """The runners of untrusted environment code, by name (``store_envs_run`` picks one).

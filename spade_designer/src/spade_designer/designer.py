@@ -25,7 +25,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from spade_core.domains import Domain
+from spade_core.domains import DesignGuide, Domain
 from spade_core.errors import SpadeError
 from spade_core.metadata import EnvEdit, EnvMetadata, EnvStatus, Finding, ValidationReport, code_hash
 
@@ -143,14 +143,21 @@ class Designer:
     def model_name(self) -> str:
         return str(getattr(self.backend, "model_name", None) or self.backend.name)
 
-    def _domain(self, domain: str | Domain) -> Domain:
-        if isinstance(domain, Domain):
-            return domain
+    def _plugin_set(self) -> SpadePlugins:
         if self._plugins is None:
             from spade_core.plugins import get_plugins
 
             self._plugins = get_plugins()
-        return self._plugins.domain(domain)
+        return self._plugins
+
+    def _domain(self, domain: str | Domain) -> Domain:
+        if isinstance(domain, Domain):
+            return domain
+        return self._plugin_set().domain(domain)
+
+    def _guide(self, domain: Domain) -> DesignGuide | None:
+        """The domain's design guide (its scaffold and examples), if a plugin gives one."""
+        return self._plugin_set().design_guides().get(domain.name)
 
     def _probe_fn(self) -> ProbeFn:
         if self._probe is None:
@@ -164,7 +171,7 @@ class Designer:
         style = self.config.prompt_style
         if style == "full":
             return None
-        scaffold = scaffold_for(domain)
+        scaffold = scaffold_for(domain, self._guide(domain))
         continues = bool(getattr(self.backend, "continues_final_message", False))
         if style == "compact":
             if scaffold is None:
@@ -253,9 +260,10 @@ class Designer:
                 if self.corpus is not None:
                     document = self.corpus.sample(rng).truncated(self.config.document_words)
                 if scaffold is None:
+                    guide = self._guide(dom)
                     conv = design_conversation(
                         dom, skill, document=document, memory=selection, difficulty=difficulty,
-                        agent=agent_stats, system=self.config.system_prompt,
+                        agent=agent_stats, system=self.config.system_prompt, examples=guide.examples if guide else (),
                     )
                 else:
                     conv = compact_design_conversation(

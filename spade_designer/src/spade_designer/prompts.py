@@ -1,6 +1,7 @@
 """The designer role's prompts: design, repair and hint conversations.
 
-A design prompt is: the domain's spec (format, rules, an example) + the grounding
+A design prompt is: the domain's spec (format, rules, an example) + the domain's own
+example environments (its design guide, ``spade_register_design_guides``) + the grounding
 document + memory examples (different / too easy / too hard / failed) + the target skill,
 difficulty and the agent's recent performance. The reply is expected to hold one fenced
 Python block; :mod:`.extract` is tolerant of everything else.
@@ -12,6 +13,8 @@ which the backend continues (about a quarter of the full prompt's tokens).
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 from spade_core.domains import Domain
 
@@ -77,9 +80,14 @@ def design_conversation(
     difficulty: float | None = None,
     agent: AgentStats | None = None,
     system: str | None = None,
+    examples: Sequence[str] = (),
 ) -> Conversation:
-    """The conversation asking for one new environment."""
+    """The conversation asking for one new environment; ``examples`` are the domain's own
+    example environments (its :class:`~spade_core.domains.DesignGuide`'s)."""
     parts = [domain.prompt_spec.strip()]
+    if examples:
+        blocks = [f"### Example {i}\n```python\n{code.strip()}\n```" for i, code in enumerate(examples, 1)]
+        parts.append(f"## Example environments of the {domain.name} domain\n" + "\n\n".join(blocks))
     if document is not None and document.text.strip():
         title = f" ({document.title})" if document.title else ""
         parts.append(

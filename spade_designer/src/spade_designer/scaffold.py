@@ -10,15 +10,16 @@ only what makes a game a game: the class name, the hidden state (``start``), the
 
 The scaffold is ordinary code shipped inside the environment's source: validation,
 hints and the store see the whole file, and nothing outside the file is needed to run
-it. A scaffold exists per action format; formats without one (tool calls) are designed
-from the full domain prompt.
+it. A scaffold exists per action format, and a domain may bring its own through the
+``spade_register_design_guides`` hook (``DesignGuide.scaffold``), which wins; formats
+without one and domains without their own (tool calls) are designed from the full prompt.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from spade_core.domains import ActionFormat, Domain
+from spade_core.domains import ActionFormat, DesignGuide, Domain
 
 #: The base class of scaffolded games (``boxed`` action format). ``step`` turns the
 #: last ``\boxed{...}`` of an action into a lower-case command for ``play``.
@@ -85,6 +86,9 @@ TURN_GAME_SCAFFOLD = Scaffold("turn-game", "```python\n" + TURN_GAME, TURN_GAME_
 _BY_FORMAT: dict[ActionFormat, Scaffold] = {ActionFormat.boxed: TURN_GAME_SCAFFOLD}
 
 
-def scaffold_for(domain: Domain) -> Scaffold | None:
-    """The scaffold for the domain's action format, or ``None`` when there is none."""
+def scaffold_for(domain: Domain, guide: DesignGuide | None = None) -> Scaffold | None:
+    """The scaffold of ``domain``: its design guide's own when it has one, else the one of
+    its action format, else ``None``."""
+    if guide is not None and guide.scaffold is not None:
+        return Scaffold(f"{domain.name}-guide", "```python\n" + guide.scaffold, guide.scaffold_task or "")
     return _BY_FORMAT.get(domain.action_format)
