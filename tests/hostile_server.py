@@ -3,7 +3,8 @@ trust the server they talk to: answers far larger than asked for, declared or no
 answers trickled a byte at a time. Its own memory is not the test process's.
 
 ``with hostile_server(kind="http", size=64 << 20) as url: ...`` (``kind="ws"``: a
-WebSocket server that answers every message with one text message of ``size`` bytes).
+WebSocket server that answers every message with one text message of ``size`` bytes;
+``kind="pages"``: a ``GET /envs`` listing that never ends, :func:`_serve_pages`).
 Run as a script, it serves the JSON options of its first argument and prints its port.
 """
 
@@ -107,6 +108,45 @@ def _serve_ws(size: int, **_: Any) -> None:
     asyncio.run(main())
 
 
+def _serve_pages(page_bytes: int = 1000, delay_s: float = 0.0, **_: Any) -> None:
+    """A ``spade serve`` listing without end: every ``GET /envs`` answers one well-formed
+    page (one row, padded to about ``page_bytes``) whose ``next`` is a cursor never answered
+    before, ``delay_s`` after the request; ``GET /envs/<id>`` answers that row. Each page is
+    small and prompt enough for a per-request limit: only bounds on the whole listing end it."""
+    import time
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    served = [0]
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.0"
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+        def do_GET(self) -> None:
+            time.sleep(delay_s)
+            served[0] += 1
+            row = {"id": "filler-v1", "kind": "store", "name": "filler", "version": 1, "domain": "games",
+                   "skill": "filler", "description": "x" * page_bytes, "max_turns": 3, "action_format": "boxed",
+                   "reward_range": [0.0, 1.0]}
+            body = row if self.path.startswith("/envs/") else {"envs": [row], "whole_registry": True,
+                                                                  "next": f"page-{served[0]}"}
+            data = json.dumps(body).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            try:
+                self.wfile.write(data)
+            except (BrokenPipeError, ConnectionResetError):
+                pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    print(server.server_address[1], flush=True)
+    server.serve_forever()
+
+
 if __name__ == "__main__":
     opts = json.loads(sys.argv[1])
-    (_serve_ws if opts.get("kind") == "ws" else _serve_http)(**opts)
+    {"ws": _serve_ws, "pages": _serve_pages}.get(opts.get("kind"), _serve_http)(**opts)

@@ -157,9 +157,9 @@ def test_the_trl_adapter_pages_a_domain_and_looks_up_ids_it_is_not_listed(
         everything: str, plugins: SpadePlugins, store: EnvStore, monkeypatch: pytest.MonkeyPatch) -> None:
     from spade_serve.trl_env import TrlEnvError, TrlEnvironments
 
-    from spade_serve import trl_env
+    from spade_serve import remote_listing
 
-    monkeypatch.setattr(trl_env, "_PAGE_LIMIT", 4)  # several pages of a small domain
+    monkeypatch.setattr(remote_listing, "PAGE_LIMIT", 4)  # several pages of a small domain
     with TrlEnvironments(domain="games", skill="beta", url=everything) as chosen:
         assert chosen.env_ids == _spade_eval_order(plugins, store, domain="games", skill="beta")
         assert len(chosen.env_ids) > 4

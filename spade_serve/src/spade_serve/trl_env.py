@@ -51,18 +51,18 @@ import json
 import keyword
 import random
 import threading
-import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import GenericAlias
 from typing import TYPE_CHECKING, Any, Literal, Union
-from urllib.parse import quote
 
 from spade_core.actions import ToolCall, format_boxed, format_tool_calls
 from spade_core.env import TextEnv
 from spade_core.errors import EnvContractError, SpadeError
 from spade_core.returns import HUNG_STEP_PENALTY
 from spade_core.returns import episode_return as _core_return
+
+from .remote_listing import LISTING_DEADLINE_S, RemoteListing
 
 if TYPE_CHECKING:
     from spade_core.config import SpadeConfig
@@ -124,12 +124,6 @@ def _instance_gone(exc: BaseException) -> bool:
     return isinstance(exc, RemoteError) and exc.data.get("session_closed") is True
 
 
-#: How long listing a server's environments may take, as a whole.
-_LISTING_DEADLINE_S = 30.0
-#: The most environments a domain (and skill) may list for the adapter to train on.
-_MAX_LISTED = 100_000
-#: Rows asked for per ``GET /envs`` page (the server's maximum).
-_PAGE_LIMIT = 1000
 
 
 class TrlEnvError(SpadeError):
@@ -543,7 +537,9 @@ class TrlEnvironments:
     environments are those a ``spade serve`` server lists, each instance a session on it
     (``token``: the server's bearer token; ``max_answer_bytes``: the largest listing or
     session message read from it, past which the read stops with a :class:`TrlEnvError` or
-    :class:`~spade_core.app.http_reads.AnswerTooLarge`).
+    :class:`~spade_core.app.http_reads.AnswerTooLarge`; ``listing_deadline_s``: how long
+    reading what it offers may take, every page and id together; the listing is also bounded
+    in pages and bytes, :mod:`spade_serve.remote_listing`).
 
     Use::
 
@@ -575,6 +571,7 @@ class TrlEnvironments:
         seed: int = 0,
         hang_penalty: float = HUNG_STEP_PENALTY,
         max_answer_bytes: int = 8 * 1024 * 1024,
+        listing_deadline_s: float = LISTING_DEADLINE_S,
     ) -> None:
         ids = [ids] if isinstance(ids, str) else list(ids)
         if not ids and domain is None:
@@ -597,6 +594,7 @@ class TrlEnvironments:
         if isinstance(max_answer_bytes, bool) or not isinstance(max_answer_bytes, int) or max_answer_bytes < 1024:
             raise TrlEnvError(f"max_answer_bytes must be an integer >= 1024, got {max_answer_bytes!r}")
         self._max_answer_bytes = max_answer_bytes
+        self._listing_deadline_s = listing_deadline_s
         targets = self._remote_targets(ids, domain, skill) if url else self._local_targets(ids, domain, skill, config, plugins)
         if not targets:
             what = f"domain {domain!r}" + (f", skill {skill!r}" if skill else "")
@@ -677,69 +675,20 @@ class TrlEnvironments:
             return self._pool
 
     def _remote_targets(self, ids: list[str], domain: str | None, skill: str | None) -> list[_Target]:
-        rows: list[dict[str, Any]] = []
-        for ref in ids:  # each by its own route: a --all server resolves store ids it does not list
-            ref_id = ref.removeprefix("spade/")
-            row = self._read_remote(f"/envs/{quote(ref_id, safe='')}", missing=f"does not serve {ref!r}")
-            if not isinstance(row, dict) or "id" not in row:
-                raise TrlEnvError(f"{self._url}/envs/{ref_id} is not a spade serve environment row")
-            rows.append(row)
+        """The environments the server at ``url`` offers, read under one budget of bytes,
+        pages and time (:class:`~spade_serve.remote_listing.RemoteListing`)."""
+        reads = RemoteListing(self._url or "", token=self._token, max_answer_bytes=self._max_answer_bytes,
+                              error=TrlEnvError, deadline_s=self._listing_deadline_s)
+        # each id by its own route: a --all server resolves store ids it does not list
+        rows: list[dict[str, Any]] = [reads.row(ref) for ref in ids]
         if domain is not None:
-            found = self._list_remote(domain, skill)
+            found = reads.rows(domain, skill)
             if not found:
                 what = f"domain {domain!r}" + (f", skill {skill!r}" if skill else "")
                 raise TrlEnvError(f"the server at {self._url} lists no environment of {what}")
             rows.extend(found)
         unique = list({str(r["id"]): r for r in rows}.values())
         return [_Target(str(r["id"]), r.get("action_format") == "tool_call", self._remote_opener(str(r["id"]))) for r in unique]
-
-    def _list_remote(self, domain: str, skill: str | None) -> list[dict[str, Any]]:
-        """Every row ``GET /envs?domain=&skill=`` lists, its pages followed to the end."""
-        params = {"domain": domain, "limit": str(_PAGE_LIMIT), **({"skill": skill} if skill is not None else {})}
-        rows: list[dict[str, Any]] = []
-        cursor: str | None = None
-        while True:
-            listing = self._read_remote("/envs", params={**params, **({"cursor": cursor} if cursor else {})},
-                                        missing="has no /envs listing")
-            envs = listing.get("envs") if isinstance(listing, dict) else None
-            if not isinstance(envs, list):
-                raise TrlEnvError(f"{self._url}/envs is not a spade serve listing (no 'envs' list)")
-            rows.extend(e for e in envs if isinstance(e, dict) and "id" in e)
-            cursor = listing.get("next")
-            if not cursor:
-                return rows
-            if len(rows) > _MAX_LISTED:
-                raise TrlEnvError(f"the server at {self._url} lists more than {_MAX_LISTED} environments of "
-                                  f"domain {domain!r}: name a skill or the ids to train on")
-
-    def _read_remote(self, route: str, *, params: dict[str, str] | None = None, missing: str) -> Any:
-        """The JSON answer of ``GET route``, bounded in size and time; a 404 is ``missing``."""
-        import httpx
-        from spade_core.app.http_reads import IDENTITY, bound_by_deadlines, read_capped, request_deadline
-
-        headers = {**IDENTITY, **({"Authorization": f"Bearer {self._token}"} if self._token else {})}
-        url = f"{self._url}{route}"
-        deadline = time.monotonic() + _LISTING_DEADLINE_S  # the whole answer, headers included
-        try:
-            with httpx.Client(timeout=_LISTING_DEADLINE_S) as client:
-                bound_by_deadlines(client)
-                with request_deadline(deadline), client.stream("GET", url, params=params, headers=headers) as response:
-                    body = read_capped(response, self._max_answer_bytes, source=url, deadline=deadline,
-                                       deadline_s=_LISTING_DEADLINE_S)
-                    status, reason = response.status_code, response.reason_phrase
-        except SpadeError as exc:  # over max_answer_bytes, too slow, an encoding not read
-            raise TrlEnvError(f"cannot list the environments of {self._url}: {exc}") from None
-        except (httpx.HTTPError, OSError, ValueError) as exc:
-            raise TrlEnvError(f"cannot list the environments of {self._url}: {exc}") from None
-        if status >= 400:
-            said = _error_message(body)
-            if status == 404:
-                raise TrlEnvError(f"the server at {self._url} {missing}" + (f": {said}" if said else ""))
-            raise TrlEnvError(f"{url} answered {status} {reason}: " + (said or "cannot list its environments"))
-        try:
-            return json.loads(body)
-        except ValueError as exc:
-            raise TrlEnvError(f"{url} answered what is not JSON: {exc}") from None
 
     def _remote_opener(self, env_id: str) -> Callable[[], TextEnv]:
         def open_session() -> TextEnv:
@@ -878,17 +827,3 @@ class TrlEnvironments:
     def __repr__(self) -> str:
         where = self._url or "local"
         return f"<TrlEnvironments {len(self._targets)} env(s) ({where}): {', '.join(list(self._targets)[:4])}>"
-
-
-def _error_message(body: bytes) -> str:
-    """The message of a spade serve error answer (``{"type": "error", "data": {"message"}}``,
-    or a plain ``detail``), "" when the body has none."""
-    try:
-        answer = json.loads(body)
-    except ValueError:
-        return ""
-    if not isinstance(answer, dict):
-        return ""
-    data = answer.get("data") if isinstance(answer.get("data"), dict) else answer
-    said = data.get("message") or data.get("detail") or ""
-    return str(said)[:500]

@@ -43,7 +43,15 @@ from pydantic import Field, field_validator
 from verifiers.v1.errors import HarnessError
 from verifiers.v1.types import AssistantMessage, content_text
 
-from .client import EnvironmentFailed, RemoteEpisode, served_environments
+from .client import (
+    LISTING_DEADLINE_S,
+    MAX_ANSWER_BYTES,
+    EnvironmentFailed,
+    RemoteEpisode,
+    SpadeServeError,
+    read_bounded,
+    served_environments,
+)
 from .protocol import (
     DEFAULT_MAX_TOKENS,
     DEFAULT_TEMPERATURE,
@@ -84,7 +92,11 @@ class SpadeTasksetConfig(vf.TasksetConfig):
     token_file: Path | None = None
     """File holding the server's bearer token (its ``--token-file``); else ``$SPADE_SERVE_TOKEN``."""
     timeout_s: float = Field(120.0, gt=0)
-    """Deadline of one request to the server (its own call deadline applies inside)."""
+    """Deadline of one request to the server, as a whole (its own call deadline applies inside)."""
+    max_answer_bytes: int = Field(MAX_ANSWER_BYTES, ge=1024)
+    """Largest answer read from the server (a row, a listing page, an observation)."""
+    listing_deadline_s: float = Field(LISTING_DEADLINE_S, gt=0)
+    """Deadline of every request that reads what the server serves (ids, listing pages) together."""
 
     @field_validator("ids", mode="before")
     @classmethod
@@ -122,7 +134,8 @@ class SpadeTaskset(vf.Taskset[SpadeTask, SpadeTasksetConfig]):
     def load(self) -> Iterator[SpadeTask]:
         config = self.config
         served = served_environments(config.base_url, config.ids, domain=config.domain, skill=config.skill,
-                                     token=self.token, timeout_s=config.timeout_s)
+                                     token=self.token, timeout_s=config.timeout_s,
+                                     max_answer_bytes=config.max_answer_bytes, deadline_s=config.listing_deadline_s)
         caps = {env.id: turn_cap(env.max_turns, config.max_turns) for env in served}
         for env_id, seed in episode_seeds([env.id for env in served], config.size, config.seed):
             yield SpadeTask(
@@ -144,7 +157,9 @@ class SpadeTaskset(vf.Taskset[SpadeTask, SpadeTasksetConfig]):
 
 class SpadeChatHarnessConfig(vf.HarnessConfig):
     request_timeout_s: float = Field(600.0, gt=0)
-    """Deadline of one model call through the interception server."""
+    """Deadline of one model call through the interception server, as a whole."""
+    max_answer_bytes: int = Field(MAX_ANSWER_BYTES, ge=1024)
+    """Largest model answer read."""
 
 
 def _wire(messages: vf.Messages) -> list[dict[str, str]]:
@@ -182,12 +197,17 @@ class SpadeChatSession(vf.HarnessSession):
         assert isinstance(config, SpadeChatHarnessConfig)
         url = f"{self.endpoint.rstrip('/')}/chat/completions"
         async with httpx.AsyncClient(timeout=config.request_timeout_s) as http:
-            answer = await http.post(url, json=body, headers={"Authorization": f"Bearer {self.secret}"})
-        if answer.status_code != 200:
-            raise HarnessError(f"the model call failed: HTTP {answer.status_code}: {answer.text[:500]}")
+            try:  # bounded in bytes and time, as every answer this package reads
+                answer = await read_bounded(http, "POST", url, limit=config.max_answer_bytes,
+                                            deadline_s=config.request_timeout_s, base="", json=body,
+                                            headers={"Authorization": f"Bearer {self.secret}"})
+            except SpadeServeError as exc:
+                raise HarnessError(f"the model call failed: {exc}") from None
+        if answer.status != 200:
+            raise HarnessError(f"the model call failed: HTTP {answer.status}: {answer.text[:500]}")
         try:
             text = answer.json()["choices"][0]["message"]["content"] or ""
-        except (ValueError, KeyError, IndexError, TypeError):
+        except (ValueError, KeyError, IndexError, TypeError, RecursionError):
             raise HarnessError(f"the model's answer has no choices[0].message.content: {answer.text[:300]}") from None
         self.conversation.append({"role": "assistant", "content": text})
         return vf.ProgramResult(exit_code=0, stdout="", stderr="")
@@ -241,7 +261,8 @@ class SpadeEnv(vf.Env[SpadeEnvConfig]):
         replies: list[str] = []
         # A session and a connection of this episode's own: verifiers plays episodes
         # concurrently (vf-eval -c), and nothing here is shared between them.
-        async with RemoteEpisode(config.base_url, data.env_id, token=taskset.token, timeout_s=config.timeout_s) as remote:
+        async with RemoteEpisode(config.base_url, data.env_id, token=taskset.token, timeout_s=config.timeout_s,
+                                 max_answer_bytes=config.max_answer_bytes) as remote:
             async with agents.player.interaction(task) as interaction:
                 try:
                     obs = await remote.reset(data.seed)
