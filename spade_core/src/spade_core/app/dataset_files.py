@@ -15,12 +15,15 @@ Every reader of ``spade import`` (:mod:`spade_core.app.importer`, :mod:`spade_co
   :data:`MAX_JSON_DOCUMENT_BYTES` is refused; files are size-checked before they are read.
 * **Bounded Parquet.** :func:`iter_parquet_rows` refuses, before decoding anything, a
   column chunk that decompresses to more than :data:`MAX_EXPANSION` times its stored
-  size (beyond :data:`MAX_ROW_BYTES`), or whose leaf values could not fit the file's
-  decoding budget; then it decodes :data:`PARQUET_BATCH_ROWS` rows at a time, charging
-  each batch to a :class:`DecodeBudget` of :data:`MAX_EXPANSION` times the file's size on
+  size (beyond :data:`MAX_ROW_BYTES`), or whose values could not fit the file's decoding
+  budget once converted (each value at least a :data:`PY_POINTER`, a boolean bit
+  included); then it decodes :data:`PARQUET_BATCH_ROWS` rows at a time, charging each
+  batch's cost *as Python objects* (pointers, object headers, text: a list of a million
+  one-boolean structs is 125 KB of Arrow bits and a million dicts, about 200 MB, once
+  converted) to a :class:`DecodeBudget` of :data:`MAX_EXPANSION` times the file's size on
   disk (a dictionary- or run-length-encoded column repeats one stored value into many
-  rows, which no metadata shows), and gives a row over :data:`MAX_ROW_BYTES` as a
-  failed row without converting it. Peak memory is a few rows, never the decompressed file.
+  rows, which no metadata shows), and gives a row over :data:`MAX_ROW_BYTES` as a failed
+  row without converting it. Peak memory is a few rows, never the decompressed file.
 * **Nesting.** JSON nested deeper than :data:`MAX_JSON_DEPTH` is a failed row
   (:func:`load_json`, :func:`nesting_error`), never a ``RecursionError``.
 
@@ -33,6 +36,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import sys
 from collections.abc import Iterable, Iterator
 from pathlib import Path, PurePosixPath
 from typing import IO, Any
@@ -300,8 +304,21 @@ class DecodeBudget:
             )
 
 
-#: Smallest decoded width of one leaf value by Parquet physical type (strings: an offset).
-_LEAF_WIDTH = {"BOOLEAN": 1, "INT32": 4, "INT64": 8, "INT96": 12, "FLOAT": 4, "DOUBLE": 8, "BYTE_ARRAY": 4}
+#: What one value costs at least once converted to Python: the pointer that holds it in its
+#: row, list or dict (a bit of a BOOLEAN column is a whole pointer to ``True``/``False``).
+PY_POINTER = 8
+#: A number object (an ``int`` or ``float`` outside the small-int cache), its pointer too.
+PY_NUMBER = PY_POINTER + 32
+#: A ``str``/``bytes`` object's header, its pointer too; its text is added (ASCII: one byte a
+#: character; text with characters past Latin-1 takes up to four times its UTF-8 size).
+PY_TEXT = PY_POINTER + 49
+#: An empty ``list`` object, its pointer too; its elements are added.
+PY_LIST = PY_POINTER + 56
+
+
+def _dict_bytes(keys: int) -> int:
+    """What a dict of ``keys`` keys takes (a struct value, a row), its pointer too."""
+    return PY_POINTER + sys.getsizeof(dict.fromkeys(range(keys)))
 
 
 def check_parquet_metadata(pf: Any, shown: str, budget: DecodeBudget, columns: Iterable[str] | None = None) -> None:
@@ -324,7 +341,7 @@ def check_parquet_metadata(pf: Any, shown: str, budget: DecodeBudget, columns: I
                     f"{shown}: column {name!r} (row group {g}) decompresses from {stored} to {size} bytes, "
                     f"more than {MAX_EXPANSION} times; refused as a decompression bomb"
                 )
-            floor += max(size, chunk.num_values * _LEAF_WIDTH.get(chunk.physical_type, 1))
+            floor += max(size, chunk.num_values * PY_POINTER)
     if floor > budget.limit:
         raise ImportSourceError(
             f"{shown}: its columns decode to at least {floor} bytes, more than {budget.limit} "
@@ -346,80 +363,76 @@ def open_parquet(path: Path, shown: str) -> Any:
 
 
 def _decoded_sizes(arr: Any) -> Any:
-    """The bytes each element of the Arrow array ``arr`` takes once decoded (data plus an
-    offset per string and list), computed without decoding: a dictionary-encoded column
-    shares one stored value among many rows, which ``nbytes`` counts once and converting
-    to Python pays for every row."""
+    """What each element of the Arrow array ``arr`` costs once converted to Python objects
+    (``to_pylist``), computed without converting: pointers, object headers and text (see
+    :data:`PY_POINTER` and the others). Arrow's own sizes say too little: a list of a
+    million structs of one boolean is 125 KB of bits and a few hundred bytes of a
+    compressed file, and a million dicts (about 200 MB) once converted; a dictionary-encoded
+    column shares one stored value among many rows, and converting pays for every row."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
     t = arr.type
     n = len(arr)
+
+    def constant(width: int) -> Any:
+        return pa.nulls(n, pa.int64()).fill_null(width)
+
     if pa.types.is_dictionary(t):
-        return pc.take(_decoded_sizes(arr.dictionary), arr.indices).fill_null(0)
+        return pc.take(_decoded_sizes(arr.dictionary), arr.indices).fill_null(PY_POINTER)
     if pa.types.is_string(t) or pa.types.is_binary(t) or pa.types.is_large_string(t) or pa.types.is_large_binary(t):
-        return pc.add(pc.binary_length(arr).cast(pa.int64()).fill_null(0), 8)
+        return pc.add(pc.binary_length(arr).cast(pa.int64()).fill_null(0), PY_TEXT)
     if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_map(t):
         child = _decoded_sizes(arr.values)
         cum = pa.concat_arrays([pa.array([0], pa.int64()), pc.cumulative_sum(child).cast(pa.int64())])
         offsets = arr.offsets
         spans = pc.subtract(pc.take(cum, offsets.slice(1, n)), pc.take(cum, offsets.slice(0, n)))
-        return pc.add(spans, 8)
+        return pc.add(spans, PY_LIST)
     if pa.types.is_struct(t):
-        total = pa.nulls(n, pa.int64()).fill_null(0)
+        total = constant(_dict_bytes(t.num_fields))
         for child in arr.flatten():
             total = pc.add(total, _decoded_sizes(child))
         return total
-    if pa.types.is_null(t):
-        return pa.nulls(n, pa.int64()).fill_null(0)
+    if pa.types.is_null(t) or pa.types.is_boolean(t):
+        return constant(PY_POINTER)
     try:
         width = max(t.bit_width // 8, 1)
     except ValueError:  # a type with no fixed width and no rule above: measured one by one
-        return pa.array([arr.slice(i, 1).nbytes for i in range(n)], pa.int64())
-    return pa.nulls(n, pa.int64()).fill_null(width)
-
-
-def _has_dictionary(t: Any) -> bool:
-    import pyarrow as pa
-
-    if pa.types.is_dictionary(t):
-        return True
-    return any(_has_dictionary(t.field(i).type) for i in range(t.num_fields)) if t.num_fields else False
+        return pa.array([PY_NUMBER + arr.slice(i, 1).nbytes for i in range(n)], pa.int64())
+    return constant(PY_NUMBER + width)
 
 
 def _row_sizes(columns: list[Any], n: int) -> list[int]:
-    sizes = [0] * n
+    sizes = [_dict_bytes(len(columns))] * n
     for column in columns:
         sizes = [a + b for a, b in zip(sizes, _decoded_sizes(column).to_pylist(), strict=True)]
     return sizes
 
 
 def iter_parquet_rows(
-    pf: Any, shown: str, budget: DecodeBudget, columns: list[str] | None = None
+    pf: Any, shown: str, budget: DecodeBudget, columns: list[str] | None = None, *, row_limit: int = MAX_ROW_BYTES
 ) -> Iterator[tuple[int, dict[str, Any] | None, str | None]]:
     """``(row index, row, None)`` for each row of the open Parquet file ``pf`` (only
-    ``columns`` when given), or ``(index, None, reason)`` for a row over
-    :data:`MAX_ROW_BYTES` or nested too deeply; whole-file problems (a bomb, a damaged file)
-    raise :class:`ImportSourceError`. See the module docstring for the bounds: each batch's
-    decoded size is computed before any of it is converted, and charged to ``budget``."""
+    ``columns`` when given), or ``(index, None, reason)`` for a row over ``row_limit``
+    bytes as Python objects or nested too deeply; whole-file problems (a bomb, a damaged
+    file) raise :class:`ImportSourceError`. See the module docstring for the bounds: each
+    batch's cost as Python objects is computed before any of it is converted, and charged
+    to ``budget``."""
     check_parquet_metadata(pf, shown, budget, columns)
     index = 0
     try:
         batches = pf.iter_batches(batch_size=PARQUET_BATCH_ROWS, columns=columns, use_threads=False)
         for batch in batches:
-            # Plain columns decode to their buffers (``nbytes``); dictionary-encoded ones
-            # are measured row by row, since each row pays for the value it shares.
-            plain = sum(c.nbytes for c in batch.columns if not _has_dictionary(c.type))
-            sizes = _row_sizes([c for c in batch.columns if _has_dictionary(c.type)], batch.num_rows)
-            budget.charge(plain + sum(sizes), shown)
-            if plain + max(sizes, default=0) <= MAX_ROW_BYTES:
+            # Each row's cost as Python objects, before any of it is converted.
+            sizes = _row_sizes(batch.columns, batch.num_rows)
+            budget.charge(sum(sizes), shown)
+            if max(sizes, default=0) <= row_limit:
                 rows: list[Any] = batch.to_pylist()
             else:
-                sizes = _row_sizes(batch.columns, batch.num_rows)
-                rows = [size if size > MAX_ROW_BYTES else batch.slice(i, 1).to_pylist()[0] for i, size in enumerate(sizes)]
+                rows = [size if size > row_limit else batch.slice(i, 1).to_pylist()[0] for i, size in enumerate(sizes)]
             for row in rows:
                 if isinstance(row, int):
-                    yield index, None, f"row is {row} bytes decoded (the limit of one row is {MAX_ROW_BYTES})"
+                    yield index, None, f"row is {row} bytes decoded (the limit of one row is {row_limit})"
                 else:
                     deep = nesting_error(row)
                     yield (index, None, f"row {deep}") if deep else (index, row, None)
