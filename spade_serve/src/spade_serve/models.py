@@ -41,14 +41,22 @@ class SpadeObservation(Observation):
 
 class SpadeState(State):
     """A session's state (``/state``): openenv's ``episode_id`` and ``step_count`` plus
-    the SPADE episode's flags."""
+    the SPADE episode's flags and rewards."""
 
     env_id: str = ""
     session_id: str = ""
     seed: int | None = None
     terminated: bool = False
     truncated: bool = False
+    #: The sum of the step rewards so far (partial progress counted at every step): not
+    #: the episode's return, which is ``episode_return``.
     total_reward: float = 0.0
+    #: The last step's reward (``None`` before the first step).
+    last_reward: float | None = None
+    #: The episode's return as SPADE defines it (``spade_core.returns.episode_return``):
+    #: the last reward, clipped to [-1, 1], once the environment ended the episode
+    #: (terminated), else 0.
+    episode_return: float = 0.0
 
 
 def wire_result(observation: SpadeObservation) -> dict[str, Any]:

@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from spade_core.env import ReferenceEnvAdapter, TextEnv
 from spade_core.errors import SpadeError
+from spade_core.returns import episode_return
 from spade_core.source import instantiate, load_trusted_class
 from spade_sandbox.errors import InstanceLost, SandboxError, WorkerKilled
 
@@ -137,6 +138,7 @@ class Session:
     terminated: bool = False
     truncated: bool = False
     total_reward: float = 0.0
+    last_reward: float | None = None
     closed: bool = False
     #: In a shared worker group: the group generation the instance belongs to, and the
     #: episode as played (the reset's digest, then each action with its result's digest),
@@ -169,6 +171,8 @@ class Session:
             terminated=self.terminated,
             truncated=self.truncated,
             total_reward=self.total_reward,
+            last_reward=self.last_reward,
+            episode_return=episode_return(self.last_reward, self.terminated),
         )
 
 
@@ -616,7 +620,7 @@ class SessionManager:
             session.replay_bytes, session.replay_dropped, session.restores, session.raised = 0, None, 0, 0
             session.seed = getattr(session.instance, "last_seed", seed)
             session.episode_id = episode_id or uuid.uuid4().hex
-            session.step_count, session.total_reward = 0, 0.0
+            session.step_count, session.total_reward, session.last_reward = 0, 0.0, None
             session.started, session.terminated, session.truncated = True, False, False
             session.last_active = time.monotonic()
             return SpadeObservation(text=obs, info=info, tools=tools, done=False, reward=None, metadata=self._meta(session))
@@ -653,6 +657,7 @@ class SessionManager:
             reward = float(raw_reward)  # checked finite and in range by the adapter
             session.step_count += 1
             session.total_reward += reward
+            session.last_reward = reward
             session.terminated, session.truncated = bool(terminated), bool(truncated)
             session.last_active = time.monotonic()
             return SpadeObservation(
