@@ -30,7 +30,7 @@ def test_cli_creates_the_package(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     root = tmp_path / "riddles"
     for rel in ("pyproject.toml", "src/spade_riddles/plugin.py", "src/spade_riddles/envs/vault_doors.py",
-                "tests/test_riddles.py"):
+                "src/spade_riddles/helpers.py", "src/spade_riddles/fuzz.py", "tests/test_riddles.py"):
         assert (root / rel).is_file(), rel
     assert 'riddles = "spade_riddles.plugin"' in (root / "pyproject.toml").read_text()
 
@@ -52,7 +52,7 @@ def test_generated_plugin_installs_and_passes_its_tests(tmp_path: Path) -> None:
         cwd=root, env=env, capture_output=True, text=True, timeout=600,
     )
     assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
-    assert "2 passed" in run.stdout, run.stdout[-2000:]
+    assert "3 passed" in run.stdout, run.stdout[-2000:]
     listed = subprocess.run(
         [sys.executable, "-m", "spade_core.app.cli", "plugins", "--json"], env=env, capture_output=True, text=True,
     )

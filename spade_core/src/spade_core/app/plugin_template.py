@@ -1,9 +1,11 @@
 """``spade new-plugin NAME``: a working domain plugin package, written from ``plugin_templates/``.
 
 The generated package has an entry point in group ``spade``, a ``spade_register_domains``
-hookimpl, one seed environment, a fuzz strategy and a test that validates and fuzzes every
-seed environment it ships. It installs and passes its tests as generated; the guide in
-``docs/plugins.md`` walks through it.
+hookimpl, one seed environment (with knobs, a solution and a hint), a helper module its
+environments import (the domain's ``allowed_modules``), a fuzz strategy and tests that
+check the plugin loads without a problem and validate and fuzz every seed environment it
+ships. It installs and passes its tests as generated; the guide in ``docs/plugins.md``
+walks through it.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ _FILES = {
     "__init__.py.tmpl": "src/{pkg}/__init__.py",
     "plugin.py.tmpl": "src/{pkg}/plugin.py",
     "fuzz.py.tmpl": "src/{pkg}/fuzz.py",
+    "helpers.py.tmpl": "src/{pkg}/helpers.py",
     "seed_env.py.tmpl": "src/{pkg}/envs/vault_doors.py",
     "test_plugin.py.tmpl": "tests/test_{name}.py",
 }
@@ -70,4 +73,5 @@ def register(cli: object) -> None:
         folder = new_plugin(name, directory)
         console = Console()
         console.print(f"[green]created[/] {folder}")
-        console.print(f"  pip install -e {folder}\n  python -m pytest {folder / 'tests'}")
+        console.print(f"  pip install -e {folder}      (beside a shared install: docs/plugins.md)\n"
+                      f"  python -m pytest {folder / 'tests'}\n  spade plugins --check")
