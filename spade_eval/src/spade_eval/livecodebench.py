@@ -27,7 +27,9 @@ import io
 import json
 import pickle
 import re
+import threading
 import uuid
+import weakref
 import zlib
 from collections.abc import Sequence
 from typing import Any
@@ -91,19 +93,118 @@ class ProgramRunEnv:
 '''
 
 
-def _tests(value: Any) -> list[dict[str, Any]]:
-    """A test list as published: a list, a JSON string, or base64(zlib(pickle(JSON)));
-    the pickle may hold only a string (no class is ever loaded from it)."""
-    if isinstance(value, list):
-        return value
-    text = str(value or "[]").strip()
-    if not text.startswith("["):
-        class StringsOnly(pickle.Unpickler):
-            def find_class(self, module: str, name: str) -> Any:
-                raise BenchmarkDataError(f"a test list's pickle names {module}.{name}: refused")
+#: Largest decoded test list of one problem (its public and hidden tests as JSON text),
+#: by default; ``-o max_tests_mb=`` changes it. A problem past it is that problem's error
+#: (its samples are left out of the column, named), never the evaluator's memory.
+MAX_TESTS_MB = 64
+#: Most tests one problem may list.
+MAX_TESTS = 10_000
+#: Largest input or output of one test.
+MAX_TEST_CHARS = 16 * 1024 * 1024
 
-        text = StringsOnly(io.BytesIO(zlib.decompress(base64.b64decode(text)))).load()
-    return json.loads(text)
+
+def _inflated_size(packed: bytes, limit: int) -> int | None:
+    """How many bytes ``packed`` (zlib) decompresses to, counted a megabyte at a time and
+    nothing kept; ``None`` past ``limit``, as soon as it is passed."""
+    unpacker = zlib.decompressobj()
+    total, chunk = 0, packed
+    while chunk:
+        total += len(unpacker.decompress(chunk, 1 << 20))
+        if total > limit:
+            return None
+        chunk = unpacker.unconsumed_tail
+    total += len(unpacker.flush())
+    return None if total > limit else total
+
+
+class _StringsOnly(pickle.Unpickler):
+    def find_class(self, module: str, name: str) -> Any:
+        raise BenchmarkDataError(f"a test list's pickle names {module}.{name}: refused")
+
+
+def _tests(value: Any, limit: int = MAX_TESTS_MB << 20) -> list[dict[str, Any]]:
+    """A test list as published: a list, a JSON string, or base64(zlib(pickle(JSON)));
+    the pickle may hold only a string (no class is ever loaded from it). Decoded within
+    ``limit`` bytes: the decompression stops one byte past it, and a list longer than
+    :data:`MAX_TESTS`, a test that is no object with text ``input`` and ``output``, or one
+    over :data:`MAX_TEST_CHARS` are refused. Raises :class:`BenchmarkDataError` saying why."""
+    if isinstance(value, list):
+        tests = value
+    else:
+        text = str(value or "[]").strip()
+        if not text.startswith("["):
+            try:
+                packed = base64.b64decode(text, validate=True)
+                size = _inflated_size(packed, limit)
+                data = b"" if size is None else zlib.decompress(packed, bufsize=max(size, 1))
+            except (ValueError, zlib.error) as exc:
+                raise BenchmarkDataError(f"a compressed test list cannot be read: {exc}") from None
+            if size is None:
+                raise BenchmarkDataError(f"its tests decompress to more than {limit >> 20} MiB "
+                                         "(-o max_tests_mb= raises the limit)")
+            try:
+                text = _StringsOnly(io.BytesIO(data)).load()
+            except BenchmarkDataError:
+                raise
+            except Exception as exc:  # a damaged pickle: any of several types
+                raise BenchmarkDataError(f"a compressed test list's pickle cannot be read: {type(exc).__name__}") from None
+            del data
+            if not isinstance(text, str):
+                raise BenchmarkDataError(f"a compressed test list's pickle holds a {type(text).__name__}, not JSON text")
+        if len(text) > limit:
+            raise BenchmarkDataError(f"its tests are more than {limit >> 20} MiB of JSON (-o max_tests_mb= raises the limit)")
+        counted = [0]
+
+        def test(obj: dict[str, Any]) -> dict[str, Any]:
+            counted[0] += 1
+            if counted[0] > 4 * MAX_TESTS:  # a test is one object (metadata may add a few)
+                raise BenchmarkDataError(f"its test list has more than {MAX_TESTS} tests")
+            return obj
+
+        try:
+            tests = json.loads(text, object_hook=test)
+        except json.JSONDecodeError as exc:
+            raise BenchmarkDataError(f"a test list is not JSON: {exc.msg} at character {exc.pos}") from None
+        except RecursionError:
+            raise BenchmarkDataError("a test list is nested too deeply") from None
+    if not isinstance(tests, list) or len(tests) > MAX_TESTS:
+        raise BenchmarkDataError(f"a test list must be a JSON list of at most {MAX_TESTS} tests")
+    for n, t in enumerate(tests):
+        if not isinstance(t, dict) or not isinstance(t.get("input"), str) or not isinstance(t.get("output"), str):
+            raise BenchmarkDataError(f"test {n + 1} is not an object with text input and output")
+        if len(t["input"]) > MAX_TEST_CHARS or len(t["output"]) > MAX_TEST_CHARS:
+            raise BenchmarkDataError(f"test {n + 1} has an input or output over {MAX_TEST_CHARS} characters")
+    return tests
+
+
+class ProblemTests:
+    """One problem's tests, decoded when a sample first needs them (never when the suite's
+    items are listed: a suite holds each problem as published, compressed) and shared by
+    the samples in flight: held while one of them is, decoded again after. One problem is
+    decoded at a time (a decode peaks at about three times its limit: the decompressed
+    pickle, its string, the tests), so the evaluator's memory is bounded by the limit and
+    the samples in flight, never by the file's decompressed size."""
+
+    _decoding = threading.Lock()
+
+    def __init__(self, public: Any, private: Any, limit: int) -> None:
+        self.public, self.private, self.limit = public, private, limit
+        self._held: weakref.ref[list[dict[str, Any]]] | None = None
+
+    def decoded(self) -> list[dict[str, Any]]:
+        with self._decoding:
+            held = self._held() if self._held is not None else None
+            if held is not None:
+                return held
+            tests = _Tests(_tests(self.public, self.limit) + _tests(self.private, self.limit))
+            self._held = weakref.ref(tests)
+            return tests
+
+
+class _Tests(list):  # type: ignore[type-arg]
+    """A list that a weak reference can name (a plain list cannot)."""
+
+    __slots__ = ("__weakref__",)
 
 
 #: A code fence's opening line; possessive, so a run of spaces is read once (two adjacent
@@ -199,6 +300,15 @@ class LiveCodeEnv:
         pass
 
 
+def _problem_env(question: str, tests: ProblemTests, func_name: str, pool: Any, max_output_chars: int,
+                 label: str) -> LiveCodeEnv:
+    try:
+        decoded = tests.decoded()
+    except BenchmarkDataError as exc:
+        raise BenchmarkDataError(f"LiveCodeBench problem {label}: {exc}") from None
+    return LiveCodeEnv(question, decoded, func_name, pool, max_output_chars)
+
+
 def _prompt(row: dict[str, Any]) -> str:
     starter = str(row.get("starter_code") or "").strip()
     how = (f"Complete this code and return it whole:\n```python\n{starter}\n```" if starter else
@@ -209,9 +319,14 @@ def _prompt(row: dict[str, Any]) -> str:
 def livecodebench_items(context: SuiteContext, *, size: int = 1, seed: int = 0, data: str | None = None,
                         split: str = "test", config: str | None = None, release: str | None = None,
                         since: str | None = None, until: str | None = None, limit: int | None = None,
-                        time_limit: float = 6.0, memory_mb: int = 512) -> Sequence[EvalItem]:
+                        time_limit: float = 6.0, memory_mb: int = 512,
+                        max_tests_mb: int = MAX_TESTS_MB) -> Sequence[EvalItem]:
     """``size`` samples of each problem; their programs share one sandbox pool, closed with
-    the evaluation (``context.resources``)."""
+    the evaluation (``context.resources``). A problem's tests are decoded when its samples
+    play (:class:`ProblemTests`); one whose tests cannot be decoded within ``max_tests_mb``
+    fails its samples with the reason, and the others are evaluated."""
+    if not 1 <= int(max_tests_mb) <= 4096:
+        raise BenchmarkDataError(f"max_tests_mb must be from 1 to 4096, got {max_tests_mb!r}")
     from spade_sandbox.launcher import SandboxLauncher
 
     source = data or "livecodebench/code_generation_lite"
@@ -232,12 +347,16 @@ def livecodebench_items(context: SuiteContext, *, size: int = 1, seed: int = 0, 
     out = []
     for n, row in enumerate(rows[:limit] if limit else rows):
         label = str(row.get("question_id", n))
-        tests = _tests(row["public_test_cases"]) + _tests(row.get("private_test_cases"))
+        tests = ProblemTests(row["public_test_cases"], row.get("private_test_cases"), int(max_tests_mb) << 20)
         meta = row.get("metadata") or {}
-        func_name = (json.loads(meta) if isinstance(meta, str) else meta).get("func_name", "") or ""
+        try:
+            func_name = str((json.loads(meta) if isinstance(meta, str) else meta).get("func_name", "") or "")
+        except (ValueError, AttributeError, RecursionError):
+            func_name = ""  # metadata that is no JSON object: a stdin problem
         question = _prompt(row)
         out += [EvalItem(group=f"LCB-v6/{label}", seed=seed + k, label=label, max_turns=1, column="LCB-v6",
-                         make_env=lambda q=question, t=tests, f=func_name: LiveCodeEnv(q, t, f, pool, max_output_chars))
+                         make_env=lambda q=question, t=tests, f=func_name, lab=label: _problem_env(
+                             q, t, f, pool, max_output_chars, lab))
                 for k in range(size)]
     return out
 
@@ -252,6 +371,7 @@ SUITE = EpisodeSuite(
              "split": "the Hub dataset's split (default test)", "config": "the Hub dataset's configuration",
              "release": "v5 or v6: the problems that release adds", "since": "first contest date (YYYY-MM-DD)",
              "until": "contest dates before this one", "limit": "only the first N problems",
-             "time_limit": "seconds per test (default 6)", "memory_mb": "memory per program (default 512)"},
+             "time_limit": "seconds per test (default 6)", "memory_mb": "memory per program (default 512)",
+             "max_tests_mb": f"largest decoded test list of one problem (default {MAX_TESTS_MB})"},
     defaults={"size": 1, "temperature": 0.6, "max_new_tokens": 8192},
 )
