@@ -153,3 +153,23 @@ def test_a_domain_helper_is_found_from_the_file_and_the_fuzzer_finds_the_bad_inp
     # the same source without the bug passes the same fuzzing
     sound = run_spade(site, home, "fuzz", "regex_match-v1", "--json")
     assert sound.returncode == 0, json.loads(sound.stdout)["reasons"]
+
+
+def test_a_file_s_domain_is_found_from_the_helper_modules_it_imports() -> None:
+    from spade_core.domains import Domain, domain_for_source
+
+    def domain(name: str, *allowed: str) -> Domain:
+        return Domain(name=name, description="-", skills=("s",), prompt_spec="-", allowed_modules=frozenset(allowed))
+
+    regexes, games = domain("regexes", "spade_regex.helpers"), domain("games", "math_verify", "chess.*")
+    domains = [games, regexes]
+    body = "\nclass XEnv:\n    pass\n"
+    assert domain_for_source("from spade_regex.helpers import full_match" + body, domains) is regexes
+    assert domain_for_source("import spade_regex.helpers as h" + body, domains) is regexes
+    assert domain_for_source("from spade_regex import helpers" + body, domains) is regexes  # the module pkg.sub
+    assert domain_for_source("from chess.pgn import read_game" + body, domains) is games  # a pkg.* helper
+    assert domain_for_source("import chess" + body, domains) is games
+    # nothing of a domain's own: the standard library, another package, a relative import
+    for source in ("import re, random" + body, "import spade_regexes" + body, "from .helpers import x" + body,
+                   "from spade_regex import other" + body, "this is not python"):
+        assert domain_for_source(source, domains) is None, source
