@@ -126,7 +126,7 @@ def test_a_run_named_like_markup_is_shown_as_text_and_runs_no_script(ui_server: 
     dialogs: list[str] = []
     page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
     response = page.goto(ui_server + "/runs")
-    assert response.headers["content-security-policy"] == "script-src 'self'; object-src 'none'; base-uri 'none'"
+    assert response.headers["content-security-policy"] == "script-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'"
     links = page.locator("#runs a").evaluate_all("links => links.map(a => a.textContent)")
     assert set(HOSTILE_RUN_NAMES) <= set(links)
     assert page.locator(INJECTED).count() == 0

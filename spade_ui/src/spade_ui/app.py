@@ -40,13 +40,15 @@ from spade_core.config import SpadeConfig
 from spade_core.errors import EnvNotFound, SpadeError
 
 from .lineage import lineage_svg
+from .token_gate import TokenGate, cookie_name
 
 if TYPE_CHECKING:
     from spade_core.plugins import SpadePlugins
 
 HERE = Path(__file__).parent
-#: Every page's: scripts only from the app's own files (``/static``), no plugins, no <base>.
-CONTENT_SECURITY_POLICY = "script-src 'self'; object-src 'none'; base-uri 'none'"
+#: Every page's: scripts only from the app's own files (``/static``), no plugins, no <base>,
+#: never inside another page's frame.
+CONTENT_SECURITY_POLICY = "script-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'"
 #: A run whose metrics changed this recently is taken as still running (its page refreshes).
 LIVE_WITHIN_S = 120.0
 SORTS = ("id", "regret", "win_rate", "turns", "created")
@@ -65,8 +67,9 @@ class UiSettings:
     max_listed: int = 5_000
     serve: dict[str, Any] = field(default_factory=dict)
     #: A bearer token (``spade ui --token-file``): every page and ``/play`` then need it,
-    #: from a cookie the browser gets by opening ``/?token=<token>`` once, or as
-    #: ``Authorization: Bearer``. Without one, playing is offered on loopback only.
+    #: from a cookie the browser gets by opening ``/?token=<token>`` once (taken on the ui's
+    #: own pages only, :mod:`spade_ui.token_gate`), or as ``Authorization: Bearer``.
+    #: Without one, playing is offered on loopback only.
     token: str | None = None
     #: As ``spade serve``'s (docs/serving.md, "Security"): Host names answered besides the
     #: listen address, web origins whose pages may call the ui, proxies whose
@@ -104,75 +107,6 @@ def ui_uvicorn_config(app: Any, settings: UiSettings, *, log_level: str = "warni
     from spade_serve.server import uvicorn_config
 
     return uvicorn_config(app, settings.serve_settings(), log_level=log_level)
-
-
-#: The cookie holding proof of the ui's token (an HMAC of it, not the token).
-TOKEN_COOKIE = "spade_ui_token"
-
-
-class _TokenGate:
-    """ASGI middleware of a ui with a token: every route but ``/static`` needs it, as
-    ``Authorization: Bearer <token>`` or as the cookie a ``GET ...?token=<token>`` sets
-    (then redirected to the same page without it). The cookie is ``HttpOnly`` and
-    ``SameSite=Lax``; pages of other origins are refused before this (Origin check). A
-    request let through carries the token on to the mounted player as ``Authorization``
-    (which checks it as ``spade serve`` does)."""
-
-    def __init__(self, app: Any, token: str) -> None:
-        import hashlib
-        import hmac
-
-        self.app = app
-        self.token = token.encode()
-        self.proof = hmac.new(self.token, b"spade-ui-cookie", hashlib.sha256).hexdigest().encode()
-
-    def _presented(self, headers: Any) -> bool:
-        import hmac
-
-        from starlette.requests import cookie_parser
-
-        scheme, _, value = headers.get("authorization", "").partition(" ")
-        if scheme.lower() == "bearer" and hmac.compare_digest(value.strip().encode(), self.token):
-            return True
-        cookie = cookie_parser(headers.get("cookie", "")).get(TOKEN_COOKIE, "")
-        return hmac.compare_digest(cookie.encode(), self.proof)
-
-    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        import hmac
-        from urllib.parse import parse_qsl, urlencode
-
-        from fastapi.responses import JSONResponse, RedirectResponse
-        from starlette.datastructures import Headers
-
-        if scope["type"] not in ("http", "websocket") or scope["path"].startswith("/static/"):
-            await self.app(scope, receive, send)
-            return
-        if self._presented(Headers(scope=scope)):
-            headers = [(k, v) for k, v in scope.get("headers") or () if k.lower() != b"authorization"]
-            headers.append((b"authorization", b"Bearer " + self.token))
-            await self.app({**scope, "headers": headers}, receive, send)
-            return
-        if scope["type"] == "websocket":
-            await send({"type": "websocket.close", "code": 1008, "reason": "this ui needs its token"})
-            return
-        query = parse_qsl(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True)
-        given = next((v for k, v in query if k == "token"), None)
-        if scope["method"] == "GET" and given is not None and hmac.compare_digest(given.encode(), self.token):
-            rest = [(k, v) for k, v in query if k != "token"]
-            location = "/" + quote(scope["path"].lstrip("/")) + ("?" + urlencode(rest) if rest else "")
-            response: Any = RedirectResponse(location, status_code=303)
-            response.set_cookie(TOKEN_COOKIE, self.proof.decode(), httponly=True, samesite="lax", path="/")
-        elif scope["path"].startswith("/play/"):
-            data = {"code": "UNAUTHORIZED", "message": "this ui needs its token ('Authorization: Bearer <token>')"}
-            response = JSONResponse({"type": "error", "data": data}, status_code=401)
-        else:
-            response = HTMLResponse(
-                '<!doctype html><title>SPADE ui: token needed</title><p id="error">This ui needs its token: open '
-                "the address <code>spade ui</code> printed, <code>/?token=&lt;the token of --token-file&gt;</code>, "
-                "once; the browser keeps it in a cookie.</p>",
-                status_code=401,
-            )
-        await response(scope, receive, send)
 
 
 def _num(value: str | None, what: str) -> float | None:
@@ -434,11 +368,11 @@ def create_ui_app(config: SpadeConfig, plugins: SpadePlugins, settings: UiSettin
     # Outermost last: Host, Origin and body type (spade_serve.access) for pages and the
     # player alike, then the token when the ui has one.
     if settings.token is not None:
-        app.add_middleware(_TokenGate, token=settings.token)
+        app.add_middleware(TokenGate, token=settings.token, port=settings.port)
     from spade_serve.access import AccessGuard, AccessRules
 
     app.add_middleware(AccessGuard, rules=AccessRules.of(settings.serve_settings()))
     return app
 
 
-__all__ = ["TOKEN_COOKIE", "UiSettings", "create_ui_app", "filter_rows", "ui_uvicorn_config"]
+__all__ = ["UiSettings", "cookie_name", "create_ui_app", "filter_rows", "ui_uvicorn_config"]
