@@ -247,7 +247,7 @@ def show(
     console.print(_metadata_panel(entry.kind, m))
     console.print(_validation_panel(entry.kind, m))
     if m.stats:
-        console.print(_stats_table(m))
+        print_whole(console, _stats_table(m))
     else:
         console.print("[dim]no play statistics yet[/]")
     if entry.kind == "store":
@@ -428,7 +428,7 @@ def _print_import_report(report: Any, origin: str) -> None:
             details = f"{o.stage}: {details}"
         table.add_row(escape(o.origin), f"[{colours[o.outcome]}]{o.outcome}[/]", escape(o.env_id or "-"), escape(details))
     if rows and (not big or any(report.count(b) for b in bad)):
-        console.print(table)
+        print_whole(console, table)
     rejected = f", {report.count('rejected')} rejected by validation" if report.count("rejected") else ""
     console.print(
         f"{report.count('imported')} imported, {report.count('unchanged')} unchanged, "
