@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from spade_core.errors import SpadeError
+from spade_core.terminal import printable
 
 from .results import read_evals, read_jsonl
 
@@ -141,11 +142,11 @@ def _plot(path: Path, title: str, xlabel: str, ylabel: str, lines: dict[str, tup
             # dashed, so a line lying on another's still shows; a run keeps its colour and
             # marker in every plot, even one where another run has no data
             ax.plot(xs, ys, marker=markers[i % len(markers)] if len(xs) <= 40 else None, ms=max(3.0, 8.0 - 2.0 * i),
-                    lw=max(1.0, 2.5 - 0.5 * i), ls=styles[i % len(styles)], color=f"C{i % 10}", label=label)
+                    lw=max(1.0, 2.5 - 0.5 * i), ls=styles[i % len(styles)], color=f"C{i % 10}", label=printable(label))
             drawn += 1
     if not drawn:
         ax.text(0.5, 0.5, "no data", ha="center", va="center", transform=ax.transAxes)
-    ax.set(title=title, xlabel=xlabel, ylabel=ylabel)
+    ax.set(title=printable(title), xlabel=xlabel, ylabel=ylabel)
     ax.xaxis.set_major_locator(MaxNLocator(integer=True, nbins=10))
     ax.grid(alpha=0.3)
     if ylim:

@@ -67,6 +67,7 @@ def spade_register_commands(cli: typer.Typer) -> None:
         from spade_core.app.cli import command_config, command_plugins
         from spade_core.errors import SpadeError
         from spade_core.evaluation import SuiteContext
+        from spade_core.terminal import escape, printable, terminal_json
 
         from .harness import evaluate
         from .policy import make_backend, parse_policy
@@ -78,9 +79,9 @@ def spade_register_commands(cli: typer.Typer) -> None:
         if list_suites:
             for name, s in sorted(suites.items()):
                 where = "in-process (plugin code)" if s.trusted else "sandboxed"
-                console.print(f"[bold]{name}[/] ({where}): {s.description}")
+                console.print(f"[bold]{escape(name)}[/] ({where}): {escape(s.description)}")
                 for key, text in s.options.items():
-                    console.print(f"    -o {key}=...  {text}")
+                    console.print(f"    -o {escape(key)}=...  {escape(text)}")
             return
         if suite not in suites:
             raise SpadeError(f"unknown suite {suite!r} (installed: {', '.join(sorted(suites)) or 'none'})")
@@ -97,7 +98,7 @@ def spade_register_commands(cli: typer.Typer) -> None:
         config = command_config(ctx)
         with contextlib.ExitStack() as stack, open_store(config, read_only=True) as store:
             items = list(chosen.items(SuiteContext(config, plugins, store, stack), size=size, seed=seed, **options))
-            with console.status(f"loading {spec.snapshot}"):
+            with console.status(f"loading {escape(spec.snapshot)}"):
                 backend = make_backend(spec, plugins)
             log_lines = not console.is_terminal
             last = [-1]
@@ -105,9 +106,9 @@ def spade_register_commands(cli: typer.Typer) -> None:
             def progress(done: int, total: int) -> None:
                 if log_lines and done != last[0]:
                     last[0] = done
-                    console.print(f"{suite}: {done}/{total} episodes", markup=False)
+                    console.print(printable(f"{suite}: {done}/{total} episodes"), markup=False)
 
-            with console.status(f"playing {len(items)} episodes of {suite}"):
+            with console.status(f"playing {len(items)} episodes of {escape(suite)}"):
                 result = evaluate(backend, items, suite=suite, policy=policy, snapshot=spec.snapshot, size=size,
                                   seed=seed, concurrency=concurrency, max_new_tokens=max_new_tokens,
                                   temperature=temperature, options=options, progress=progress,
@@ -117,23 +118,23 @@ def spade_register_commands(cli: typer.Typer) -> None:
         where = store_result(result, run=run, home=config.home)
         if as_json:
             for line in unavailable_lines(result):
-                console.print(line, style="bold red", markup=False)
-            typer.echo(json.dumps(result.to_json(), indent=2, default=str))
+                console.print(printable(line), style="bold red", markup=False)
+            typer.echo(terminal_json(json.dumps(result.to_json(), indent=2, default=str)))
             return
         console.print(result_table(result))
         if result.columns:
             console.print(columns_table(result))
         for line in unavailable_lines(result):
-            console.print(line, style="bold red", markup=False)
+            console.print(printable(line), style="bold red", markup=False)
         if suite == "tau2_bench":
             from .tau2 import pass_hat_ks
 
             for domain, ks in pass_hat_ks(result.episodes).items():
-                console.print(f"tau2-{domain}: " + ", ".join(f"pass^{k} {100 * v:.1f}%" for k, v in ks.items()),
-                              markup=False)
+                console.print(printable(f"tau2-{domain}: " + ", ".join(f"pass^{k} {100 * v:.1f}%"
+                                                                       for k, v in ks.items())), markup=False)
         console.print(f"{len(result.episodes)} episodes, {result.env_steps} steps in {result.wall_s:.1f}s "
                       f"({result.episodes_per_s:.2f} episodes/s; generation {result.generate_s:.1f}s, "
-                      f"environments {result.env_s:.1f}s); stored in {where}")
+                      f"environments {result.env_s:.1f}s); stored in {escape(where)}")
 
     @cli.command("compare")
     def compare_command(
@@ -147,6 +148,7 @@ def spade_register_commands(cli: typer.Typer) -> None:
         """Compare runs: final eval table (differences to a baseline), scores over iterations and steps, admission and regret."""
         from rich.console import Console
         from rich.table import Table
+        from spade_core.terminal import escape, printable
 
         from .compare import final_table, load_runs, paper_tables_of, per_iteration_table, write_compare
 
@@ -154,22 +156,22 @@ def spade_register_commands(cli: typer.Typer) -> None:
         views = load_runs(runs)
         console = Console(highlight=False)
         for t in paper_tables_of(views, baseline, paper_model) if paper else []:
-            table = Table(title=t.title, title_justify="left")
+            table = Table(title=escape(t.title), title_justify="left")
             for h in t.header:
-                table.add_column(h, no_wrap=h == "row", overflow="fold")
+                table.add_column(escape(h), no_wrap=h == "row", overflow="fold")
             for row in t.rows:
-                table.add_row(*row)
+                table.add_row(*(escape(cell) for cell in row))
             console.print(table)
             for note in t.notes:
-                console.print(f"  {note}", markup=False)
+                console.print(printable(f"  {note}"), markup=False)
         for title, (header, rows) in (
             ("every evaluation (success rate @ episodes the run had played)", per_iteration_table(views)),
             ("final evaluation (success rate; difference to the baseline in points)", final_table(views, baseline)),
         ):
             table = Table(title=title, title_justify="left")
             for h in header:
-                table.add_column(h, no_wrap=True)
+                table.add_column(escape(h), no_wrap=True)
             for row in rows:
-                table.add_row(*row)
+                table.add_row(*(escape(cell) for cell in row))
             console.print(table)
-        console.print(f"report: {page}")
+        console.print(f"report: {escape(page)}")

@@ -1,4 +1,6 @@
-"""Where evaluation results are kept, and how they are shown.
+"""Where evaluation results are kept, and how they are shown (every text from the data or
+the policy through :func:`spade_core.terminal.escape`: a group named with an escape
+sequence is shown, never obeyed).
 
 ``spade eval --run RUN_DIR`` appends each result to ``RUN_DIR/evals.jsonl`` (with the
 run's iteration), which ``spade compare`` and the run report read; otherwise results go to
@@ -15,6 +17,7 @@ from typing import Any
 from rich.table import Table
 from spade_core.app.eval_harness import EVALS_FILE, append_to_run
 from spade_core.app.jsonl import read_jsonl  # the one reader of a run's JSON-lines files
+from spade_core.terminal import escape
 
 from .harness import EvalResult, GroupStats
 
@@ -52,14 +55,14 @@ def _ci(lo: float, hi: float) -> str:
 
 
 def result_table(result: EvalResult) -> Table:
-    table = Table(title=f"{result.suite}: {result.policy} ({result.snapshot})", title_justify="left")
+    table = Table(title=escape(f"{result.suite}: {result.policy} ({result.snapshot})"), title_justify="left")
     table.add_column("group", overflow="fold")
     for col in ("n", "success [95% CI]", "return [95% CI]", "turns", "errors"):
         table.add_column(col, justify="right", no_wrap=True)
 
     def row(name: str, s: GroupStats, style: str | None = None) -> None:
         ret = f"{s.mean_return:.3f} {_ci(*s.return_ci)}" if s.n > 1 else f"{s.mean_return:.3f}"
-        table.add_row(name, str(s.n), f"{s.success_rate:.0%} {_ci(*s.success_ci)}", ret,
+        table.add_row(escape(name), str(s.n), f"{s.success_rate:.0%} {_ci(*s.success_ci)}", ret,
                       f"{s.mean_turns:.1f}", str(s.errors), style=style)
 
     for name, stats in result.groups.items():
@@ -70,17 +73,18 @@ def result_table(result: EvalResult) -> Table:
 
 def columns_table(result: EvalResult) -> Table:
     """The suite's summary columns: mean win rate of each column's tasks."""
-    table = Table(title=f"{result.suite}: columns (mean of the tasks' win rates)", title_justify="left")
+    table = Table(title=escape(f"{result.suite}: columns (mean of the tasks' win rates)"), title_justify="left")
     for col in ("column", "win rate [95% CI]", "tasks scored", "episodes", "unavailable"):
         table.add_column(col, justify="left" if col in ("column", "unavailable") else "right", no_wrap=col != "unavailable")
     for name, c in result.columns.items():
-        table.add_row(name, f"{c.success_rate:.1%} {_ci(*c.interval)}", f"{c.scored}/{c.tasks}", str(c.episodes),
-                      ", ".join(g.split("/")[-1] for g in c.unavailable) or "-")
+        table.add_row(escape(name), f"{c.success_rate:.1%} {_ci(*c.interval)}", f"{c.scored}/{c.tasks}", str(c.episodes),
+                      escape(", ".join(g.split("/")[-1] for g in c.unavailable) or "-"))
     return table
 
 
 def unavailable_lines(result: EvalResult) -> list[str]:
-    """One line per task whose environments could not be built, with the first error."""
+    """One line per task whose environments could not be built, with the first error (data's
+    text: print it through :func:`spade_core.terminal.printable`, as the command does)."""
     lines = []
     for column in result.columns.values():
         for group in column.unavailable:
