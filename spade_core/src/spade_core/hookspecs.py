@@ -44,8 +44,12 @@ def spade_register_domains(register: Callable[[Domain], None]) -> None:
     Called once per plugin set, by the first ``SpadePlugins.domains()`` (``import spade_core``
     when the seed index is not valid, the CLI, the designer, validation). A domain name
     registered twice is a ``PluginError`` naming both plugins; anything but a ``Domain`` is
-    a ``PluginError`` naming the plugin. ``import spade_core`` registers each domain's seed
-    environments with Gymnasium and keeps them in the seed index."""
+    a ``PluginError`` naming the plugin. Then every domain and seed is checked
+    (``SpadePlugins.problems()``: a seed's fields, file, class and skill, a seed name two
+    seeds take, a domain's own fields; an implementation that raises): what is wrong is left
+    out and reported in one line, the rest registers. ``import spade_core`` registers each
+    domain's seed environments with Gymnasium (a refused seed's id raises its problem) and
+    keeps them in the seed index."""
 
 
 @hookspec
