@@ -24,9 +24,10 @@ from typing import TYPE_CHECKING, Any
 import pluggy
 
 from . import hookspecs
-from .domains import DesignGuide, Domain, SeedEnv, domain_problems, seed_problems
+from .domains import DesignGuide, Domain
 from .errors import ConfigError, PluginError
-from .names import NAME_RE, ActionFormat
+from .names import ActionFormat
+from .plugin_checks import PluginProblem, checked_seeds, refuse_shared_names
 from .runners import EnvRunner, resolve
 
 if TYPE_CHECKING:
@@ -205,10 +206,8 @@ class SpadePlugins:
                     impl.plugin_name, f"spade_register_domains raised {type(exc).__name__}: {exc}"))
         for info in self._infos:
             info.domains = sorted(d for d, p in owner.items() if p == info.name)
-        kept: dict[str, list[SeedEnv]] = {}
-        for name, domain in found.items():
-            kept[name] = _checked_seeds(owner[name], domain, problems)
-        _refuse_shared_names(found, owner, kept, problems)
+        kept = {name: checked_seeds(owner[name], domain, problems) for name, domain in found.items()}
+        refuse_shared_names(owner, kept, problems)
         domains = {
             name: dataclasses.replace(domain, seed_envs=tuple(kept[name]), action_format=ActionFormat(domain.action_format))
             for name, domain in found.items()
@@ -432,103 +431,6 @@ class _Registered:
     factory: Callable[..., Any]
     options: Any
     plugin: str
-
-
-@dataclass(frozen=True)
-class PluginProblem:
-    """One thing a plugin registered wrongly, as ``spade list`` and ``spade plugins
-    --check`` report it, in one line (``str()``): the plugin, the domain and seed where
-    there is one, and what is wrong (each field, the value given and what is allowed)."""
-
-    plugin: str
-    message: str
-    domain: str | None = None
-    #: The seed's name as written (``#N``, its place in ``seed_envs``, when it has none).
-    seed: str | None = None
-    #: The Gymnasium id the refused seed would have had; ``gymnasium.make`` of it raises
-    #: this problem (``None``: the seed has no valid id).
-    gym_id: str | None = None
-
-    def __str__(self) -> str:
-        where = [f"plugin {self.plugin!r}"]
-        if self.domain is not None:
-            where.append(f"domain {self.domain!r}")
-        if self.seed is not None:
-            where.append(f"seed {self.seed!r}")
-        return f"{', '.join(where)}: {self.message}"
-
-    def to_json(self) -> dict[str, str | None]:
-        return {"plugin": self.plugin, "domain": self.domain, "seed": self.seed, "gym_id": self.gym_id,
-                "message": self.message, "line": str(self)}
-
-
-def _gym_id(seed: Any) -> str | None:
-    """``spade/<name>-v<version>`` of a seed whose name and version make a valid id."""
-    if isinstance(seed, SeedEnv) and isinstance(seed.name, str) and NAME_RE.match(seed.name) \
-            and type(seed.version) is int and seed.version >= 1:
-        return seed.gym_id
-    return None
-
-
-def _seed_label(seed: Any, index: int) -> str:
-    name = getattr(seed, "name", None)
-    return name if isinstance(name, str) and name else f"#{index + 1}"
-
-
-def _checked_seeds(plugin: str, domain: Domain, problems: list[PluginProblem]) -> list[SeedEnv]:
-    """The seeds of ``domain`` without mistakes; a problem for each other one (and for the
-    domain itself when its own fields are wrong: then none is kept)."""
-    try:
-        seeds = list(domain.seed_envs)
-    except TypeError:
-        problems.append(PluginProblem(plugin, f"seed_envs = {domain.seed_envs!r}: a tuple of SeedEnv",
-                                      domain=str(domain.name)))
-        return []
-    wrong = domain_problems(domain)
-    if wrong:
-        problems.append(PluginProblem(
-            plugin, "; ".join(map(str, wrong)) + f" (the domain is not registered, nor its {len(seeds)} seed(s))",
-            domain=str(domain.name)))
-        for index, seed in enumerate(seeds):
-            if (gym_id := _gym_id(seed)) is not None:
-                problems.append(PluginProblem(plugin, "not registered: its domain is wrong (see the domain's line)",
-                                              domain=str(domain.name), seed=_seed_label(seed, index), gym_id=gym_id))
-        return []
-    good = []
-    for index, seed in enumerate(seeds):
-        if not isinstance(seed, SeedEnv):
-            problems.append(PluginProblem(plugin, f"seed_envs[{index}] is a {type(seed).__name__}, not a SeedEnv",
-                                          domain=domain.name, seed=f"#{index + 1}"))
-            continue
-        mistakes = seed_problems(seed, domain.skills)
-        if mistakes:
-            problems.append(PluginProblem(plugin, "; ".join(map(str, mistakes)), domain=domain.name,
-                                          seed=_seed_label(seed, index), gym_id=_gym_id(seed)))
-        else:
-            good.append(seed)
-    return good
-
-
-def _refuse_shared_names(
-    found: dict[str, Domain], owner: dict[str, str], kept: dict[str, list[SeedEnv]], problems: list[PluginProblem]
-) -> None:
-    """Take out of ``kept`` every seed whose name another seed has too (in its domain or
-    another), with a problem naming every holder."""
-    holders: dict[str, list[str]] = {}
-    for name, seeds in kept.items():
-        for seed in seeds:
-            holders.setdefault(seed.name, []).append(name)
-    for seed_name, domains in holders.items():
-        if len(domains) < 2:
-            continue
-        where = ", ".join(sorted(f"plugin {owner[d]!r} domain {d!r}" for d in domains))
-        for name in dict.fromkeys(domains):
-            for seed in [s for s in kept[name] if s.name == seed_name]:
-                problems.append(PluginProblem(
-                    owner[name], f"name = {seed_name!r}: a name no other seed has; {len(domains)} seeds have it "
-                                 f"({where}), so none of them is registered", domain=name, seed=seed_name,
-                    gym_id=seed.gym_id))
-            kept[name] = [s for s in kept[name] if s.name != seed_name]
 
 
 def _label(kind: str) -> str:

@@ -22,7 +22,7 @@ from .cli import command_plugins
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from ..plugins import PluginProblem
+    from ..plugin_checks import PluginProblem
 
 
 def warn_problems(problems: Sequence[PluginProblem]) -> None:
