@@ -214,8 +214,8 @@ class _Live:
             self._fail(exc)
             return
         self.turns += 1
-        if isinstance(info, dict) and info.get("scoring_error"):
-            self.scoring_error = str(info["scoring_error"])[:500]
+        why = info.get("scoring_error") if isinstance(info, dict) else None  # the last step's, as its reward
+        self.scoring_error = str(why)[:500] if why else None
         self.reward = float(reward)
         self.terminated = bool(terminated)
         if terminated or truncated or self.turns >= self.item.max_turns:
