@@ -20,8 +20,8 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 from spade_core.plugins import get_plugins
-from spade_core.registry import open_trusted_env
 from spade_core.sandbox_settings import SandboxSettings
+from spade_core.seeds import open_trusted_env
 from spade_core.terminal import print_whole
 
 SEEDS = {"games": ("code_breaker", "higher_lower", "island_of_liars"), "tooluse": ("tooluse.bank_ledger",)}

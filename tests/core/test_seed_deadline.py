@@ -15,8 +15,8 @@ from spade_core.config import SpadeConfig
 from spade_core.evaluation import SuiteContext
 from spade_core.metadata import EnvMetadata, EnvStatus
 from spade_core.plugins import SpadePlugins
-from spade_core.registry import open_trusted_env
 from spade_core.sandbox_settings import SandboxSettings
+from spade_core.seeds import open_trusted_env
 from spade_core.store import EnvStore
 from spade_sandbox.errors import SandboxTimeout
 

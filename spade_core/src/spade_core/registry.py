@@ -3,9 +3,9 @@
 ``import spade_core`` calls :func:`register_on_import`, which registers
 
 * every seed environment of every loaded domain plugin (trusted code: ``gymnasium.make``
-  opens it through :func:`make_seed_env`, in a worker process under the sandbox's call
-  deadline, or in this process with ``in_process=True``; a seed the plugin got wrong is
-  registered to refuse with why, :func:`refused_seed_env`), and
+  opens it through :func:`spade_core.seeds.make_seed_env`, in a worker process under the
+  sandbox's call deadline, or in this process with ``in_process=True``; a seed the plugin
+  got wrong is registered to refuse with why, :func:`spade_core.seeds.refused_seed_env`), and
 * every admitted environment of the active store (untrusted code: :func:`make_stored_env`
   hands it to the env runner ``store_envs_run`` names, spade-sandbox's ``sandbox`` by
   default, or runs it in-process only when ``store_envs_run = "in-process"``).
@@ -55,19 +55,18 @@ from gymnasium.envs.registration import EnvSpec
 from gymnasium.envs.registration import registry as gym_registry
 
 from . import native, seed_index
-from .runners import IN_PROCESS, SANDBOX, EnvRunner
+from .runners import IN_PROCESS, EnvRunner
 from .store.id_snapshot import names_of
 
 if TYPE_CHECKING:
     from .config import SpadeConfig
     from .env import TextEnv
-    from .sandbox_settings import SandboxSettings
     from .store import EnvStore
 
 NAMESPACE = "spade"
-SEED_ENTRY_POINT = "spade_core.registry:make_seed_env"
+SEED_ENTRY_POINT = "spade_core.seeds:make_seed_env"
 STORED_ENTRY_POINT = "spade_core.registry:make_stored_env"
-REFUSED_ENTRY_POINT = "spade_core.registry:refused_seed_env"
+REFUSED_ENTRY_POINT = "spade_core.seeds:refused_seed_env"
 
 _PREFIX = NAMESPACE + "/"
 
@@ -448,7 +447,8 @@ def _register_seeds(result: Registration) -> None:
 
 
 #: Ids of seeds a plugin got wrong, registered so that ``gymnasium.make`` says why
-#: (:func:`refused_seed_env`); a store environment of the same id replaces its refusal.
+#: (:func:`spade_core.seeds.refused_seed_env`); a store environment of the same id replaces
+#: its refusal.
 _refused_seeds: set[str] = set()
 
 
@@ -541,76 +541,6 @@ def _save_seed_index() -> None:
 
 
 # --- entry points: called by gymnasium.make -------------------------------------------------
-
-
-def make_seed_env(
-    path: str,
-    class_name: str | None = None,
-    max_turns: int | None = None,
-    render_mode: str | None = None,
-    reward_range: tuple[float, float] | None = None,
-    in_process: bool = False,
-) -> Any:
-    """A seed environment (trusted plugin code), opened by :func:`open_trusted_env`: in a
-    worker process under the call deadline of ``[spade.sandbox]``, or in this process with
-    ``gymnasium.make(id, in_process=True)``."""
-    from .errors import EnvLoadError
-
-    try:
-        source = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise EnvLoadError(f"cannot read the seed environment: {exc.strerror}", source_name=path) from None
-    return open_trusted_env(source, source_name=path, class_name=class_name, max_turns=max_turns,
-                            reward_range=reward_range, render_mode=render_mode, in_process=in_process)
-
-
-def open_trusted_env(
-    source: str,
-    *,
-    source_name: str,
-    class_name: str | None = None,
-    max_turns: int | None = None,
-    reward_range: tuple[float, float] | None = None,
-    render_mode: str | None = None,
-    sandbox: SandboxSettings | None = None,
-    in_process: bool = False,
-) -> TextEnv:
-    """Trusted code (a plugin's seed environment) as a Gymnasium environment: through the
-    ``sandbox`` env runner with ``trusted=True`` (``spade_sandbox.opener.open_env``: a worker
-    process of its own, killed at ``sandbox``'s call deadline with the ``call_timeout`` error
-    store code gets, importing its plugin's modules freely; ``None``: the active
-    configuration's ``[spade.sandbox]``). In this process, with no deadline, when
-    ``in_process`` or when no loaded plugin provides that runner (spade-sandbox not
-    installed). The reward range enforced is the class's own ``reward_range`` where it
-    declares one, else ``reward_range`` (the domain's)."""
-    from .env import ReferenceEnvAdapter, declared_reward_range
-    from .errors import EnvContractError
-
-    try:
-        declared = declared_reward_range(source, class_name)
-    except (SyntaxError, ValueError, RecursionError, MemoryError, EnvContractError):
-        declared = None  # the load reports a source that does not parse
-    reward_range = declared or (tuple(reward_range) if reward_range else None)  # type: ignore[assignment]
-    runner = None if in_process else env_runner(SANDBOX)
-    if runner is None:
-        from .source import instantiate, load_trusted_class
-
-        cls = load_trusted_class(source, class_name, source_name=source_name)
-        return ReferenceEnvAdapter(lambda: instantiate(cls), max_turns=max_turns, reward_range=reward_range,
-                                   render_mode=render_mode)
-    if sandbox is None:
-        from .run_settings import run_settings  # no pydantic on the gymnasium.make path
-
-        sandbox = run_settings().sandbox
-    return runner.make_env(source, max_turns=max_turns, allowed_modules=(), reward_range=reward_range,
-                           class_name=class_name, render_mode=render_mode, sandbox=sandbox, trusted=True)
-
-
-def refused_seed_env(reason: str, **_: Any) -> Any:
-    """The entry point of a seed a plugin got wrong: raises why it is not registered."""
-    from .errors import PluginError
-
-    raise PluginError(f"this seed environment is not registered: {reason} (`spade plugins --check` lists every problem)")
 
 
 def make_stored_env(

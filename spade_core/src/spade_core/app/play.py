@@ -25,7 +25,7 @@ from ..config import SpadeConfig
 from ..env import ReferenceEnvAdapter, TextEnv
 from ..errors import EnvContractError, SpadeError, UntrustedCodeError
 from ..metadata import ActionFormat
-from ..registry import open_trusted_env
+from ..seeds import open_trusted_env
 from ..source import instantiate, load_trusted_class
 from .catalog import CatalogEntry
 
@@ -50,7 +50,7 @@ def open_env(
     plugins: SpadePlugins | None = None,
 ) -> TextEnv:
     """A Gymnasium text environment for ``entry``, run where its trust level allows: a
-    seed (trusted plugin code) by :func:`~spade_core.registry.open_trusted_env`, in a
+    seed (trusted plugin code) by :func:`~spade_core.seeds.open_trusted_env`, in a
     worker process under ``config``'s call deadline (in this process with
     ``in_process``); store code by the env runner of ``plugins`` (default: the
     process-wide set) that ``config.store_envs_run`` names, in this process only when
