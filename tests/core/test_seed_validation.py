@@ -64,3 +64,12 @@ def test_seeds_and_a_target_are_one_or_the_other(spade_home: Path) -> None:
     assert neither.exit_code == 2 and "give an environment to validate (TARGET), or --seeds" in neither.stderr
     unknown = spade("validate", "--seeds", "--domain", "chess")
     assert unknown.exit_code == 2 and "unknown domain 'chess'" in unknown.stderr
+
+
+def test_a_passed_fuzz_says_feasibility_was_not_checked(spade_home: Path) -> None:
+    fuzzed = spade("fuzz", "code_breaker-v1", "--examples", "20")
+    text = " ".join(fuzzed.stdout.split())
+    assert fuzzed.exit_code == 0 and "PASSED" in text
+    assert "feasibility not checked (spade validate replays solution())" in text and "unproven" not in text
+    validated = " ".join(spade("validate", "code_breaker-v1").stdout.split())
+    assert "feasibility proven" in validated  # the stage ran there
