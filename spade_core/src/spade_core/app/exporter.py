@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from ..errors import SpadeError
 from ..metadata import EnvMetadata, EnvStatus
+from .file_writes import write_inside
 
 if TYPE_CHECKING:
     from ..store import EnvStore
@@ -160,14 +161,10 @@ def _export_parquet(
 
 
 def _export_dir(envs: Iterator[tuple[str, EnvMetadata]], target: Path, on_item: Callable[[EnvMetadata], None] | None) -> int:
-    target.mkdir(parents=True, exist_ok=True)
     n = 0
     for source, meta in envs:
         for suffix, text in ((".py", source), (".json", meta.model_dump_json(indent=2))):
-            final = target / f"{meta.id}{suffix}"
-            tmp = target / f".{meta.id}{suffix}.tmp"
-            tmp.write_text(text, encoding="utf-8")
-            os.replace(tmp, final)
+            write_inside(target, f"{meta.id}{suffix}", text)  # through no link planted in the folder
         n += 1
         if on_item:
             on_item(meta)

@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import re
 import sys
 import tomllib
@@ -67,6 +66,7 @@ from .dataset_files import (
     read_text_bounded,
     resolve_inside,
 )
+from .file_writes import write_inside
 from .importer import RawItem
 
 if TYPE_CHECKING:
@@ -269,14 +269,8 @@ def write_task(
     }
     if meta.hint:
         files["solution/hint.md"] = f"# Hint\n\n{meta.hint.strip()}\n"
-    for rel, text in files.items():
-        path = folder / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.tmp")
-        tmp.write_text(text, encoding="utf-8")
-        if rel.endswith((".sh", "spade-episode")):
-            tmp.chmod(0o755)
-        os.replace(tmp, path)
+    for rel, text in files.items():  # through no link planted in the target (file_writes)
+        write_inside(target, f"{meta.id}/{rel}", text, mode=0o755 if rel.endswith((".sh", "spade-episode")) else 0o644)
     return folder
 
 
@@ -345,11 +339,16 @@ def read_harbor_items(path: str | Path) -> list[RawItem]:
 
 
 def _read_task(folder: Path, root: Path) -> RawItem:
+    """One task as an item: whatever its files hold, a problem is this task's outcome only."""
     name = folder.name
     try:
         return RawItem(name, _task_row(folder, root), from_file=True)
     except HarborError as exc:
         return RawItem(name, error=str(exc), from_file=True)
+    except RecursionError:
+        return RawItem(name, error="a file of the task is nested too deeply to read", from_file=True)
+    except Exception as exc:  # odd data a check of _task_row missed: still this task's alone
+        return RawItem(name, error=f"unreadable task ({type(exc).__name__}: {exc})", from_file=True)
 
 
 def _read(folder: Path, rel: str, root: Path, limit: int) -> str:
@@ -382,6 +381,8 @@ def _task_row(folder: Path, root: Path) -> dict[str, Any]:
         config = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise HarborError(f"task.toml is not valid TOML: {exc}") from None
+    except RecursionError:
+        raise HarborError("task.toml is nested too deeply to read") from None
     metadata = config.get("metadata")
     summary = metadata.get("spade") if isinstance(metadata, dict) else None
     if not isinstance(summary, dict) or summary.get("kind") != TASK_KIND:
@@ -403,16 +404,25 @@ def _task_row(folder: Path, root: Path) -> dict[str, Any]:
         raise HarborError("environment/spade/metadata.json is not a SPADE metadata document")
     for key in SUMMARY_FIELDS:
         recorded, documented = summary.get(key), document.get(key)
-        if key == "reward_range" and isinstance(recorded, list) and isinstance(documented, list):
-            same = [float(x) for x in recorded] == [float(x) for x in documented]
-        else:
-            same = recorded == documented
+        same = _same_range(recorded, documented) if key == "reward_range" else recorded == documented
         if not same:
             raise HarborError(
                 f"task.toml's [metadata.spade] {key} ({recorded!r}) differs from environment/spade/metadata.json "
                 f"({documented!r}); was one of them edited?"
             )
     return {**document, "code": code}
+
+
+def _same_range(recorded: Any, documented: Any) -> bool:
+    """Whether two reward ranges are the same numbers (anything but two lists of numbers
+    is not)."""
+    def numbers(value: Any) -> list[float] | None:
+        if not isinstance(value, list) or not all(isinstance(x, int | float) and not isinstance(x, bool) for x in value):
+            return None
+        return [float(x) for x in value]
+
+    a, b = numbers(recorded), numbers(documented)
+    return a is not None and a == b
 
 
 # --- ATIF -------------------------------------------------------------------------------
@@ -588,16 +598,15 @@ def export_atif(run: str | Path, target: str | Path, *, overwrite: bool = False)
         episode = read_episode(run)
         stem = _safe_stem(str(episode.get("env_id", "episode")))
         trajectories.append((stem, trajectory_from_episode(episode, stem)))
-    target.mkdir(parents=True, exist_ok=True)
     for stem, trajectory in trajectories:
         _write_json(target / f"{stem}.json", trajectory)
     return len(trajectories)
 
 
 def _write_json(path: Path, value: Any) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(value, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    """``value`` as JSON at ``path``, written through no link (:func:`write_inside`: a
+    task's agent can write to the folders its container side writes in)."""
+    write_inside(path.parent, path.name, json.dumps(value, indent=2, ensure_ascii=False) + "\n")
 
 
 # --- the container side: playing and verifying an episode -------------------------------

@@ -178,7 +178,7 @@ def read_items(path: str | Path) -> Iterator[RawItem]:
             except OutsideDataset as exc:
                 yield RawItem(f.name, error=exc.reason, from_file=f.suffix == ".py")
                 continue
-            yield from _read_file(f, real, root, budget)
+            yield from _file_items(f, real, root, budget)
     else:
         root = dataset_root(p.parent)
         try:
@@ -186,6 +186,18 @@ def read_items(path: str | Path) -> Iterator[RawItem]:
         except OutsideDataset as exc:
             raise ImportSourceError(f"{exc} (import the file it links to by its own name)") from None
         yield from _read_file(p, real, root, None)
+
+
+def _file_items(p: Path, real: Path, root: Path, budget: DecodeBudget) -> Iterator[RawItem]:
+    """The items of one file of a folder: a file that cannot be read at all (or fails
+    part way) is one failed item of its own, and the folder's other files still import."""
+    try:
+        yield from _read_file(p, real, root, budget)
+    except RecursionError:
+        yield RawItem(p.name, error="the file is nested too deeply to read", from_file=p.suffix == ".py")
+    except Exception as exc:  # ImportSourceError (cannot open it), or odd data a reader missed
+        reason = str(exc) if isinstance(exc, SpadeError) else f"{type(exc).__name__}: {exc}"
+        yield RawItem(p.name, error=f"cannot read the file: {reason}", from_file=p.suffix == ".py")
 
 
 def _read_file(p: Path, real: Path, root: Path, budget: DecodeBudget | None) -> Iterator[RawItem]:
