@@ -19,6 +19,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from spade_core.env import (
     MAX_TEXT_LENGTH,
+    EpisodeEnded,
     ReferenceEnvAdapter,
     TextEnv,
     UnicodeText,
@@ -125,6 +126,57 @@ def test_truncation_at_max_turns() -> None:
     assert flags == [(False, False), (False, False), (False, True)]
     env.reset(seed=0)
     assert env.step("x")[2:4] == (False, False), "reset starts the turn count again"
+
+
+class PaysForever(Scripted):
+    """Wins on every step, and counts what reaches it: a step after the end must not."""
+
+    def __init__(self) -> None:
+        super().__init__(("won", 1.0, True, False, {}))
+        self.steps = 0
+
+    def step(self, action: str) -> Any:
+        self.steps += 1
+        return self.step_result
+
+
+def test_a_step_after_termination_is_refused_without_reaching_the_environment() -> None:
+    inner = PaysForever()
+    env = ReferenceEnvAdapter(inner)
+    env.reset(seed=0)
+    assert env.step("x")[1:3] == (1.0, True)
+    with pytest.raises(EpisodeEnded, match="call reset"):
+        env.step("x")
+    assert inner.steps == 1, "the environment was asked for a step after its end"
+    env.reset(seed=1)
+    assert env.step("x")[1:3] == (1.0, True), "reset starts a new episode"
+
+
+def test_a_step_after_truncation_is_refused_too_and_is_gymnasiums_reset_needed() -> None:
+    inner = Scripted(("go on", 0.0, False, False, {}))
+    env = ReferenceEnvAdapter(inner, max_turns=2)
+    env.reset(seed=0)
+    env.step("x")
+    assert env.step("x")[3] is True
+    with pytest.raises(gym.error.ResetNeeded):
+        env.step("x")
+    with pytest.raises(EnvContractError):  # one family with the other contract errors
+        env.step("x")
+
+
+def test_gymnasium_make_holds_the_rule_for_a_seed_environment() -> None:
+    import spade_core
+
+    gym.register_envs(spade_core)
+    env = gym.make("spade/code_breaker-v1")
+    env.reset(seed=3)
+    solution = env.unwrapped.solution()
+    for action in solution:
+        *_, terminated, truncated, _ = env.step(action)
+    assert terminated and not truncated
+    with pytest.raises(gym.error.ResetNeeded):
+        env.step(solution[-1])
+    env.close()
 
 
 def test_flags_are_plain_bools_even_when_the_env_returns_numpy_bools() -> None:

@@ -38,6 +38,21 @@ def test_is_a_gymnasium_text_env_driven_through_the_adapter(pool: SandboxPool):
     env.close()
 
 
+def test_a_step_after_the_end_is_refused_before_it_reaches_the_worker(pool: SandboxPool):
+    from spade_core.env import EpisodeEnded
+
+    env = SandboxedEnv(COUNTER, pool=pool, max_turns=10)
+    env.reset(seed=5)
+    assert env.step("win")[1:3] == (1.0, True)
+    with pytest.raises(EpisodeEnded):
+        env.step("win")
+    with pytest.raises(gym.error.ResetNeeded):
+        env.step("anything")
+    env.reset(seed=5)
+    assert env.step("a")[2:4] == (False, False)
+    env.close()
+
+
 def test_reward_range_is_enforced_by_the_adapter(pool: SandboxPool):
     env = SandboxedEnv(step_returns("('x', 5.0, False, False, {})"), pool=pool)
     env.reset()

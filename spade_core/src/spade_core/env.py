@@ -68,6 +68,14 @@ class TextEnv(gym.Env[str, str]):
       ``reward`` is a finite float within :attr:`reward_range`.
     * ``solution()`` returns a reference answer: a list of actions that, replayed from
       ``reset(seed)``, reaches full reward — or a string when it cannot be replayed.
+    * **A step after the end.** Once a step returned ``terminated`` or ``truncated``, the
+      episode is over until ``reset()``: every way SPADE offers an environment refuses a
+      further ``step`` without passing it on (:class:`EpisodeEnded`, a Gymnasium
+      ``ResetNeeded``, here and in the sandbox; HTTP 409 ``EPISODE_STATE`` from ``spade
+      serve``; the TRL adapter's ``EpisodeOver``). An environment asked anyway (by its own
+      code, or by a caller outside SPADE) must not pay again nor say the episode goes on:
+      it answers ``terminated`` (or ``truncated``) with no reward, or raises. Validation
+      checks it after every episode it ends.
     """
 
     # ``render_fps`` has no meaning for text, but Gymnasium's checker warns when it is absent.
@@ -78,6 +86,14 @@ class TextEnv(gym.Env[str, str]):
 
     def solution(self) -> list[str] | str:
         raise NotImplementedError(f"{type(self).__name__} does not provide solution()")
+
+
+class EpisodeEnded(EnvContractError, gym.error.ResetNeeded):
+    """``step()`` was called after the episode ended (``terminated`` or ``truncated``):
+    call ``reset()`` first. Nothing was passed to the environment."""
+
+    def __init__(self, message: str = "the episode is over (terminated or truncated): call reset() before step()") -> None:
+        super().__init__(message, method="step")
 
 
 @runtime_checkable
@@ -196,6 +212,8 @@ class ReferenceEnvAdapter(TextEnv):
     * enforces ``reward_range``: the one given, else the inner class's ``reward_range``
       attribute, else [0, 1];
     * keeps ``terminated`` and ``truncated`` apart and truncates at ``max_turns``;
+    * refuses a step after the episode ended (:class:`EpisodeEnded`), so the inner
+      environment never sees one;
     * forwards ``solution()``, ``close()`` and tool schemas (``tools``) when present.
     """
 
@@ -219,6 +237,7 @@ class ReferenceEnvAdapter(TextEnv):
         self.reward_range = reward_range or valid_reward_range(getattr(self._inner, "reward_range", None)) or (0.0, 1.0)
         self.render_mode = render_mode
         self._turn = 0
+        self._ended = False
         self._last_obs = ""
         #: The seed the inner environment received at the last ``reset`` (derived from
         #: Gymnasium's RNG when ``reset`` was called without one): replays the episode.
@@ -238,18 +257,22 @@ class ReferenceEnvAdapter(TextEnv):
         self.last_seed = seed
         obs, info = check_reset_result(self._inner.reset(seed=seed))
         self._turn = 0
+        self._ended = False
         self._last_obs = obs
         return obs, info
 
     def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
         if not isinstance(action, str):
             raise TypeError(f"action must be str, got {type(action).__name__}")
+        if self._ended:
+            raise EpisodeEnded()
         obs, reward, terminated, truncated, info = check_step_result(
             self._inner.step(action), self.reward_range
         )
         self._turn += 1
         if not terminated and self.max_turns is not None and self._turn >= self.max_turns:
             truncated = True
+        self._ended = terminated or truncated
         self._last_obs = obs
         return obs, reward, terminated, truncated, info
 

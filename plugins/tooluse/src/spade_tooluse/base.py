@@ -206,8 +206,8 @@ class ToolEnv(TargetReplay):
         """Execute the calls of one agent message, then grade and advance as the mode says."""
         if not self.turns:
             raise ToolEnvError(f"{type(self).__name__}: step() called before reset()")
-        if self._te_done:
-            return "The episode is over.", self._te_progress(), True, False, self._te_info(advanced=False, outcomes=[])
+        if self._te_done:  # a step after the end pays nothing and changes nothing
+            return "The episode is over.", 0.0, True, False, self._te_info(advanced=False, outcomes=[])
         self._te_steps += 1
         text = action if isinstance(action, str) else str(action)
         try:

@@ -31,6 +31,7 @@ comparison against a replayed reference, replayable solutions).
 from __future__ import annotations
 
 import ast
+import functools
 import json
 import re
 from typing import Any
@@ -110,7 +111,32 @@ class ToolUseBaseEnv:
 
     # -- the step protocol -----------------------------------------------------------
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        # Subclasses write reset() whole (the reference protocol: they never call the
+        # base's), so the end of an episode is forgotten by wrapping theirs.
+        super().__init_subclass__(**kwargs)
+        reset = cls.__dict__.get("reset")
+        if reset is not None:
+            @functools.wraps(reset)
+            def starts_an_episode(self: Any, *args: Any, **kw: Any) -> Any:
+                self._episode_over = None
+                return reset(self, *args, **kw)
+
+            cls.reset = starts_an_episode  # type: ignore[method-assign]
+
     def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        """One message; once a step ended the episode (a right answer, or out of turns),
+        further steps pay nothing and keep it over until ``reset`` (SPADE's contract for
+        a step after the end; the reference base does not say)."""
+        over = getattr(self, "_episode_over", None)
+        if over is not None:
+            return "The episode is over.", 0.0, over[0], over[1], {}
+        out = self._play(action)
+        if out[2] or out[3]:
+            self._episode_over = (out[2], out[3])
+        return out
+
+    def _play(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
         self.turn_count += 1
         out_of_turns = self.turn_count >= self.max_turns
         text = action if isinstance(action, str) else str(action)
