@@ -149,14 +149,35 @@ def _read_call(node: ast.Call, params: ToolParams | None) -> str:
     return ToolCall(name, kwargs).to_tag()
 
 
+#: A list item's number inside a line (``1. a() 2. b()``): a number with ``.`` or ``)`` after
+#: it, at the start or after a space, followed by a space.
+_INLINE_NUMBER = re.compile(r"(?:(?<=\s)|^)(?:(?:step|turn|call|action)\s*)?(\d+)\s*[.):](?=\s)", re.IGNORECASE)
+
+
+def _items(line: str) -> list[str]:
+    """A line cut at its inline list numbers when they count up from the first (``1. a()
+    2. b() 3. <answer>x</answer>``, as prompts write a plan on one line); else the line."""
+    text = line.strip()
+    marks = list(_INLINE_NUMBER.finditer(text))
+    if len(marks) < 2 or marks[0].start() != 0:
+        return [line]
+    first = int(marks[0].group(1))
+    kept = [m for i, m in enumerate(marks) if int(m.group(1)) == first + i]
+    if len(kept) != len(marks):
+        return [line]
+    bounds = [m.start() for m in kept] + [len(text)]
+    return [text[a:b] for a, b in zip(bounds, bounds[1:], strict=False)]
+
+
 def python_call_plans(text: str, params: ToolParams | None = None) -> list[list[str]]:
     """The readings of a solution string that writes its tool calls in Python call syntax
-    (see the module docstring): one turn per line, then one turn per call; ``[]`` when the
-    text has no such call or one of them cannot be read."""
+    (see the module docstring): one turn per line (or per item of a list numbered inside
+    one line), then one turn per call; ``[]`` when the text has no such call or one of
+    them cannot be read."""
     per_line: list[str] = []
     per_call: list[str] = []
     found = False
-    for raw in text.splitlines():
+    for raw in (item for whole in text.splitlines() for item in _items(whole)):
         tags = _TAG.findall(raw)
         if tags:  # a tag written between calls keeps its place
             per_line.append("\n".join(tags))
