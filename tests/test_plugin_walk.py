@@ -106,6 +106,11 @@ def test_from_new_plugin_to_a_trained_domain_following_plugins_md(tmp_path: Path
                "--iterations", "1", "--run-dir", "runs/mazes")
     (metrics,) = [json.loads(line) for line in (tmp_path / "runs" / "mazes" / "metrics.jsonl").read_text().splitlines()]
     assert metrics["iteration"] == 1 and metrics["episodes"] > 0, metrics
+    from spade_core.store import EnvStore
+
+    with EnvStore(f"sqlite:///{tmp_path / 'runs' / 'mazes' / 'store.db'}", create=False) as store:
+        # the seed's own hint is the one its hinted plays (regret) are given
+        assert store.get(SEED).hint == shown["hint"]
     ran = time.monotonic() - started
     times = ", ".join(f"{k} {v:.0f}s" for k, v in walk.times.items())
     print(f"walk: {ran:.0f} s ({times})")
