@@ -1,8 +1,9 @@
 """The built-in ``registry`` suite: environments of the registry (seeds and admitted store
 environments) by ids, domain or skill, or the held-out split of a self-play run's pool.
 
-Store environments are made through ``spade_core.app.play.open_env``: in the sandbox, as
-``gym.make`` and ``spade play`` run them; seeds are trusted plugin code, run in-process.
+Environments are made through ``spade_core.app.play.open_env``, as ``gym.make`` and ``spade
+play`` make them: store code in the sandbox; seeds, trusted plugin code, in a worker process
+of the trusted pool under the same call deadline.
 """
 
 from __future__ import annotations
