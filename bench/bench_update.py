@@ -40,20 +40,22 @@ LR = 2e-5
 
 
 def _samples(model: Any, tok: Any) -> list[Any]:
-    import random
-
-    from spade_trainer.experiment import LearningExperiment, LearnSettings
+    from spade_trainer.envrefs import seed_playable
+    from spade_trainer.inprocess import TrustedEnvPool
+    from spade_trainer.policy import Sampling, TransformersPolicy
+    from spade_trainer.rollout import EpisodeSpec, ReplyShape, RolloutEngine, TokenBudget
     from spade_trainer.samples import PolicySample, Role, with_advantages
 
-    exp = LearningExperiment(LearnSettings(max_new_tokens=8), tempfile.mkdtemp(), model=model, tokenizer=tok,
-                             log=lambda _: None)
-    engine = exp._engine(model, tok)
-    labelled = exp._train_specs(random.Random(0))
-    episodes = engine.run([spec for _, spec in labelled], seed=1)
+    env = seed_playable("higher_lower")
+    engine = RolloutEngine(TrustedEnvPool(), TransformersPolicy(model, tok), tok,
+                           budget=TokenBudget(per_turn=8, per_episode=512), sampling=Sampling(1.0, 1.0),
+                           reply=ReplyShape(prefill="\\boxed{", cut_at_action=True))
+    groups = [(f"group-{g}", EpisodeSpec(env, False, 100 * g + i)) for g in range(4) for i in range(8)]
+    episodes = engine.run([spec for _, spec in groups], seed=1)
     # every sample gets signal (half of each group won, half lost), so that both sides run the
     # whole step: what is timed is the update machinery, not how many samples happened to win
     samples = [PolicySample(Role.agent, ep.prompt_ids, ep.completion_ids, ep.logprobs, float(i % 2), group,
-                            env_mask=ep.env_mask) for i, ((group, _), ep) in enumerate(zip(labelled, episodes, strict=True))]
+                            env_mask=ep.env_mask) for i, ((group, _), ep) in enumerate(zip(groups, episodes, strict=True))]
     return with_advantages(samples)
 
 

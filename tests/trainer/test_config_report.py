@@ -24,7 +24,7 @@ def test_file_then_overrides_win_over_the_preset(tmp_path: Path) -> None:
     f.write_text('[selfplay]\niterations = 7\n[selfplay.generation]\ntemperature = 0.3\n')
     cfg = load_selfplay_config(preset="quickstart", path=f, overrides=["generation.top_p=0.9"])
     assert (cfg.iterations, cfg.generation.temperature, cfg.generation.top_p) == (7, 0.3, 0.9)
-    assert cfg.designs_per_skill == 2  # untouched preset value
+    assert cfg.designs_per_skill == 4  # untouched preset value
 
 
 def test_every_bad_field_is_named(tmp_path: Path) -> None:
@@ -35,7 +35,7 @@ def test_every_bad_field_is_named(tmp_path: Path) -> None:
 
 
 def test_unknown_preset_lists_the_known_ones() -> None:
-    with pytest.raises(ConfigError, match="bases: gpu, quickstart, tiny; ablations on top of a base: adaptive, baseline"):
+    with pytest.raises(ConfigError, match="bases: gpu, learn, quickstart, tiny; ablations on top of a base: adaptive, baseline"):
         load_selfplay_config(preset="huge")
 
 

@@ -1,6 +1,7 @@
-"""The pieces of the learning experiment: replies cut at the action, the prefill, the GRPO
-step as a component (no pass without signal, a step that moves the right way, lr 0 moves
-nothing) and the experiment's outputs (``learning.json``'s shape, the control, the table)."""
+"""The learning curve a self-play run measures: replies cut at the action, the prefill, the
+GRPO step as a component (no pass without signal, a step that moves the right way, lr 0
+moves nothing), and ``[selfplay.learning]``: held-out instances, the control, the best
+constant policy, the verdicts and ``learning.json``'s shape, in real runs of the tiny model."""
 
 from __future__ import annotations
 
@@ -13,26 +14,26 @@ from typing import Any
 import pytest
 import torch
 from spade_core.metadata import ActionFormat
+from spade_core.returns import HELD_OUT_SEED_BASE
 from spade_trainer.actions import action_end
+from spade_trainer.config import load_selfplay_config
+from spade_trainer.envrefs import seed_playable
 from spade_trainer.errors import ConfigError
-from spade_trainer.experiment import (
-    EVAL_SEED_BASE,
-    Evaluation,
-    LearningExperiment,
-    LearnSettings,
-    best_constant,
-    learning_table,
-    rung_source,
-    summarise,
-    verdict,
-    wilson,
-)
-from spade_trainer.experiment_trl import run_learning
 from spade_trainer.inprocess import TrustedEnvPool
+from spade_trainer.learning import (
+    Evaluation,
+    behaviour,
+    constant_wins,
+    learnability,
+    observed_constants,
+    verdict,
+)
+from spade_trainer.learning_report import learning_table, newcombe, run_names, seed_interval, summarise
 from spade_trainer.policy import Generation, Sampling, TransformersPolicy
 from spade_trainer.policy_update import GRPOUpdate, UpdateSettings
 from spade_trainer.rollout import EpisodeSpec, PlayableEnv, ReplyShape, RolloutEngine
 from spade_trainer.samples import PolicySample, Role
+from spade_trainer.selfplay import SelfPlayRun
 
 from .envs import GUESS_ENV
 
@@ -206,24 +207,25 @@ def test_update_settings_refuse_nonsense() -> None:
             UpdateSettings(**bad)
 
 
-# --- the rung and the experiment -------------------------------------------------------------
+# --- the rung, the best constant and the verdicts ------------------------------------------------
+
+
+def _rung_seeds(n: int = 200) -> list[int]:
+    return [HELD_OUT_SEED_BASE + i for i in range(n)]
 
 
 def test_the_rung_rewards_reading_and_feedback_not_a_constant() -> None:
     from spade_core.env import ReferenceEnvAdapter
     from spade_core.source import load_trusted_class
 
-    cls = load_trusted_class(rung_source(3, 2), "HigherLowerEnv")
-    seeds = [EVAL_SEED_BASE + i for i in range(200)]
-
-    def make() -> Any:
-        return ReferenceEnvAdapter(cls(), max_turns=4)
-
-    _, constant = best_constant(make, [f"\\boxed{{{v}}}" for v in range(9, 101)], seeds)
-    assert constant < 0.1
+    rung = seed_playable("higher_lower")
+    cls = load_trusted_class(rung.source, "HigherLowerEnv")
+    seeds = _rung_seeds()
+    constant = max(constant_wins(TrustedEnvPool(), rung, seeds, [f"\\boxed{{{v}}}" for v in range(9, 101)]))
+    assert constant / len(seeds) < 0.1
     # halving with the feedback wins every instance; the first listed number, then the
     # next in the direction told, wins far more than a constant and less than halving
-    env, wins_bisect, wins_first = make(), 0, 0
+    env, wins_bisect, wins_first = ReferenceEnvAdapter(cls(), max_turns=4), 0, 0
     for s in seeds:
         obs, info = env.reset(seed=s)
         c = info["candidates"]
@@ -237,96 +239,154 @@ def test_the_rung_rewards_reading_and_feedback_not_a_constant() -> None:
             obs, r, term, trunc, _ = env.step(f"\\boxed{{{c[1]}}}")
         wins_first += r >= 1.0
     assert wins_bisect == len(seeds)
-    assert constant < wins_first / len(seeds) < 0.9
+    assert constant / len(seeds) < wins_first / len(seeds) < 0.9
 
 
-def test_learn_settings_refuse_nonsense() -> None:
-    for bad in ({"updates": 0}, {"group_size": 1}, {"group_instance": "other"}, {"control": "maybe"},
-                {"learning_rate": -1e-5}, {"candidates": 40}, {"eval_episodes": 0},
-                {"trainer": "keras"}, {"device": "gpu"}, {"device": "cuda:x"}):
-        with pytest.raises(ConfigError):
-            LearnSettings(**bad)  # type: ignore[arg-type]
-    assert LearnSettings(device="cuda:1").device == "cuda:1"
+def test_the_constants_read_from_the_instances_hold_the_best_of_every_number() -> None:
+    rung, pool, seeds = seed_playable("higher_lower"), TrustedEnvPool(), _rung_seeds(96)
+    every = [f"\\boxed{{{v}}}" for v in range(9, 101)]
+    best = max(constant_wins(pool, rung, seeds, every))
+    observed = observed_constants(pool, rung, seeds)
+    # the listed numbers and secrets (and the "2" of "You have 2 guesses"), boxed
+    assert len(set(observed) & set(every)) > 40 and all(a.startswith("\\boxed{") for a in observed)
+    assert max(constant_wins(pool, rung, seeds, observed)) == best  # the brute force finds nothing better
+
+
+def test_a_knob_setting_names_a_variant_and_a_bad_one_is_refused() -> None:
+    hard = seed_playable("higher_lower:CANDIDATES=15,GUESSES=4")
+    assert hard.env_id == "higher_lower.candidates15.guesses4-v1"
+    assert "CANDIDATES = 15" in hard.source and "GUESSES = 4" in hard.source
+    assert seed_playable("higher_lower:candidates=3").env_id == "higher_lower-v1"  # the setting as written
+    with pytest.raises(ConfigError, match="CANDIDATES"):
+        seed_playable("higher_lower:CANDIDATES=40")
+    with pytest.raises(ConfigError, match="no knob"):
+        seed_playable("higher_lower:SIZE=4")
+    with pytest.raises(ConfigError, match="no environment"):
+        seed_playable("no_such_game")
 
 
 def test_wilson_interval() -> None:
+    from spade_core.app.eval_harness import wilson
+
     lo, hi = wilson(20, 100)
     assert lo == pytest.approx(0.1333, abs=1e-3) and hi == pytest.approx(0.2888, abs=1e-3)
     assert wilson(0, 0) == (0.0, 1.0) and wilson(0, 50)[0] == 0.0
 
 
+def _ev(update: int, wins: int, n: int = 100) -> Evaluation:
+    return Evaluation(update, n, wins, wins / n, (0.0, 1.0), 0.0)
+
+
 def test_the_verdict_needs_intervals_apart_and_a_quiet_control() -> None:
-    def ev(update: int, wins: int) -> Evaluation:
-        return Evaluation(update, 100, wins, wins / 100, (0.0, 1.0), 0.0)
-
-    assert verdict([ev(0, 10), ev(12, 40)], [ev(0, 10), ev(12, 12)], 0.05)["learned"]
-    assert not verdict([ev(0, 10), ev(12, 18)], [ev(0, 10), ev(12, 12)], 0.05)["learned"]  # intervals overlap
-    assert not verdict([ev(0, 10), ev(12, 40)], [ev(0, 10), ev(12, 40)], 0.05)["learned"]  # the control rose too
-    assert not verdict([ev(0, 10), ev(12, 40)], None, 0.5)["learned"]  # a constant does as well
+    assert verdict([_ev(0, 10), _ev(12, 40)], [_ev(0, 10), _ev(12, 12)], 0.05)["learned"]
+    assert not verdict([_ev(0, 10), _ev(12, 18)], [_ev(0, 10), _ev(12, 12)], 0.05)["learned"]  # intervals overlap
+    assert not verdict([_ev(0, 10), _ev(12, 40)], [_ev(0, 10), _ev(12, 40)], 0.05)["learned"]  # the control rose too
+    assert not verdict([_ev(0, 10), _ev(12, 40)], None, 0.5)["learned"]  # a constant does as well
 
 
-@pytest.fixture()
-def small_experiment(tiny_model: Any, tiny_tokenizer: Any, tmp_path: Path) -> Callable[..., LearningExperiment]:
-    def make(**overrides: Any) -> LearningExperiment:
-        settings = LearnSettings(**{"updates": 2, "eval_every": 1, "groups": 2, "group_size": 2, "eval_episodes": 6,
-                                    "learning_rate": 1e-3, "max_new_tokens": 4, **overrides})
-        return LearningExperiment(settings, tmp_path / str(len(list(tmp_path.iterdir()))), model=tiny_model,
-                                  tokenizer=tiny_tokenizer, log=lambda _: None)
+def test_learnability_says_learnable_no_signal_gameable_or_not_learned() -> None:
+    quiet = [_ev(0, 10), _ev(8, 11)]
+    assert learnability([_ev(0, 10), _ev(8, 40)], quiet, 0.05, [16, 20]) == "learnable"
+    assert learnability([_ev(0, 0), _ev(8, 0)], quiet, 0.0, [0, 0]) == "no_signal"
+    assert learnability([_ev(0, 30), _ev(8, 35)], quiet, 0.4, [8, 8]) == "gameable"
+    assert learnability([_ev(0, 10), _ev(8, 12)], quiet, 0.05, [8, 8]) == "not_learned"
+    # a constant that wins rarely does not make a game gameable
+    assert learnability([_ev(0, 1), _ev(8, 2)], quiet, 0.05, [4, 4]) == "not_learned"
 
-    return make
+
+def test_behaviour_reads_where_guesses_fell_and_whether_feedback_was_followed() -> None:
+    def talk(*turns: str) -> list[dict[str, str]]:
+        msgs = [{"role": "system", "content": "act"},
+                {"role": "user", "content": "I picked a secret number from this list: 22, 64, 95. Guess it."}]
+        for i, t in enumerate(turns):
+            msgs.append({"role": "assistant" if i % 2 == 0 else "user", "content": t})
+        return msgs
+
+    b = behaviour([
+        talk("\\boxed{22}", "Wrong: the secret is higher than 22. 1 guess left.", "\\boxed{64}"),  # followed
+        talk("\\boxed{64}", "Wrong: the secret is higher than 64. 1 guess left.", "\\boxed{22}"),  # the wrong way
+        talk("\\boxed{95}", "Correct!"),
+        talk("\\boxed{50}", "Wrong: 50 is not in the list; the secret is lower than 50.", "\\boxed{22}"),
+        talk("\\boxed{N}", "Invalid guess", "\\boxed{what}"),
+    ])
+    assert b["first_guess"] == {"first": 0.2, "middle": 0.2, "last": 0.2, "unlisted": 0.2, "invalid": 0.2}
+    assert b["second_guesses"] == 3 and b["followed"] == pytest.approx(2 / 3, abs=1e-4)
+    assert behaviour([[{"role": "user", "content": "another game"}, {"role": "assistant", "content": "x"}]]) == {}
 
 
-def test_the_experiment_writes_its_curves_table_and_plot(small_experiment: Callable[..., LearningExperiment]) -> None:
-    exp = small_experiment()
-    result = exp.run()
-    data = json.loads((exp.run_dir / "learning.json").read_text())
-    assert set(data) >= {"trained", "control", "constant"}
+def test_the_difference_of_two_rates_has_newcombe_s_interval() -> None:
+    d, lo, hi = newcombe(56, 70, 48, 80)  # Newcombe (1998), example (a): 0.8 - 0.6
+    assert d == pytest.approx(0.2) and lo == pytest.approx(0.0524, abs=1e-3) and hi == pytest.approx(0.3339, abs=1e-3)
+
+
+def test_an_interval_over_three_seeds_uses_student_s_t() -> None:
+    lo, hi = seed_interval([0.1, 0.2, 0.3])
+    assert (hi - lo) / 2 == pytest.approx(4.303 * 0.1 / 3**0.5, rel=1e-3)
+    assert seed_interval([0.4]) == (0.4, 0.4)
+
+
+# --- the curve inside a self-play run ------------------------------------------------------------
+
+
+def _learn(tmp_path: Path, name: str, *presets: str, **sets: Any) -> SelfPlayRun:
+    values = {"run_dir": json.dumps(str(tmp_path / name)), "model.source": '"tiny"', "iterations": 2,
+              "learning.every": 1, "learning.episodes": 6, "optim.learning_rate": 1e-3, "model.threads": 1,
+              "generation.agent_max_new_tokens": 4, **sets}
+    cfg = load_selfplay_config(preset=list(presets) or ["learn"], overrides=[f"{k}={v}" for k, v in values.items()])
+    run = SelfPlayRun(cfg)
+    run.run()
+    return run
+
+
+def test_a_run_measures_its_curve_beside_the_control_and_the_constant(tmp_path: Path) -> None:
+    run = _learn(tmp_path, "run")
+    data = json.loads((run.run_dir / "learning.json").read_text())
+    assert set(data) >= {"trained", "control", "constant", "constant_action", "settings", "updates", "verdict"}
     for key in ("trained", "control"):
         assert [e["update"] for e in data[key]] == [0, 1, 2]
         for e in data[key]:
             assert e["episodes"] == 6 and 0.0 <= e["interval"][0] <= e["mean"] <= e["interval"][1] <= 1.0
-    assert 0.0 <= data["constant"] <= 1.0 and result["verdict"] == data["verdict"]
-    assert len(data["updates"]["trained"]) == 2
-    assert {"generate_s", "env_s", "update_s", "seconds"} <= set(data["updates"]["trained"][0])
-    assert (exp.run_dir / "learning.png").stat().st_size > 1000
-    assert "| 2 |" in (exp.run_dir / "learning.md").read_text()
-    assert learning_table(data).count("\n") == 5
-    out = summarise([exp.run_dir], exp.run_dir / "summary")
-    assert out["runs"] == 1 and (exp.run_dir / "summary" / "summary.png").is_file()
+    assert data["trained"][0] == data["control"][0]  # the same weights and seed: one play
+    assert 0.0 <= data["constant"] <= 1.0 and data["constant_action"].startswith("\\boxed{")
+    assert data["verdict"]["learnability"] in ("learnable", "no_signal", "gameable", "not_learned")
+    assert [u["update"] for u in data["updates"]["trained"]] == [1, 2]
+    assert data["settings"]["target"] == "higher_lower" and data["settings"]["fixed_pool"]
+    assert (run.run_dir / "learning.png").stat().st_size > 1000
+    assert "| 2 |" in (run.run_dir / "learning.md").read_text() and learning_table(data).count("\n") == 5
+    # one environment in the pool is played the whole iteration's budget: 4 x 8 plays
+    metrics = [json.loads(x) for x in (run.run_dir / "metrics.jsonl").read_text().splitlines()]
+    assert all(r["episodes"] == 32 and r["envs_played"] == 1 for r in metrics)
 
 
-def test_the_control_evaluated_alone_measures_what_the_whole_lr0_run_does(
-        small_experiment: Callable[..., LearningExperiment]) -> None:
-    alone = small_experiment(control="eval").run()["control"]
-    whole = small_experiment(control="full").run()["control"]
-    strip = lambda evs: [{k: v for k, v in e.items() if k != "seconds"} for e in evs]  # noqa: E731
-    assert strip(alone) == strip(whole)
+def test_the_control_is_what_the_whole_run_at_learning_rate_0_measures(tmp_path: Path) -> None:
+    trained = json.loads((_learn(tmp_path, "a").run_dir / "learning.json").read_text())
+    whole = json.loads((_learn(tmp_path, "b", **{"optim.learning_rate": 0.0, "learning.control": '"none"'}).run_dir
+                        / "learning.json").read_text())
+    assert whole["control"] == []
+    pick = lambda evs: [(e["update"], e["successes"], e["mean_return"], e["behaviour"]) for e in evs]  # noqa: E731
+    assert pick(trained["control"]) == pick(whole["trained"])
 
 
-def test_training_and_evaluation_instances_never_meet(small_experiment: Callable[..., LearningExperiment]) -> None:
-    import random
+def test_training_and_evaluation_instances_never_meet(tmp_path: Path) -> None:
+    from spade_trainer.regret import RegretEstimator
 
-    exp = small_experiment(groups=50, group_size=4)
-    train = {spec.seed for _, spec in exp._train_specs(random.Random(0))}
-    assert train and max(train) < EVAL_SEED_BASE <= min(exp.eval_seeds())
-    shared = small_experiment(groups=5, group_size=4, group_instance="shared")
-    by_group: dict[str, set[int]] = {}
-    for group, spec in shared._train_specs(random.Random(0)):
-        by_group.setdefault(group, set()).add(spec.seed)
-    assert len(by_group) == 5 and all(len(s) == 1 for s in by_group.values())
+    rung = seed_playable("higher_lower")
+    planner = RegretEstimator(None, 32)  # type: ignore[arg-type]  # planning plays nothing
+    for seed in (0, 7, 10**6, 2**31 - 1):  # run seeds; an iteration's collection seed is seed * 100003 + it
+        specs = planner.plan([rung], seed=seed * 100_003 + 12, hinted=False)
+        assert len(specs) == 32 and all(0 <= s.seed < HELD_OUT_SEED_BASE for s in specs)
+    run = _learn(tmp_path, "run", **{"iterations": 1})
+    assert run.learning is not None and min(run.learning.seeds) == HELD_OUT_SEED_BASE
 
 
-def test_spade_report_shows_the_learning_experiment(small_experiment: Callable[..., LearningExperiment]) -> None:
+def test_the_report_leads_with_the_curve(tmp_path: Path) -> None:
     from spade_trainer.report import write_report
 
-    exp = small_experiment()
-    exp.run()
-    page = write_report(exp.run_dir).read_text()
-    assert "Learning experiment" in page and 'src="learning.png"' in page
-    assert (exp.run_dir / "report" / "learning.png").is_file()
-    assert "<th>update</th>" in page and "control (lr 0)" in page
-    assert "Mean seconds per update: generate" in page
-    assert "<table id=behaviour>" in page and "second guess followed the feedback" in page
+    run = _learn(tmp_path, "run", **{"iterations": 1})
+    page = write_report(run.run_dir).read_text()
+    assert page.index("<h2 id=learning>") < page.index("<h2>Plots</h2>")
+    assert 'src="learning.png"' in page and (run.run_dir / "report" / "learning.png").is_file()
+    assert "control (lr 0)" in page and "verdict: <b>" in page
 
 
 def test_the_self_play_report_shows_where_each_iteration_s_time_went(tmp_path: Path) -> None:
@@ -343,76 +403,23 @@ def test_the_self_play_report_shows_where_each_iteration_s_time_went(tmp_path: P
     assert "<td>4.5</td>" in times and "<td>4.0</td>" in times
 
 
-def test_behaviour_reads_where_guesses_fell_and_whether_feedback_was_followed() -> None:
-    from spade_trainer.experiment import behaviour
+def test_a_summary_compares_arms_on_the_seeds_both_ran(tmp_path: Path) -> None:
+    def run(arm: str, seed: int, wins: int) -> Path:
+        folder = tmp_path / f"{arm}-{seed}"
+        folder.mkdir()
+        evs = [_ev(0, 5, 96).to_json(), _ev(12, wins, 96).to_json()]
+        folder.joinpath("learning.json").write_text(json.dumps({
+            "trained": evs, "control": [], "constant": 0.04, "settings": {"seed": seed, "label": arm,
+                                                                           "target": "higher_lower"},
+            "verdict": verdict([_ev(0, 5, 96), _ev(12, wins, 96)], None, 0.04)}))
+        return folder
 
-    def talk(*turns: str) -> list[dict[str, str]]:
-        msgs = [{"role": "system", "content": "act"},
-                {"role": "user", "content": "I picked a secret number from this list: 22, 64, 95. Guess it."}]
-        for i, t in enumerate(turns):
-            msgs.append({"role": "assistant" if i % 2 == 0 else "user", "content": t})
-        return msgs
-
-    b = behaviour([
-        talk("\\boxed{22}", "Wrong: the secret is higher than 22. 1 guess left.", "\\boxed{64}"),  # followed
-        talk("\\boxed{64}", "Wrong: the secret is higher than 64. 1 guess left.", "\\boxed{22}"),  # went the wrong way
-        talk("\\boxed{95}", "Correct!"),
-        talk("\\boxed{50}", "Wrong: 50 is not in the list; the secret is lower than 50.", "\\boxed{22}"),
-        talk("\\boxed{N}", "Invalid guess", "\\boxed{what}"),
-    ])
-    assert b["first_guess"] == {"first": 0.2, "middle": 0.2, "last": 0.2, "unlisted": 0.2, "invalid": 0.2}
-    assert b["second_guesses"] == 3 and b["followed"] == pytest.approx(2 / 3, abs=1e-4)
-
-
-# --- the same experiment with TRL's GRPOTrainer making the updates ----------------------------
-
-
-def test_trl_s_grpo_trainer_makes_the_trained_curve(small_experiment: Callable[..., LearningExperiment],
-                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    from spade_trainer.rollout import Episode
-
-    # the tiny model never wins the rung: a return of the instance's parity gives the groups
-    # signal, so a wiring that trains nothing (no reward, no model tokens, another model) fails
-    monkeypatch.setattr(Episode, "episode_return", property(lambda ep: float(ep.spec.seed % 2)))
-    exp = small_experiment(trainer="trl", updates=3, eval_every=2, groups=2, group_size=4)
-    model = exp._model
-    initial = {k: v.clone() for k, v in model.state_dict().items()}
-    trained: dict[str, torch.Tensor] = {}
-    evaluate_only = LearningExperiment.evaluate_only
-
-    def weights_then_control(self: LearningExperiment, *args: Any) -> Any:
-        trained.update({k: v.clone() for k, v in self._model.state_dict().items()})  # before the control resets them
-        return evaluate_only(self, *args)
-
-    monkeypatch.setattr(LearningExperiment, "evaluate_only", weights_then_control)
-    with pytest.raises(ConfigError, match="experiment_trl.run_learning"):
-        exp.run()  # the spade path never stands in for TRL's
-    run_learning(exp)
-    data = json.loads((exp.run_dir / "learning.json").read_text())
-    assert data["settings"]["trainer"] == "trl"
-    assert [e["update"] for e in data["trained"]] == [e["update"] for e in data["control"]] == [0, 2, 3]
-    records = data["updates"]["trained"]
-    assert [r["update"] for r in records] == [1, 2, 3]
-    assert {"seconds", "generate_s", "env_s", "update_s", "loss", "grad_norm", "with_signal"} <= set(records[0])
-    assert all(r["samples"] == 8 and r["with_signal"] > 0 and r["grad_norm"] > 0 for r in records)
-    assert any(not torch.equal(initial[k], trained[k]) for k in initial)
-    assert all(torch.equal(initial[k], v) for k, v in model.state_dict().items())  # the control ran on the initial weights
-
-
-def test_a_summary_of_two_trainers_names_them(small_experiment: Callable[..., LearningExperiment],
-                                              tmp_path: Path) -> None:
-    from spade_trainer.experiment import run_names
-
-    exp = small_experiment(updates=1, control="none")
-    exp.run()
-    data = json.loads((exp.run_dir / "learning.json").read_text())
-    assert run_names([data, data]) == ["seed 0", "seed 0"]
-    trl = tmp_path / "trl-run"
-    trl.mkdir()
-    (trl / "learning.json").write_text(json.dumps({**data, "settings": {**data["settings"], "trainer": "trl"}}))
-    assert run_names([data, json.loads((trl / "learning.json").read_text())]) == [
-        "spade GRPO, seed 0", "TRL GRPOTrainer, seed 0"]
-    out = summarise([exp.run_dir, trl], tmp_path / "both")
-    assert out["trainers"] == ["spade", "trl"] and (tmp_path / "both" / "summary.png").stat().st_size > 1000
-    table = (tmp_path / "both" / "summary.md").read_text()
-    assert "| spade GRPO |" in table and "| TRL GRPOTrainer |" in table
+    dirs = [run("fixed", 0, 10), run("fixed", 1, 14), run("spade", 0, 40), run("spade", 1, 50), run("spade", 2, 60)]
+    out = summarise(dirs, tmp_path / "summary")
+    diff = out["differences"]["spade"]
+    assert diff["seeds"] == [0, 1] and diff["per_seed"] == pytest.approx([30 / 96, 36 / 96])
+    assert diff["pooled_interval"][0] > 0 and out["arms"]["spade"]["seeds"] == [0, 1, 2]
+    table = (tmp_path / "summary" / "summary.md").read_text()
+    assert "| spade | 2 |" in table and "| fixed | 0 |" in table
+    assert run_names([json.loads((d / "learning.json").read_text()) for d in dirs[:1]]) == ["fixed, seed 0"]
+    assert (tmp_path / "summary" / "summary.png").stat().st_size > 1000

@@ -113,3 +113,41 @@ def test_tokens_after_the_closing_fence_are_not_trained(tiny_tokenizer: Any) -> 
     trained = tok.decode(c.completion_ids)
     assert trained.rstrip().endswith("```") and "fun" not in trained
     assert len(c.completion_ids) < len(answer) and len(c.logprobs) == len(c.completion_ids)
+
+
+def _rollout(model: Any, tokenizer: Any, *, reuse: bool, temperature: float) -> tuple[list[Any], TransformersPolicy]:
+    from spade_trainer.envrefs import seed_playable
+    from spade_trainer.inprocess import TrustedEnvPool
+    from spade_trainer.rollout import EpisodeSpec, ReplyShape, RolloutEngine, TokenBudget
+
+    policy = TransformersPolicy(model, tokenizer, reuse_cache=reuse)
+    engine = RolloutEngine(TrustedEnvPool(), policy, tokenizer, budget=TokenBudget(per_turn=6, per_episode=512),
+                           sampling=Sampling(temperature, 1.0), reply=ReplyShape(prefill="\\boxed{", cut_at_action=True))
+    env = seed_playable("higher_lower")
+    return engine.run([EpisodeSpec(env, False, 10**9 + i) for i in range(6)], seed=3), policy
+
+
+@pytest.mark.parametrize("temperature", [0.0, 1.0])
+def test_later_turns_reuse_the_cache_and_sample_what_a_fresh_read_would(
+        tiny_model: Any, tiny_tokenizer: Any, temperature: float) -> None:
+    fresh, read_all = _rollout(tiny_model, tiny_tokenizer, reuse=False, temperature=temperature)
+    cached, read_new = _rollout(tiny_model, tiny_tokenizer, reuse=True, temperature=temperature)
+    assert max(ep.turns for ep in fresh) > 1  # later turns happened
+    assert [ep.completion_ids for ep in cached] == [ep.completion_ids for ep in fresh]
+    drift = max(abs(a - b) for x, y in zip(fresh, cached, strict=True) for a, b in zip(x.logprobs, y.logprobs, strict=True))
+    assert drift < 1e-4
+    # the same prompts were given; the cached policy read only each turn's new tokens
+    assert read_new.prompt_tokens == read_all.prompt_tokens == read_all.read_tokens
+    assert read_new.read_tokens < read_all.read_tokens / 2
+    assert read_new._last is None  # the engine released the cache when the rollout ended
+
+
+def test_a_prompt_that_continues_no_earlier_row_is_read_whole(tiny_model: Any, tiny_tokenizer: Any) -> None:
+    policy = TransformersPolicy(tiny_model, tiny_tokenizer)
+    (first,) = policy.generate([[5, 6, 7]], max_new_tokens=3, sampling=Sampling(0.0), seed=0)
+    policy.generate([[5, 6, 7, *first.completion_ids, 9]], max_new_tokens=3, sampling=Sampling(0.0), seed=0)
+    assert policy.read_tokens == 3 + 1  # the first prompt, then only the one new token
+    policy.generate([[8, 9, 10, 11]], max_new_tokens=3, sampling=Sampling(0.0), seed=0)  # another conversation
+    assert policy.read_tokens == 4 + 4
+    policy.release()
+    assert policy._last is None

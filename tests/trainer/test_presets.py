@@ -30,6 +30,7 @@ EXPECTED_CHANGES: dict[str, dict[str, Any]] = {
     "solve_rate_reward": {"reward.variant": "plateau", "reward.win_rate": "solve_rate"},
     "learning_potential": {"reward.variant": "learning_potential"},
     "no_designer_training": {"train_designer": False},
+    "spade": {"designer.edit.share": 1.0, "designer.edit.kind": "parameter"},
 }
 BASES = ["gpu", "tiny"]
 MISSING = object()
@@ -84,6 +85,17 @@ def test_an_ablation_plans_a_run(base: str, ablation: str) -> None:
         assert plan.designer_samples == 0
     else:
         assert plan.designer_samples > 0
+
+
+def test_the_arms_of_the_learning_comparison_differ_only_in_what_makes_each_arm() -> None:
+    fixed = resolved("learn")
+    assert changes(fixed, resolved("learn", "spade")) == {
+        "fixed_pool": False, "designer.edit.share": 1.0, "designer.edit.kind": "parameter"}
+    assert changes(fixed, resolved("learn", "adaptive")) == {"adaptive.enabled": True}
+    # the quickstart is the SPADE arm, shorter: what differs is its length and how often it measures
+    assert changes(resolved("learn", "spade"), resolved("quickstart")) == {
+        "run_dir": "runs/quickstart", "iterations": 6, "checkpoint_every": 6, "learning.every": 1,
+        "learning.episodes": 64, "learning.label": "spade"}
 
 
 def test_presets_combine_in_order_and_name_their_mistakes() -> None:

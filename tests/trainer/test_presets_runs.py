@@ -17,6 +17,7 @@ from spade_designer.assembly import create_corpus, create_memory
 from spade_trainer.config import load_selfplay_config
 from spade_trainer.designer_stage import designer_config_of
 from spade_trainer.errors import ConfigError
+from spade_trainer.run_pool import import_named_pool, import_store_pool
 from spade_trainer.selfplay import SelfPlayRun
 
 from .envs import GUESS_ENV
@@ -52,15 +53,16 @@ def test_a_fixed_pool_from_another_store_trains_the_agent_alone(tmp_path: Path) 
     run.run()
     assert run.stage is None  # no designer was built
     (m,) = _metrics(tmp_path / "run")
-    assert m["designed"] == 0 and m["envs_played"] == 1 and m["episodes"] == 2  # K = 2 unhinted plays
+    # a pool of one environment is played the iteration's whole budget: 2 environments x K = 2
+    assert m["designed"] == 0 and m["envs_played"] == 1 and m["episodes"] == 4
     assert list(m["per_env"]) == [kept] and m["per_env"][kept]["regret"] is None
     # the update was handed the agent's samples alone (it passes only when one carries signal)
-    assert m["samples"]["designer_samples"] == 0 and m["train"]["samples"] == m["samples"]["agent_samples"] == 2
+    assert m["samples"]["designer_samples"] == 0 and m["train"]["samples"] == m["samples"]["agent_samples"] == 4
     with EnvStore(f"sqlite:///{tmp_path / 'run' / 'store.db'}", create=False) as store:
         (only,) = store.find(status=EnvStatus.admitted)
         assert only.id == kept and only.hint == "Try small numbers first."
         stats = only.latest_stats
-        assert stats is not None and stats.regret is None and stats.samples == 2
+        assert stats is not None and stats.regret is None and stats.samples == 4
 
 
 def test_a_pool_store_that_is_missing_or_empty_is_named(tmp_path: Path) -> None:
@@ -70,11 +72,32 @@ def test_a_pool_store_that_is_missing_or_empty_is_named(tmp_path: Path) -> None:
     run.run_dir.mkdir(parents=True)
     run._open_store()
     with pytest.raises(ConfigError, match="no such store file"):
-        run.import_pool(missing.pool_from)
+        import_store_pool(run.store, missing.pool_from, "games")
     with EnvStore(f"sqlite:///{tmp_path / 'empty.db'}"):
         pass
     with pytest.raises(ConfigError, match="holds no admitted environment of domain 'games'"):
-        run.import_pool(tmp_path / "empty.db")
+        import_store_pool(run.store, tmp_path / "empty.db", "games")
+    run.close()
+
+
+def test_a_named_pool_holds_exactly_its_environments_at_their_knob_settings(tmp_path: Path) -> None:
+    cfg = load_selfplay_config(preset="tiny+baseline", overrides=[
+        f'run_dir="{tmp_path / "run"}"', 'pool=["higher_lower:CANDIDATES=5,GUESSES=3", "code_breaker"]'])
+    run = SelfPlayRun(cfg)
+    run.run_dir.mkdir(parents=True)
+    run._open_store()
+    import_named_pool(run.store, cfg.pool, "games", run.plugins, run.spade_config)
+    import_named_pool(run.store, cfg.pool, "games", run.plugins, run.spade_config)  # idempotent
+    pool = {m.name: m for m in run.store.find(status=EnvStatus.admitted)}
+    assert set(pool) == {"higher_lower.candidates5.guesses3", "code_breaker"}
+    variant = pool["higher_lower.candidates5.guesses3"]
+    assert variant.parent_ids == ["higher_lower-v1"] and variant.edit is not None
+    assert variant.edit.values == {"CANDIDATES": 5, "GUESSES": 3}
+    assert "CANDIDATES = 5" in run.store.get_source(variant.id)
+    with pytest.raises(ConfigError, match="CANDIDATES"):
+        import_named_pool(run.store, ["higher_lower:CANDIDATES=99"], "games", run.plugins, run.spade_config)
+    with pytest.raises(ConfigError, match="not the run's 'tooluse'"):
+        import_named_pool(run.store, ["higher_lower"], "tooluse", run.plugins, run.spade_config)
     run.close()
 
 

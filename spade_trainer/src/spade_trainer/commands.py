@@ -7,14 +7,12 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from .experiment_settings import CurriculumSettings, format_levels, parse_levels
-from .experiment_settings import LearnSettings as _Learn
-
 _PRESET_HELP = (
     "Preset; repeat it to lay ablations on a base (--preset tiny --preset baseline, or tiny+baseline). "
-    "Bases: gpu, quickstart, tiny. Ablations: baseline (fixed pool, no designer), adaptive (the fixed pool "
-    "with each environment's knobs following the agent's success, RLVE-style), learning_potential, "
-    "no_corpus, no_designer_training, no_memory, solve_rate_reward (docs/trainer.md, Presets)."
+    "Bases: gpu, learn (the agent alone on one game, measured on held-out instances), quickstart, tiny. "
+    "Ablations: baseline (fixed pool, no designer), adaptive (the fixed pool with each environment's knobs "
+    "following the agent's success, RLVE-style), learning_potential, no_corpus, no_designer_training, no_memory, "
+    "solve_rate_reward, spade (every design a parameter edit of a frontier environment) (docs/trainer.md, Presets)."
 )
 
 
@@ -80,153 +78,74 @@ def register(cli: typer.Typer) -> None:
 
     @experiment.command("learn")
     def learn(
-        run_dir: Annotated[Path, typer.Option(help="Where learning.json, learning.md, learning.png and the log go.")],
+        ctx: typer.Context,
+        run_dir: Annotated[Path, typer.Option(help="The run folder (learning.json/.md/.png, the run's metrics).")],
         seed: Annotated[Optional[list[int]], typer.Option(  # noqa: UP045
             help="Training seed; repeat it for several (each in RUN_DIR/seed-N, with a summary in RUN_DIR).")] = None,
-        updates: Annotated[int, typer.Option(help="Policy updates per curve.")] = _Learn.updates,
-        eval_every: Annotated[int, typer.Option(help="Evaluate every N updates.")] = _Learn.eval_every,
-        groups: Annotated[int, typer.Option(help="GRPO groups per update.")] = _Learn.groups,
-        group_size: Annotated[int, typer.Option(help="Plays per group.")] = _Learn.group_size,
-        group_instance: Annotated[str, typer.Option(
-            help="fresh: every play its own instance (the paper's); shared: a group plays one instance.")] = _Learn.group_instance,
-        eval_episodes: Annotated[int, typer.Option(help="Held-out episodes per evaluation.")] = _Learn.eval_episodes,
-        lr: Annotated[float, typer.Option("--lr", help="Learning rate of the trained curve.")] = _Learn.learning_rate,
-        prefill: Annotated[str, typer.Option(help="Text each reply starts with (not trained).")] = _Learn.prefill,
-        cut_at_action: Annotated[bool, typer.Option(help="End each reply at its action's closing brace.")] = _Learn.cut_at_action,
-        control: Annotated[str, typer.Option(
-            help="The learning-rate-0 control: eval (the initial weights evaluated at every point), "
-                 "full (also played and updated at lr 0) or none.")] = _Learn.control,
-        candidates: Annotated[int, typer.Option(help="The rung's CANDIDATES knob.")] = _Learn.candidates,
-        guesses: Annotated[int, typer.Option(help="The rung's GUESSES knob.")] = _Learn.guesses,
-        trainer: Annotated[str, typer.Option(
-            help="Who makes the trained curve's updates: spade (the project's GRPO step) or trl "
-                 "(TRL's GRPOTrainer, with a rollout function that plays the rung).")] = _Learn.trainer,
-        device: Annotated[str, typer.Option(
-            help="cpu, cuda or cuda:N: where the model is sampled and trained (float32 on every device).")] = _Learn.device,
+        env: Annotated[Optional[str], typer.Option(  # noqa: UP045
+            help="The environment trained on and measured: a seed or stored id or name, at a knob setting "
+                 "(NAME:KNOB=VALUE,...). Default: the preset's (the games domain's higher_lower).")] = None,
+        preset: Annotated[str, typer.Option(
+            help="The presets run (learn: the agent alone on a fixed pool of the environment; learn+spade: "
+                 "the designer edits its knobs).")] = "learn",
+        updates: Annotated[Optional[int], typer.Option(help="Policy updates K (self-play iterations).")] = None,  # noqa: UP045
+        eval_every: Annotated[Optional[int], typer.Option(help="Evaluate every N updates (and at 0).")] = None,  # noqa: UP045
+        episodes: Annotated[Optional[int], typer.Option(help="Held-out instances per evaluation.")] = None,  # noqa: UP045
+        lr: Annotated[Optional[float], typer.Option("--lr", help="Learning rate.")] = None,  # noqa: UP045
+        control: Annotated[Optional[str], typer.Option(  # noqa: UP045
+            help="eval: the learning-rate-0 control at every point; none.")] = None,
+        device: Annotated[Optional[str], typer.Option(help="cpu, cuda or cuda:N.")] = None,  # noqa: UP045
+        set_: Annotated[Optional[list[str]], typer.Option("--set", help="Any other key of the run, key.path=value.")] = None,  # noqa: UP045
+        record: Annotated[bool, typer.Option(
+            help="Record the verdict with the environment in the configured store (spade show, GET /envs/ID).")]
+        = True,
     ) -> None:
-        """Train the embedded model (agent only) on the games domain's bottom rung and measure
-        held-out success against a learning-rate-0 control and the best constant policy."""
-        _experiment_process()
-        from rich.console import Console
+        """How learnable an environment is: untrained held-out success, the best constant policy and
+        the curve after K updates against a learning-rate-0 control, with a verdict (learnable,
+        no_signal, gameable, not_learned). A self-play run of the learn preset."""
+        from .experiments import ExperimentSpec
 
-        from .experiment import LearningExperiment, LearnSettings, summarise
-
-        console = Console()
-        seeds = list(seed or [0])
-        run_dir.mkdir(parents=True, exist_ok=True)
-        model = tokenizer = None
-        dirs = []
-        for n in seeds:
-            settings = LearnSettings(seed=n, updates=updates, eval_every=eval_every, groups=groups,
-                                     group_size=group_size, group_instance=group_instance,  # type: ignore[arg-type]
-                                     eval_episodes=eval_episodes, learning_rate=lr, prefill=prefill,
-                                     cut_at_action=cut_at_action, control=control,  # type: ignore[arg-type]
-                                     candidates=candidates,
-                                     guesses=guesses, trainer=trainer, device=device)  # type: ignore[arg-type]
-            out = run_dir if len(seeds) == 1 else run_dir / f"seed-{n}"
-            out.mkdir(parents=True, exist_ok=True)
-            log_file = (out / "learning.log").open("w", encoding="utf-8")
-
-            def log(line: str, _f: Any = log_file) -> None:
-                console.log(line, markup=False, highlight=False)
-                _f.write(line + "\n")
-                _f.flush()
-
-            exp = LearningExperiment(settings, out, model=model, tokenizer=tokenizer, log=log)
-            if settings.trainer == "trl":
-                from .experiment_trl import run_learning
-
-                result = run_learning(exp)
-            else:
-                result = exp.run()
-            model, tokenizer = exp._model, exp._tokenizer  # one load for every seed
-            log_file.close()
-            dirs.append(out)
-            v = result["verdict"]
-            console.print(f"seed {n}: rose {v['rose']}, above constant {v['above_constant']}, "
-                          f"control rose {v.get('control_rose')}; {out / 'learning.md'}, {out / 'learning.png'}")
-        if len(seeds) > 1:
-            summary = summarise(dirs, run_dir)
-            console.print(f"learned in {summary['learned']} of {summary['runs']} runs: {run_dir / 'summary.md'}")
-
-    @experiment.command("summary")
-    def summary_cmd(
-        run_dirs: Annotated[list[Path], typer.Argument(help="Experiment folders holding learning.json.")],
-        out: Annotated[Path, typer.Option(help="Where summary.md / .png / .json go.")],
-    ) -> None:
-        """One table and plot of several learning experiments (seeds, or trainers: the legend
-        names the trainer when the runs mix them)."""
-        from .experiment import summarise
-
-        result = summarise(run_dirs, out)
-        typer.echo(f"learned in {result['learned']} of {result['runs']} runs: {out / 'summary.md'}")
+        specs = [ExperimentSpec(run_dir, n, preset, env, updates, eval_every, episodes, lr, control, device,
+                                overrides=tuple(set_ or [])) for n in (seed or [0])]
+        _run_experiments(ctx, run_dir, specs, record=record)
 
     @experiment.command("curriculum")
     def curriculum_cmd(
-        run_dir: Annotated[Path, typer.Option(help="Where curriculum.json / .md / .png and the log go.")],
+        ctx: typer.Context,
+        run_dir: Annotated[Path, typer.Option(help="The run folder (RUN_DIR/seed-N for several seeds).")],
         arm: Annotated[str, typer.Option(
-            help="fixed: the rung at its default knobs; spade: the same model designs children of the frontier "
-                 "by parameter edits under the designer reward; adaptive: the rung's knobs follow the agent's "
-                 "measured success by a fixed rule (RLVE-style, no designer).")] = CurriculumSettings.arm,
-        seed: Annotated[Optional[list[int]], typer.Option(  # noqa: UP045
-            help="Training seed; repeat it for several (each in RUN_DIR/seed-N, with a summary in RUN_DIR).")] = None,
-        updates: Annotated[int, typer.Option(help="Policy updates.")] = _Learn.updates,
-        eval_every: Annotated[int, typer.Option(help="Evaluate every N updates (and at update 0).")] = _Learn.eval_every,
-        groups: Annotated[int, typer.Option(help="GRPO groups per update (spade: children per update).")] = _Learn.groups,
-        group_size: Annotated[int, typer.Option(help="Agent plays per group (spade: per child, and as many "
-                                                     "hinted).")] = _Learn.group_size,
-        eval_episodes: Annotated[int, typer.Option(help="Held-out episodes per level and evaluation.")] = _Learn.eval_episodes,
-        lr: Annotated[float, typer.Option("--lr", help="Learning rate.")] = _Learn.learning_rate,
-        levels: Annotated[str, typer.Option(help="Evaluation levels, NAME=CANDIDATESxGUESSES, comma separated.")]
-        = format_levels(CurriculumSettings.levels),
-        reward: Annotated[str, typer.Option(help="Designer reward: blend, regret, plateau or learning_potential.")]
-        = CurriculumSettings.reward,
-        invalid_designs: Annotated[str, typer.Option(
-            help="reject: train admitted children's designer samples only; shape: rejected replies too.")]
-        = CurriculumSettings.invalid_designs,
-        designer_scale: Annotated[Optional[float], typer.Option(  # noqa: UP045
-            help="Multiplier of designer advantages (default: agent samples / designer samples).")] = None,
-        device: Annotated[str, typer.Option(
-            help="cpu, cuda or cuda:N: where the model is sampled and trained (float32 on every device).")] = _Learn.device,
-        start: Annotated[str, typer.Option(
-            help="The rung's starting knobs, CANDIDATESxGUESSES: the fixed arm trains there throughout, the spade "
-                 "arm's frontier and the adaptive arm's window start there (2x2, the ladder's bottom, is RLVE's "
-                 "difficulty 0).")] = f"{_Learn.candidates}x{_Learn.guesses}",
+            help="fixed: the target itself (preset learn); spade: the designer edits the pool's knobs "
+                 "(learn+spade); adaptive: the knobs follow the agent's success by a fixed rule (learn+adaptive).")]
+        = "fixed",
+        target: Annotated[str, typer.Option(
+            help="The environment whose held-out success is the outcome, and the pool the run starts from.")]
+        = "higher_lower",
+        seed: Annotated[Optional[list[int]], typer.Option(help="Training seed; repeat it for several.")] = None,  # noqa: UP045
+        updates: Annotated[Optional[int], typer.Option(help="Policy updates (iterations).")] = None,  # noqa: UP045
+        eval_every: Annotated[Optional[int], typer.Option(help="Evaluate every N updates (and at 0).")] = None,  # noqa: UP045
+        episodes: Annotated[Optional[int], typer.Option(help="Held-out instances per evaluation.")] = None,  # noqa: UP045
+        control: Annotated[str, typer.Option(help="eval or none (the fixed arm is the comparison).")] = "none",
+        set_: Annotated[Optional[list[str]], typer.Option("--set", help="Any other key of the run.")] = None,  # noqa: UP045
     ) -> None:
-        """SPADE against the fixed pool, in miniature: one arm on the games domain's bottom rung,
-        evaluated on held-out instances at several difficulty levels."""
-        from rich.console import Console
+        """SPADE against the fixed pool: one arm, its held-out success on the target over updates."""
+        from .experiments import ARMS, ExperimentSpec
 
-        from .curriculum_experiment import run_seeds
+        if arm not in ARMS:
+            raise typer.BadParameter(f"--arm must be one of {', '.join(ARMS)}, got {arm!r}")
+        specs = [ExperimentSpec(run_dir, n, ARMS[arm], target, updates, eval_every, episodes, None, control, None,
+                                label=arm, overrides=tuple(set_ or [])) for n in (seed or [0])]
+        _run_experiments(ctx, run_dir, specs, record=False)
 
-        console = Console()
-        import re
-
-        from .errors import ConfigError
-
-        knobs = re.fullmatch(r"\s*(\d+)\s*[xX]\s*(\d+)\s*", start)
-        if knobs is None:
-            raise ConfigError(f"--start {start!r}: write one CANDIDATESxGUESSES, e.g. 2x2")
-        candidates, guesses = int(knobs[1]), int(knobs[2])
-        settings = [CurriculumSettings.of(arm=arm, seed=n, candidates=candidates, guesses=guesses, updates=updates,
-                                          eval_every=eval_every, groups=groups, group_size=group_size,
-                                          eval_episodes=eval_episodes, learning_rate=lr, device=device,
-                                          levels=parse_levels(levels), reward=reward, invalid_designs=invalid_designs,
-                                          designer_scale=designer_scale) for n in (seed or [0])]
-        _experiment_process()
-        dirs = run_seeds(run_dir, settings, echo=lambda line: console.log(line, markup=False, highlight=False))
-        console.print(f"done: {', '.join(str(d / 'curriculum.md') for d in dirs)}")
-
-    @experiment.command("curriculum-summary")
-    def curriculum_summary_cmd(
-        run_dirs: Annotated[list[Path], typer.Argument(help="Folders holding curriculum.json (both arms, any seeds).")],
-        out: Annotated[Path, typer.Option(help="Where curriculum-summary.md / .png / .json go.")],
+    @experiment.command("summary")
+    def summary_cmd(
+        run_dirs: Annotated[list[Path], typer.Argument(help="Run folders holding learning.json.")],
+        out: Annotated[Path, typer.Option(help="Where summary.md / .png / .json go.")],
     ) -> None:
-        """Fixed pool against SPADE over seeds, side by side, with 95% intervals."""
-        from .curriculum_experiment import summarise_curriculum
+        """One table and plot of several runs' curves (seeds; arms side by side, each against fixed)."""
+        from .learning_report import summarise
 
-        summarise_curriculum(run_dirs, out)
-        typer.echo(f"summary: {out / 'curriculum-summary.md'}")
+        result = summarise(run_dirs, out)
+        typer.echo(f"learned in {result['learned']} of {result['runs']} runs: {out / 'summary.md'}")
 
     @cli.command("report")
     def report(
@@ -238,6 +157,36 @@ def register(cli: typer.Typer) -> None:
 
         page = write_report(run_dir, out)
         typer.echo(f"report: {page}")
+
+
+def _run_experiments(ctx: typer.Context, run_dir: Path, specs: list[Any], *, record: bool) -> None:
+    """Run each experiment spec (one seed each) and summarise several."""
+    from dataclasses import replace
+
+    from rich.console import Console
+    from spade_core.app.cli import command_config, command_plugins
+
+    from .experiments import experiment_config, record_learnability, run_experiment
+    from .learning_report import summarise
+
+    _experiment_process()
+    console = Console()
+    spade_config, plugins = command_config(ctx), command_plugins(ctx)
+    several = len(specs) > 1
+    specs = [replace(s, run_dir=run_dir / f"seed-{s.seed}") if several else s for s in specs]
+    configs = [experiment_config(s, plugins, spade_config) for s in specs]  # every seed's settings checked first
+    for spec, cfg in zip(specs, configs, strict=True):
+        data = run_experiment(cfg, spade_config, plugins, console)
+        v = data.get("verdict") or {}
+        console.print(f"seed {spec.seed}: {v.get('learnability', '-')} (rose {v.get('rose')}, above constant "
+                      f"{v.get('above_constant')}, control rose {v.get('control_rose')}); "
+                      f"{cfg.run_dir / 'learning.md'}, {cfg.run_dir / 'learning.png'}")
+        if record:
+            meta = record_learnability(data, cfg.run_dir, plugins, spade_config)
+            console.print(f"recorded with {meta.id} in the configured store (spade show {meta.id})")
+    if several:
+        summary = summarise([s.run_dir for s in specs], run_dir)
+        console.print(f"learned in {summary['learned']} of {summary['runs']} runs: {run_dir / 'summary.md'}")
 
 
 def _experiment_process() -> None:

@@ -109,7 +109,9 @@ class RewardSettings(_Section):
 
 
 class OptimSettings(_Section):
-    learning_rate: float = Field(default=1e-6, gt=0)
+    #: 0 runs everything but moves no weight (AdamW at learning rate 0 leaves them bit for
+    #: bit): the whole learning-rate-0 control of a run.
+    learning_rate: float = Field(default=1e-6, ge=0)
     micro_batch: int = Field(default=2, ge=1)
     max_grad_norm: float = Field(default=1.0, gt=0)
 
@@ -183,6 +185,34 @@ class AdaptiveSettings(_Section):
         return self
 
 
+class LearningSettings(_Section):
+    """The run's learning curve on held-out instances (``[selfplay.learning]``,
+    :mod:`spade_trainer.learning`): the policy's success on ``target`` before the first
+    iteration and after every ``every`` iterations (and the last), beside a learning-rate-0
+    control and the best constant policy, written to ``RUN_DIR/learning.json``."""
+
+    #: The environment measured, ``NAME[:KNOB=VALUE,...]`` (a seed or stored environment,
+    #: at a knob setting: ``higher_lower:CANDIDATES=15,GUESSES=4``); "" measures nothing.
+    target: str = ""
+    #: Iterations between evaluations (the initial policy and the last iteration always).
+    every: int = Field(default=1, ge=1)
+    #: Held-out instances per evaluation (seeds from 10**9 up, never trained on).
+    episodes: int = Field(default=96, ge=1, le=100_000)
+    #: ``eval``: the initial policy evaluated at every point with that point's sampling
+    #: seed (what the run at learning rate 0 measures); ``none``: no control.
+    control: Literal["eval", "none"] = "eval"
+    #: Most replies read from the instances (listed numbers, solution actions) tried as the
+    #: best constant policy; the policy's own most frequent replies are added after each
+    #: evaluation.
+    constant_candidates: int = Field(default=256, ge=1)
+    #: A name for the run in summaries and plots (an arm: ``fixed``, ``spade``, ``adaptive``).
+    label: str = ""
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.target.strip())
+
+
 class LoggingSettings(_Section):
     tensorboard: bool = False
     wandb: bool = False
@@ -246,6 +276,11 @@ class SelfPlayConfig(_Section):
     #: as it is (the seed pool and ``pool_from``); nothing is designed, no hint is written,
     #: and only unhinted plays are made (no regret is measured).
     fixed_pool: bool = False
+    #: The environments the run starts from, instead of the domain's whole seed pool:
+    #: ``NAME[:KNOB=VALUE,...]`` each (:mod:`spade_trainer.envrefs`), seeds of ``domain`` or
+    #: environments of the configured store, at a knob setting (stored as a parameter edit
+    #: of the environment as written). Empty: the seed pool (``import_seed_pool``).
+    pool: list[str] = Field(default_factory=list)
     #: A store (``store.db`` of a run, or any EnvStore SQLite file) whose admitted
     #: environments of ``domain`` join the run's pool at setup.
     pool_from: Path | None = None
@@ -268,6 +303,7 @@ class SelfPlayConfig(_Section):
     logging: LoggingSettings = Field(default_factory=LoggingSettings)
     eval: EvalSettings = Field(default_factory=EvalSettings)
     adaptive: AdaptiveSettings = Field(default_factory=AdaptiveSettings)
+    learning: LearningSettings = Field(default_factory=LearningSettings)
     #: Raw ``[designer]``-style options handed to the designer (validated there).
     designer: dict[str, Any] = Field(default_factory=dict)
 
@@ -281,7 +317,7 @@ class SelfPlayConfig(_Section):
         if self.generation.backend == "vllm" and self.model.device == "cpu":
             raise ValueError("generation.backend = 'vllm' needs a GPU: set model.device = 'cuda'")
         if self.fixed_pool:
-            if not self.import_seed_pool and self.pool_from is None:
+            if not self.import_seed_pool and self.pool_from is None and not self.pool:
                 raise ValueError("fixed_pool = true trains on a pool that is not there: keep import_seed_pool = "
                                  "true or give pool_from (a store whose admitted environments form the pool)")
             if self.train_on_hinted:

@@ -126,15 +126,37 @@ class InstantPolicy:
         return [Generation(ids, self._logprobs[: len(ids)], self._finished) for _ in prompts]
 
 
+@dataclass
+class _Continued:
+    """What one :meth:`TransformersPolicy.generate` call leaves for the next: every token of
+    its batch (prompts left-padded, replies, the padding after a finished reply), which of
+    them are each row's real tokens (its prompt and the reply it returned), and the model's
+    key/value cache of them."""
+
+    sequences: Any  # (rows, length) token ids
+    real: Any  # (rows, length) 1 on real tokens
+    tokens: list[list[int]]  # each row's real tokens: what a prompt continuing it starts with
+    cache: Any
+
+
 class TransformersPolicy:
     """Batched sampling with ``model.generate`` (left padding), returning per-token logprobs.
 
     ``model`` is used as is (not copied): pass the trainer's model and rollouts follow its
     updates. Generation runs under ``torch.no_grad`` in eval mode; the previous mode is
     restored afterwards.
+
+    A multi-turn rollout asks for each turn with the whole conversation so far, which is the
+    last turn's prompt and reply plus the environment's answer. When every prompt of a call
+    continues a row of the previous call that way, the previous call's key/value cache is
+    reused and only the new tokens are read (the environment's answer; the earlier turns are
+    not read again): the same tokens at the same positions, so the same distribution up to
+    floating-point rounding. :meth:`release` drops the cache (the rollout engine calls it at
+    the end of every rollout, so a cache never outlives the weights that computed it).
     """
 
-    def __init__(self, model: Any, tokenizer: Any, *, stop_token_ids: Sequence[int] | None = None) -> None:
+    def __init__(self, model: Any, tokenizer: Any, *, stop_token_ids: Sequence[int] | None = None,
+                 reuse_cache: bool = True) -> None:
         self.model = model
         self.tokenizer = tokenizer
         eos = tokenizer.eos_token_id
@@ -142,6 +164,68 @@ class TransformersPolicy:
         if not self.stop_token_ids:
             raise RolloutError("the tokenizer has no eos token; pass stop_token_ids")
         self.pad_token_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else self.stop_token_ids[0]
+        self.reuse_cache = reuse_cache
+        self._last: _Continued | None = None
+        #: Prompt tokens read by the model (new ones) and prompt tokens given, since creation.
+        self.read_tokens = self.prompt_tokens = 0
+
+    def release(self) -> None:
+        """Forget the previous call's cache (the weights may change next)."""
+        self._last = None
+
+    def _continued_rows(self, prompts: Sequence[Sequence[int]]) -> list[int] | None:
+        """For each prompt, the row of the previous call whose real tokens it extends by at
+        least one token (rows in the previous call's order, as the engine keeps them), or
+        ``None`` when some prompt continues none."""
+        last = self._last
+        if last is None or not self.reuse_cache:
+            return None
+        rows, at = [], 0
+        for p in prompts:
+            while at < len(last.tokens):
+                t = last.tokens[at]
+                at += 1
+                if len(p) > len(t) and list(p[: len(t)]) == t:
+                    rows.append(at - 1)
+                    break
+            else:
+                return None
+        return rows
+
+    def _inputs(self, prompts: Sequence[Sequence[int]]) -> tuple[Any, Any, Any]:
+        """``(input_ids, attention_mask, cache)`` of a call: every prompt left-padded and no
+        cache, or the previous call's rows continued by each prompt's new tokens (left-padded
+        among themselves) with its cache."""
+        import torch
+
+        def padded(seqs: Sequence[Sequence[int]]) -> tuple[Any, Any]:
+            width = max(len(q) for q in seqs)
+            ids = torch.full((len(seqs), width), self.pad_token_id, dtype=torch.long)
+            mask = torch.zeros((len(seqs), width), dtype=torch.long)
+            for row, q in enumerate(seqs):
+                if q:
+                    ids[row, width - len(q):] = torch.tensor(list(q), dtype=torch.long)
+                    mask[row, width - len(q):] = 1
+            return ids, mask
+
+        for p in prompts:
+            if not p:
+                raise RolloutError("cannot generate from an empty prompt")
+        self.prompt_tokens += sum(len(p) for p in prompts)
+        rows = self._continued_rows(prompts)
+        last, self._last = self._last, None
+        if rows is None or last is None:
+            ids, mask = padded(prompts)
+            self.read_tokens += int(mask.sum())
+            return ids, mask, None
+        index = torch.tensor(rows, dtype=torch.long)
+        new = [list(p[len(last.tokens[r]):]) for p, r in zip(prompts, rows, strict=True)]
+        new_ids, new_mask = padded(new)
+        cache = last.cache
+        cache.batch_select_indices(index.to(last.sequences.device))
+        self.read_tokens += int(new_mask.sum())
+        return (torch.cat([last.sequences[index].cpu(), new_ids], dim=1),
+                torch.cat([last.real[index].cpu(), new_mask], dim=1), cache)
 
     def generate(
         self, prompts: Sequence[Sequence[int]], *, max_new_tokens: int, sampling: Sampling, seed: Seeds,
@@ -154,14 +238,8 @@ class TransformersPolicy:
         if max_new_tokens < 1:
             raise RolloutError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
         device = next(self.model.parameters()).device
-        width = max(len(p) for p in prompts)
-        input_ids = torch.full((len(prompts), width), self.pad_token_id, dtype=torch.long)
-        attention = torch.zeros((len(prompts), width), dtype=torch.long)
-        for row, p in enumerate(prompts):
-            if not p:
-                raise RolloutError("cannot generate from an empty prompt")
-            input_ids[row, width - len(p) :] = torch.tensor(list(p), dtype=torch.long)
-            attention[row, width - len(p) :] = 1
+        input_ids, attention, cache = self._inputs(prompts)
+        width = input_ids.shape[1]
         # model.generate samples a batch from one generator: per-prompt seeds fold into one
         one = batch_seed(seed)
         if one is not None:
@@ -184,18 +262,25 @@ class TransformersPolicy:
                     output_logits=True,
                     return_dict_in_generate=True,
                     stopping_criteria=_stopping(stop, width),
+                    use_cache=True,
+                    **({"cache": cache} if cache is not None else {}),
                 )
         finally:
             if was_training:
                 self.model.train()
         new = out.sequences[:, width:].cpu()
         # logprobs of the sampled tokens under the temperature-scaled model distribution (before
-        # top-p), which is how TRL scores the same tokens in the loss
+        # top-p), which is how TRL scores the same tokens in the loss; read row by row from
+        # each step's logits (log_softmax of one step at a time, never the whole [rows, steps,
+        # vocabulary] tensor at once)
         scale = sampling.temperature if sampling.temperature > 0 else 1.0
-        steps = (torch.stack(out.logits, dim=1).float() / scale).log_softmax(-1).cpu()
-        chosen = steps.gather(-1, new[:, : steps.shape[1]].unsqueeze(-1)).squeeze(-1)
+        chosen = torch.zeros(new.shape, dtype=torch.float32)
+        for step, logits in enumerate(out.logits):
+            picked = new[:, step].unsqueeze(-1).to(logits.device)
+            chosen[:, step] = (logits.float() / scale).log_softmax(-1).gather(-1, picked).squeeze(-1).cpu()
         stops = set(self.stop_token_ids)
         result: list[Generation] = []
+        kept = torch.zeros(new.shape, dtype=torch.long)
         for row in range(len(prompts)):
             ids = new[row].tolist()
             end = next((i + 1 for i, t in enumerate(ids) if t in stops), None)
@@ -204,8 +289,13 @@ class TransformersPolicy:
             cut = stop(ids) if stop is not None and not finished else None
             if cut is not None:
                 ids = ids[:cut]  # the action is complete: what follows (padding) is not the reply
+            kept[row, : len(ids)] = 1
             lps = chosen[row, : len(ids)].tolist()
             result.append(Generation(ids, [lp if lp == lp and lp > -1e30 else -1e4 for lp in lps], finished))
+        if self.reuse_cache:
+            self._last = _Continued(out.sequences, torch.cat([attention, kept], dim=1),
+                                    [list(p) + g.completion_ids for p, g in zip(prompts, result, strict=True)],
+                                    out.cache)
         return result
 
 

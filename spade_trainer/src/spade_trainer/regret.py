@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from spade_core.metadata import StatsSnapshot
-from spade_core.returns import is_win
+from spade_core.returns import HELD_OUT_SEED_BASE, is_win
 
 from .errors import RewardError
 from .rollout import Episode, EpisodeSpec, PlayableEnv, RolloutEngine
@@ -137,15 +137,22 @@ class RegretEstimator:
         self.engine = engine
         self.k = k
 
-    def plan(self, envs: Sequence[PlayableEnv], *, seed: int = 0, hinted: bool = True) -> list[EpisodeSpec]:
+    def plan(self, envs: Sequence[PlayableEnv], *, seed: int = 0, hinted: bool = True,
+             k: int | None = None) -> list[EpisodeSpec]:
         """The episodes to play: for each environment K unhinted then K hinted, seeds shared
         pairwise so hinted and unhinted plays face the same instances. ``hinted=False``
-        plays the K unhinted only (no hint needed, no regret measured: a fixed pool)."""
+        plays the K unhinted only (no hint needed, no regret measured: a fixed pool).
+        Instance seeds stay below :data:`~spade_core.returns.HELD_OUT_SEED_BASE`: the
+        instances from there up are held out for evaluation (:mod:`.learning`). ``k``
+        overrides the estimator's K for this call."""
+        k = self.k if k is None else k
+        if k < 1:
+            raise RewardError(f"K (plays per condition) must be >= 1, got {k}")
         specs: list[EpisodeSpec] = []
         for n, env in enumerate(envs):
             if hinted and not env.hint:
                 raise RewardError(f"environment {env.env_id!r} has no hint; regret needs one")
-            seeds = [seed * 7919 + n * self.k + j for j in range(self.k)]
+            seeds = [(seed * 7919 + n * k + j) % HELD_OUT_SEED_BASE for j in range(k)]
             specs.extend(EpisodeSpec(env, False, s) for s in seeds)
             if hinted:
                 specs.extend(EpisodeSpec(env, True, s) for s in seeds)
@@ -170,11 +177,13 @@ class RegretEstimator:
             )
         return out
 
-    def measure(self, envs: Sequence[PlayableEnv], *, seed: int = 0, hinted: bool = True) -> RegretMeasurement:
-        """Play and summarise; with ``hinted=False`` the estimates hold unhinted returns only
-        (not :attr:`~RegretEstimate.measured`: no regret, but a win rate from
+    def measure(self, envs: Sequence[PlayableEnv], *, seed: int = 0, hinted: bool = True,
+                k: int | None = None) -> RegretMeasurement:
+        """Play and summarise (``k`` plays of each kind per environment, default K); with
+        ``hinted=False`` the estimates hold unhinted returns only (not
+        :attr:`~RegretEstimate.measured`: no regret, but a win rate from
         :meth:`RegretEstimate.unhinted_stats`)."""
         if len({e.env_id for e in envs}) != len(envs):
             raise RewardError("environment ids must be unique within one regret measurement")
-        episodes = self.engine.run(self.plan(envs, seed=seed, hinted=hinted), seed=seed)
+        episodes = self.engine.run(self.plan(envs, seed=seed, hinted=hinted, k=k), seed=seed)
         return RegretMeasurement(self.summarise(envs, episodes), episodes)

@@ -425,12 +425,13 @@ def _times_section(run: Path) -> str:
 
 
 def learning_section(run: Path, out: Path) -> str:
-    """The learning experiment of ``run`` (``learning.json``): its table, plot and where an
-    update's time went; empty when the folder holds none."""
-    from .experiment import behaviour_table, learning_table, plot_learning, read_learning
+    """The run's held-out learning curve (``learning.json``, :mod:`.learning`): its plot,
+    table and verdict; empty when the folder holds none."""
+    from .learning import read_learning
+    from .learning_report import behaviour_table, learning_table, plot_learning
 
     data = read_learning(run)
-    if data is None:
+    if data is None or not data.get("trained"):
         return ""
     plot_learning([data], out / "learning.png")
 
@@ -445,26 +446,24 @@ def learning_section(run: Path, out: Path) -> str:
     behaviour_html = (f"<p>What the trained policy did:</p><table id=behaviour>{rows_of(behaviour)}</table>"
                       if behaviour else "")
     updates = (data.get("updates") or {}).get("trained") or []
-
-    def mean(key: str) -> str:
-        vals = [u[key] for u in updates if isinstance(u.get(key), (int, float))]
-        return _f(sum(vals) / len(vals), ".1f") if vals else "-"
-
+    secs = [u["seconds"] for u in updates if isinstance(u.get("seconds"), (int, float))]
     verdict = data.get("verdict") or {}
-    settings = data.get("settings") or {}
-    return f"""<h2 id=learning>Learning experiment</h2>
-<p class=lead>Held-out success of the trained agent against the learning-rate-0 control and the best constant
-policy ({_e(data.get("constant_action"))}: {_f(data.get("constant"))}); rose (intervals apart):
-<b>{_e(verdict.get("rose"))}</b>, above the best constant: <b>{_e(verdict.get("above_constant"))}</b>, control rose:
-<b>{_e(verdict.get("control_rose"))}</b>. Seed {_e(settings.get("seed"))}, {_e(settings.get("updates"))} updates of
-{_e(settings.get("groups"))} x {_e(settings.get("group_size"))} plays ({_e(settings.get("group_instance"))} instances),
-lr {_e(settings.get("learning_rate"))}.</p>
-<figure><img src="learning.png" alt="learning curve"><figcaption>Success on held-out instances with 95% intervals
-</figcaption></figure>
+    s = data.get("settings") or {}
+    return f"""<h2 id=learning>Does the agent get better? Held-out success</h2>
+<p class=lead>Success on held-out instances of <b>{_e(s.get("target", "higher_lower"))}</b> (never trained on) before
+the first update and after {_e(", ".join(str(e["update"]) for e in data["trained"][1:]) or "-")} update(s), beside the
+learning-rate-0 control (the initial policy, evaluated with each point's sampling seed) and the best constant policy
+({_e(data.get("constant_action"))}: {_f(data.get("constant"))}). Rose (intervals apart):
+<b>{_e(verdict.get("rose"))}</b>; above the best constant: <b>{_e(verdict.get("above_constant"))}</b>; control rose:
+<b>{_e(verdict.get("control_rose"))}</b>; verdict: <b>{_e(verdict.get("learnability", "-"))}</b>. Seed
+{_e(s.get("seed"))}, learning rate {_e(s.get("learning_rate"))}, temperature {_e(s.get("temperature"))},
+{_e(s.get("episodes"))} held-out instances per evaluation.</p>
+<figure><img src="learning.png" alt="learning curve"><figcaption>Held-out success with 95% (Wilson) intervals: trained
+(solid), control at learning rate 0 (dashed), best constant policy (dotted)</figcaption></figure>
 <table id=learning-table>{rows}</table>
 {behaviour_html}
-<p>Mean seconds per update: generate {mean("generate_s")}, environments {mean("env_s")}, update {mean("update_s")},
-all {mean("seconds")}.</p>
+<p>Seconds per iteration (collection and update): {_f(sum(secs) / len(secs), ".1f") if secs else "-"} on average;
+the curve's own measurements took {_e(data.get("seconds"))} s.</p>
 """
 
 
@@ -521,6 +520,7 @@ def write_report(run_dir: str | Path, out_dir: str | Path | None = None) -> Path
 <style>{STYLE}</style></head>
 <body><h1>Self-play report: {html.escape(run.name)}</h1>
 <p class=lead id=headline>{_headline(run, records, config)}</p>
+{learning_section(run, out)}
 <h2>Plots</h2>
 {body}
 <h2>Environments played</h2>
@@ -531,7 +531,6 @@ def write_report(run_dir: str | Path, out_dir: str | Path | None = None) -> Path
 {_transcripts_section(transcripts)}
 <h2>Diagnostics</h2>
 {_diagnostics(out, records, designs)}
-{learning_section(run, out)}
 <h2>Where the time went (s)</h2>
 {_times_section(run)}
 <h2>Iterations</h2>

@@ -243,6 +243,9 @@ class RolloutEngine:
                     break
                 self._turn(episodes, handles, live, seed, stats)
         finally:
+            release = getattr(self.policy, "release", None)
+            if release is not None:
+                release()  # a policy's cache of these episodes' turns ends with them (weights change next)
             for h in handles:
                 if h is not None:
                     try:

@@ -29,7 +29,6 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from spade_core.app.eval_harness import EVALS_FILE
-from spade_core.errors import EnvNotFound
 from spade_core.metadata import EnvMetadata, EnvStatus
 from spade_core.returns import is_win
 from spade_core.shaping import AgentRewardContext, DesignerRewardContext
@@ -48,6 +47,7 @@ from .regret import RegretEstimate, RegretEstimator, RegretMeasurement
 from .rewards import designer_reward
 from .rollout import EnvBackend, PlayableEnv, ReplyShape, RolloutEngine, TokenBudget
 from .run_archive import ArchiveLimits, RunArchive
+from .run_pool import import_named_pool, import_seed_pool, import_store_pool
 from .samples import PolicySample, Role
 from .shaping import agent_terms, designer_terms
 from .threads import apply_threads
@@ -57,6 +57,7 @@ if TYPE_CHECKING:
     from spade_core.plugins import SpadePlugins
 
     from .learner import Learner, StepReport
+    from .learning import LearningCurve
 
 STATE_FILE = "selfplay_state.json"
 STORE_FILE = "store.db"
@@ -163,6 +164,8 @@ class SelfPlayRun:
         #: The adaptive fixed-pool baseline's windows (``[selfplay.adaptive]``), else None.
         self.adaptive: AdaptivePool | None = None
         self.evaluation: PeriodicEvaluation | None = None
+        #: The held-out learning curve (``[selfplay.learning]``), else None.
+        self.learning: LearningCurve | None = None
         #: Episodes and environment steps (agent turns) played so far, every iteration's.
         self.episodes_played = 0
         self.env_steps = 0
@@ -177,62 +180,6 @@ class SelfPlayRun:
         from spade_core.store import EnvStore
 
         self.store = EnvStore(f"sqlite:///{self.store_path}")
-
-    def import_seed_pool(self) -> int:
-        """Add the domain's seed environments to the run's store as admitted (idempotent)."""
-        added = 0
-        for seed in self.domain.seed_envs:
-            try:
-                self.store.get(seed.id)
-                continue
-            except EnvNotFound:
-                pass
-            meta = EnvMetadata(
-                name=seed.name,
-                version=seed.version,
-                domain=self.domain.name,
-                skill=seed.skill,
-                description=seed.description,
-                difficulty=seed.difficulty,
-                max_turns=seed.max_turns,
-                action_format=self.domain.action_format,
-                class_name=seed.class_name,
-                tags=["seed"],
-            )
-            self.store.add(seed.source(), meta)
-            self.store.set_status(seed.id, EnvStatus.admitted)
-            added += 1
-        return added
-
-    def import_pool(self, path: Path) -> int:
-        """Add the admitted environments of the run's domain in the store at ``path`` to the
-        run's store as admitted, with their hints (idempotent); returns how many were added."""
-        from spade_core.store import EnvStore
-
-        from .errors import ConfigError
-
-        if not Path(path).is_file():
-            raise ConfigError(f"pool_from = {str(path)!r}: no such store file")
-        added = 0
-        with EnvStore(f"sqlite:///{path}", create=False) as other:
-            for meta in other.find(domain=self.config.domain, status=EnvStatus.admitted, limit=None):
-                try:
-                    self.store.get(meta.id)
-                    continue
-                except EnvNotFound:
-                    pass
-                # its code and how to play it; not its history there (lineage, stats, status)
-                keep = {k: getattr(meta, k) for k in ("name", "version", "domain", "skill", "description",
-                                                      "difficulty", "max_turns", "reward_range", "action_format",
-                                                      "class_name", "document", "designer_model", "hint",
-                                                      "nondeterministic", "tags")}
-                stored = self.store.add(other.get_source(meta.id), EnvMetadata(**keep))
-                self.store.set_status(stored.id, EnvStatus.admitted)
-                added += 1
-        if added == 0 and not self.store.find(domain=self.config.domain, status=EnvStatus.admitted):
-            raise ConfigError(f"pool_from = {str(path)!r} holds no admitted environment of domain "
-                              f"{self.config.domain!r}")
-        return added
 
     def _build_policy(self, learner: Learner, tokenizer: Any) -> TokenPolicy:
         if self.config.generation.backend == "vllm":
@@ -308,10 +255,12 @@ class SelfPlayRun:
             evals.write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in keep), encoding="utf-8")
         (self.run_dir / "config.json").write_text(cfg.model_dump_json(indent=2), encoding="utf-8")
         self._open_store()
-        if cfg.import_seed_pool:
-            self.import_seed_pool()
+        if cfg.pool:  # the named environments instead of the whole seed pool
+            import_named_pool(self.store, cfg.pool, cfg.domain, self.plugins, self.spade_config)
+        elif cfg.import_seed_pool:
+            import_seed_pool(self.store, self.domain)
         if cfg.pool_from is not None:
-            self.import_pool(cfg.pool_from)
+            import_store_pool(self.store, cfg.pool_from, cfg.domain)
         self.metrics = MetricsLog(self.run_dir, cfg.logging, run_name=self.run_dir.name)
         self.metrics.truncate_after(self.iteration)
         self._count_played()
@@ -345,6 +294,8 @@ class SelfPlayRun:
             if checkpoint is not None:
                 saved = state.get("adaptive") or {}
                 self.adaptive.restore(saved, [m for m in self._pool() if m.id in saved])
+        if cfg.learning.enabled and self.rank == 0:
+            self.learning = self._learning_curve()
         if cfg.eval.every > 0 and self.rank == 0:  # the weights are the same in every process
             self.evaluation = PeriodicEvaluation(cfg.eval, plugins=self.plugins, spade_config=self.spade_config,
                                                  max_new_tokens=gen.agent_max_new_tokens)
@@ -387,6 +338,34 @@ class SelfPlayRun:
             f"({o.n} episodes, {o.errors} errors, {time.perf_counter() - t0:.1f}s) -> {self.run_dir / EVALS_FILE}"
         )
         return result
+
+    def _learning_curve(self) -> LearningCurve:
+        """The run's held-out curve on ``learning.target``, played by the run's own engine."""
+        from .envrefs import playable
+        from .learning import LearningCurve
+        from .run_pool import resolve_refs
+
+        cfg = self.config
+        (target,) = resolve_refs([cfg.learning.target], self.plugins, self.spade_config)
+        env = playable(target, self.plugins, env_id=f"held-out/{target.metadata.name}",
+                       max_turns=cfg.generation.max_turns)
+        about = {"target": str(target.ref), "seed": cfg.seed, "iterations": cfg.iterations,
+                 "learning_rate": cfg.optim.learning_rate, "temperature": cfg.generation.temperature,
+                 "fixed_pool": cfg.fixed_pool, "pool": list(cfg.pool), "label": cfg.learning.label}
+        return LearningCurve(cfg.learning, env, self.engine, self.backend, run_dir=self.run_dir, seed=cfg.seed,
+                             iterations=cfg.iterations, meta=about,
+                             log=lambda line: self.console.log(line, markup=False, highlight=False))
+
+    def measure_learning(self) -> None:
+        """The held-out curve's evaluation of the current weights, when one is due."""
+        if self.learning is None or not self.learning.due(self.iteration):
+            return
+        from .learning_report import write_learning_outputs
+
+        self._status(f"measuring held-out success after {self.iteration} update(s)", iteration_line=False)
+        apply_threads(self.config.model.threads)
+        self.learning.evaluate(self.iteration)
+        write_learning_outputs(self.run_dir)  # the table and the plot, as the curve grows
 
     # --- one iteration ------------------------------------------------------------------
 
@@ -497,15 +476,23 @@ class SelfPlayRun:
         record.data["hint_fallbacks_total"] = int(getattr(self.stage, "hint_fallbacks", 0))
         return chosen, playable
 
+    def plays_per_env(self, envs: int) -> int:
+        """Plays of each kind per environment this iteration: ``plays_per_condition``, or more
+        when fewer than ``envs_per_iteration`` environments were chosen (a small pool), so
+        that an iteration trains on about ``envs_per_iteration x plays_per_condition``
+        unhinted episodes however many environments the pool holds."""
+        cfg = self.config
+        return max(cfg.plays_per_condition, cfg.envs_per_iteration * cfg.plays_per_condition // max(envs, 1))
+
     def play(self, playable: Sequence[PlayableEnv], seed: int, record: IterationRecord) -> RegretMeasurement:
         """Every chosen environment played hinted and unhinted; stats recorded, hung ones retired."""
         cfg = self.config
         hinted = cfg.designs
         snapshot = f"step-{self.iteration}"
         t0 = time.perf_counter()
-        per_env = (2 if hinted else 1) * cfg.plays_per_condition
-        self._phase(f"playing {len(playable)} environments x {per_env} episodes")
-        measurement = self.estimator.measure(playable, seed=seed, hinted=hinted)
+        k = self.plays_per_env(len(playable))
+        self._phase(f"playing {len(playable)} environments x {(2 if hinted else 1) * k} episodes")
+        measurement = self.estimator.measure(playable, seed=seed, hinted=hinted, k=k)
         record.timings["rollout_s"] = time.perf_counter() - t0
         for est in measurement.estimates:
             if est.measured:
@@ -725,6 +712,10 @@ class SelfPlayRun:
         self.metrics.write(record.to_json())
         self.records.append(record)
         self.evaluate_now()
+        if self.learning is not None:
+            self.learning.note_update(record.iteration, record.to_json())
+            self.learning.write()
+            self.measure_learning()
         d = record.data
         self.console.log(
             f"iteration {record.iteration}: designed {d.get('designed')} admitted {d.get('admitted')} "
@@ -771,8 +762,12 @@ class SelfPlayRun:
             with Progress(*columns, console=self.console, transient=False) as progress:
                 self._progress = progress
                 self._task = progress.add_task("starting", total=self.config.iterations, completed=self.iteration)
+                if self.learning is not None:  # the constant and the control, or what a resumed run had
+                    self._status("measuring the best constant policy and the control", iteration_line=False)
+                    self.learning.start(resumed_at=self.iteration if resume else None)
                 if self.iteration == 0:
                     self.evaluate_now()  # the initial policy, the point every run starts from
+                    self.measure_learning()
                 while self.iteration < self.config.iterations:
                     self.iterate()
         finally:
