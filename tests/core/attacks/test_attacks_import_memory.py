@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import struct
 import subprocess
 import sys
 from collections.abc import Callable
@@ -159,3 +160,79 @@ def test_a_good_parquet_pool_of_the_same_shape_imports_within_the_bound(tmp_path
     assert result["exit_code"] == 0, result
     assert result["outcomes"] == {"imported": 300}
     assert result["grown_mb"] < PEAK_BOUND_MB, result
+
+
+def _varint(n: int, width: int = 0) -> bytes:
+    """``n`` as a Thrift compact varint, padded to ``width`` bytes with continuation bytes
+    (a valid, longer encoding of the same number)."""
+    out = bytearray()
+    while True:
+        out.append(n & 0x7F | (0x80 if n >> 7 else 0))
+        n >>= 7
+        if not n:
+            break
+    while len(out) < width:
+        out[-1] |= 0x80
+        out.append(0)
+    return bytes(out)
+
+
+def forged_footer_bomb(path: Path, n: int = 20_000_000) -> Path:
+    """A file whose footer says its ``tags`` column holds one value in 64 bytes while its
+    pages hold ``n`` int64 values (160 MB decoded): the footer's ``num_values`` and
+    ``total_uncompressed_size`` rewritten in place (same length, padded varints). Every
+    footer check passes it; a reader decodes what the pages say (1.1 KB of file grew
+    import's peak by 742 MB)."""
+    tags = pa.ListArray.from_arrays(pa.array([0, n], pa.int32()), pa.array(np.zeros(n, dtype=np.int64)))
+    write_bomb(pa.table({"code": [GOOD], "metadata": ["{}"], "tags": tags}), path)
+    column = pq.ParquetFile(path).metadata.row_group(0).column(2)
+    data = bytearray(path.read_bytes())
+    footer = len(data) - 8 - struct.unpack("<I", data[-8:-4])[0]
+    for true, fake in ((column.num_values, 1), (column.total_uncompressed_size, 64)):
+        field = b"\x16" + _varint(true << 1)  # an i64 field one id after the last; zigzag of a positive n is 2n
+        at = data.find(field, footer)
+        assert at != -1 and data.find(field, at + 1) == -1, "the field is found once in the footer"
+        data[at + 1 : at + len(field)] = _varint(fake << 1, len(field) - 1)
+    path.write_bytes(bytes(data))
+    forged = pq.ParquetFile(path).metadata.row_group(0).column(2)
+    assert (forged.num_values, forged.total_uncompressed_size) == (1, 64)
+    return path
+
+
+def test_a_footer_that_understates_its_pages_is_refused_before_decoding(tmp_path: Path, spade_home: Path) -> None:
+    source = forged_footer_bomb(tmp_path / "attack" / "bomb.parquet")
+    assert source.stat().st_size < 20_000, "the attack is a small file"
+    result = peak_import(tmp_path, "parquet", str(source), "--domain", "games")
+    assert result["exception"] is None, result
+    assert result["grown_mb"] < PEAK_BOUND_MB, f"peak grew {result['grown_mb']:.0f} MB"
+    assert result["exit_code"] == 2, result
+    message = " ".join(result["output"].split())
+    assert "its pages hold 20000000 values" in message and "more than the footer's 1 values" in message, result
+
+
+@pytest.mark.parametrize("options", [
+    {}, {"use_dictionary": False}, {"data_page_version": "2.0"}, {"data_page_size": 1024, "row_group_size": 700},
+    {"compression": "none", "write_statistics": False},
+])
+def test_the_page_headers_of_honest_files_agree_with_their_footers(tmp_path: Path, options: dict) -> None:
+    """Every page of every column chunk read, values counted as the footer counts them."""
+    from spade_core.app.parquet_pages import read_chunk_pages
+
+    rng = np.random.default_rng(0)
+    table = pa.table({
+        "code": [f"class E{i}Env: pass  # {rng.integers(10**9)}" for i in range(2_000)],
+        "score": rng.random(2_000),
+        "tags": [[str(t) for t in range(i % 7)] for i in range(2_000)],
+        "stats": [{"win": float(i % 3), "n": i} for i in range(2_000)],
+    })
+    path = tmp_path / "honest.parquet"
+    pq.write_table(table, path, **{"compression": "zstd", **options})
+    meta = pq.ParquetFile(path).metadata
+    with path.open("rb") as handle:
+        for g in range(meta.num_row_groups):
+            for c in range(meta.row_group(g).num_columns):
+                chunk = meta.row_group(g).column(c)
+                start = min(o for o in (chunk.dictionary_page_offset, chunk.data_page_offset) if o)
+                pages = read_chunk_pages(handle, start, chunk.total_compressed_size)
+                assert pages.values == chunk.num_values, (options, chunk.path_in_schema)
+                assert 0 < pages.uncompressed_bytes <= chunk.total_uncompressed_size

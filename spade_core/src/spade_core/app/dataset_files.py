@@ -13,7 +13,10 @@ Every reader of ``spade import`` (:mod:`spade_core.app.importer`, :mod:`spade_co
 * **Bounded rows.** A JSON line longer than :data:`MAX_ROW_BYTES` is a failed row, read
   past without being held (:func:`iter_json_lines`); a whole-file JSON document over
   :data:`MAX_JSON_DOCUMENT_BYTES` is refused; files are size-checked before they are read.
-* **Bounded Parquet.** :func:`iter_parquet_rows` refuses, before decoding anything, a
+* **Bounded Parquet.** :func:`open_parquet` refuses a file whose pages hold more values or
+  bytes than its footer says (:func:`check_pages_against_footer`, reading the page headers
+  with :mod:`.parquet_pages`), so the footer's figures the checks below trust are the
+  pages'. :func:`iter_parquet_rows` refuses, before decoding anything, a
   column chunk that decompresses to more than :data:`MAX_EXPANSION` times its stored
   size (beyond :data:`MAX_ROW_BYTES`), or whose values could not fit the file's decoding
   budget once converted (each value at least a :data:`PY_POINTER`, a boolean bit
@@ -357,9 +360,36 @@ def open_parquet(path: Path, shown: str) -> Any:
     except ImportError:
         raise ImportSourceError(f"{shown}: reading Parquet needs pyarrow (pip install 'spade-core[parquet]')") from None
     try:
-        return pq.ParquetFile(path)
+        pf = pq.ParquetFile(path)
     except Exception as exc:  # pyarrow raises several types for a damaged file
         raise ImportSourceError(f"{shown}: not a readable Parquet file: {exc}") from None
+    check_pages_against_footer(path, pf.metadata, shown)
+    return pf
+
+
+def check_pages_against_footer(path: Path, meta: Any, shown: str) -> None:
+    """Refuse a file whose pages hold more than its footer says (:mod:`.parquet_pages`):
+    every check of the footer trusts its values and sizes, and a reader decompresses each
+    page to what the page's own header says. A footer claiming one value and 64 bytes over a
+    page of 20 million values (1.1 KB of file) grew import's peak by 742 MB before."""
+    from .parquet_pages import PageHeaderError, read_chunk_pages
+
+    with path.open("rb") as handle:
+        for g in range(meta.num_row_groups):
+            group = meta.row_group(g)
+            for c in range(group.num_columns):
+                chunk = group.column(c)
+                offsets = [o for o in (chunk.dictionary_page_offset, chunk.data_page_offset) if o is not None and o > 0]
+                where = f"{shown}: column {chunk.path_in_schema!r} (row group {g})"
+                try:
+                    pages = read_chunk_pages(handle, min(offsets, default=0), chunk.total_compressed_size)
+                except (PageHeaderError, OSError) as exc:
+                    raise ImportSourceError(f"{where}: its pages cannot be read: {exc}") from None
+                if pages.values > chunk.num_values or pages.uncompressed_bytes > chunk.total_uncompressed_size:
+                    raise ImportSourceError(
+                        f"{where}: its pages hold {pages.values} values in {pages.uncompressed_bytes} bytes, "
+                        f"more than the footer's {chunk.num_values} values in {chunk.total_uncompressed_size}; "
+                        "refused as a decompression bomb")
 
 
 def _decoded_sizes(arr: Any) -> Any:
@@ -455,6 +485,7 @@ __all__ = [
     "JSONNestingError",
     "JSONSyntaxError",
     "OutsideDataset",
+    "check_pages_against_footer",
     "check_parquet_metadata",
     "dataset_root",
     "iter_json_array",
