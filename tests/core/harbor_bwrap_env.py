@@ -14,9 +14,19 @@ and, for a task's ``no-network`` policy, a new network namespace holding only lo
   (read-only), as the Dockerfile's ``COPY`` lines put them;
 * the task's own ``spade-episode`` (unchanged) and ``python`` (a two-line script running
   the SPADE Python) in ``/opt/spade-image/bin``, first on ``PATH``: not ``/usr/local/bin``
-  as in the image, because ``/usr`` here is the host's, mounted read-only;
+  as in the image, because ``/usr`` here is the host's, mounted read-only; the task's
+  ``spade-episode-root`` in ``/opt/spade-image/sbin``;
+* ``sudo`` (in ``/opt/spade-image/bin`` too): a client of a broker this environment runs on
+  the host, which runs the commands the task's ``sudoers`` lets ``agent`` run as root (and
+  only those: ``sudo -n`` answers any other as a password would be needed) in a ``root``
+  sandbox, as the image's ``sudo`` runs them; ``/var/lib/spade-episode``, the episode's
+  state, root's own;
 * ``/logs/{agent,verifier,artifacts}``, ``/tests``, ``/solution``, ``/tmp``,
   ``/home/agent`` (the working folder) and ``/root``, writable, the environment's own;
+* what the image keeps from ``agent`` (``/opt/spade-task``, ``/opt/spade-image/sbin``,
+  ``/var/lib/spade-episode``: root's, mode 0700 there) is not mounted at all in the
+  commands run as ``agent``: the one host user cannot play two users' permissions, so the
+  stand-in keeps those folders out of the agent's view instead;
   Harbor uploads into them and downloads from them (the output folders are not mounted
   from the trial's folder: Harbor collects them itself, as it does from a remote sandbox),
   the copies made on the host never through a link the commands inside planted;
@@ -29,7 +39,8 @@ by that SPADE Python (the repository's virtual environment), and the system bene
 host's, not ``python:3.11-slim``. There is one host user behind both container users:
 ``agent`` (uid 1000, for the agent's commands) and ``root`` (uid 0, for Harbor's and the
 verifier's) are each that user mapped by a user namespace, so file ownership between them
-is not enforced as in the image.
+is not enforced as in the image: what the agent must not read or write is kept out of its
+view (above) instead.
 """
 
 from __future__ import annotations
@@ -53,11 +64,19 @@ from harbor.models.task.config import NetworkMode
 
 #: Where the task's ``environment/spade/`` lands (the export's ``TASK_HOME``).
 TASK_HOME = "/opt/spade-task"
+#: The root command ``spade-episode`` asks sudo for, as the image installs it.
+ROOT_COMMAND = "/usr/local/sbin/spade-episode-root"
 #: The Dockerfile lines this stand-in plays; a task without them is refused.
-DOCKERFILE_COPIES = {f"COPY spade/ {TASK_HOME}/", "COPY spade-episode /usr/local/bin/spade-episode"}
-#: The image's own commands (``spade-episode`` and ``python``), first on ``PATH``. Not
-#: ``/usr/local/bin`` as in the image: ``/usr`` here is the host's, mounted read-only.
+DOCKERFILE_COPIES = {f"COPY spade/ {TASK_HOME}/", "COPY spade-episode /usr/local/bin/spade-episode",
+                     f"COPY spade-episode-root {ROOT_COMMAND}", "COPY sudoers /etc/sudoers.d/spade-episode"}
+#: The image's own commands (``spade-episode``, ``python`` and ``sudo``), first on ``PATH``, and
+#: its root command. Not ``/usr/local/...`` as in the image: ``/usr`` here is the host's, mounted
+#: read-only.
 BIN_DIR = "/opt/spade-image/bin"
+SBIN_DIR = "/opt/spade-image/sbin"
+STATE_DIR = "/var/lib/spade-episode"
+#: Where the sudo broker's socket is, in both views.
+SUDO_DIR = "/run/spade-sudo"
 WORKDIR = "/home/agent"
 USERS = {"root": (0, 0, "/root"), "agent": (1000, 1000, WORKDIR)}
 #: The environment's own folders: container path -> writable.
@@ -68,9 +87,27 @@ OWN_DIRS = {
     "/tmp": True,
     WORKDIR: True,
     "/root": True,
+    STATE_DIR: True,
+    SUDO_DIR: False,
     TASK_HOME: False,
     BIN_DIR: False,
+    SBIN_DIR: False,
 }
+#: Root's own in the image (mode 0700): not in the agent's view at all.
+ROOT_ONLY = (TASK_HOME, SBIN_DIR, STATE_DIR)
+#: ``sudo`` of the image, played: a client of the environment's broker.
+SUDO_CLIENT = r"""#!/bin/sh
+exec python -c '
+import json, socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.connect("/run/spade-sudo/sock")
+s.sendall(json.dumps({"argv": sys.argv[1:]}).encode() + b"\n")
+answer = json.loads(b"".join(iter(lambda: s.recv(65536), b"")))
+sys.stdout.write(answer["stdout"])
+sys.stderr.write(answer["stderr"])
+sys.exit(answer["rc"])
+' "$@"
+"""
 #: The host's system folders besides ``/usr``, linked or mounted as the host has them.
 SYSTEM_DIRS = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 PASSWD = (
@@ -108,6 +145,16 @@ def python_dirs(python: str) -> list[str]:
     return kept
 
 
+def _sudoers_commands(text: str) -> set[str]:
+    """The commands a sudoers file lets ``agent`` run as root without a password."""
+    commands: set[str] = set()
+    for line in text.splitlines():
+        who, _, rule = line.partition(" ")
+        if who == "agent" and "NOPASSWD:" in rule:
+            commands.update(c.strip().split()[0] for c in rule.split("NOPASSWD:", 1)[1].split(",") if c.strip())
+    return commands
+
+
 class BwrapEnvironment(BaseEnvironment):
     """A SPADE task's container, played by a folder and bubblewrap (see the module)."""
 
@@ -119,6 +166,8 @@ class BwrapEnvironment(BaseEnvironment):
         self._bwrap = shutil.which("bwrap")
         self._root: Path | None = None
         self._python_dirs: list[str] = []
+        self._sudo: asyncio.AbstractServer | None = None
+        self._sudoers: set[str] = set()
 
     @staticmethod
     def type() -> str:
@@ -159,8 +208,13 @@ class BwrapEnvironment(BaseEnvironment):
         bin_dir = root / BIN_DIR.lstrip("/")
         shutil.copy2(self.environment_dir / "spade-episode", bin_dir / "spade-episode")
         (bin_dir / "python").write_text(f'#!/bin/sh\nexec {shlex.quote(self.options.spade_python)} "$@"\n')
-        for script in bin_dir.iterdir():
-            script.chmod(0o755)
+        (bin_dir / "sudo").write_text(SUDO_CLIENT)
+        shutil.copy2(self.environment_dir / "spade-episode-root", root / SBIN_DIR.lstrip("/") / "spade-episode-root")
+        for folder in (bin_dir, root / SBIN_DIR.lstrip("/")):
+            for script in folder.iterdir():
+                script.chmod(0o755)
+        self._sudoers = _sudoers_commands((self.environment_dir / "sudoers").read_text())
+        self._sudo = await asyncio.start_unix_server(self._sudo_request, path=str(root / SUDO_DIR.lstrip("/") / "sock"))
         (root / "etc").mkdir()
         (root / "etc/passwd").write_text(PASSWD)
         (root / "etc/group").write_text(GROUP)
@@ -170,6 +224,9 @@ class BwrapEnvironment(BaseEnvironment):
         )
 
     async def stop(self, delete: bool) -> None:
+        if self._sudo is not None:
+            self._sudo.close()
+            self._sudo = None
         if delete and self._root is not None:
             await asyncio.to_thread(shutil.rmtree, self._root, True)
             self._root = None
@@ -196,6 +253,8 @@ class BwrapEnvironment(BaseEnvironment):
         for name in ("passwd", "group"):
             argv += ["--ro-bind", str(self._root / "etc" / name), f"/etc/{name}"]
         for path, writable in OWN_DIRS.items():
+            if user == "agent" and path in ROOT_ONLY:
+                continue  # root's own in the image: out of the agent's view here
             argv += ["--bind" if writable else "--ro-bind", str(self._root / path.lstrip("/")), path]
         for path in self._python_dirs:
             argv += ["--ro-bind", path, path]
@@ -254,6 +313,33 @@ class BwrapEnvironment(BaseEnvironment):
             stderr=stderr.decode(errors="replace"),
             return_code=process.returncode if process.returncode is not None else -1,
         )
+
+    # --- sudo ----------------------------------------------------------------------------
+
+    async def _sudo_request(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        """One ``sudo`` of a command run as ``agent``: a command the task's sudoers allows
+        runs as root, in a ``root`` sandbox, from ``/``; any other is refused as ``sudo -n``
+        refuses it."""
+        try:
+            argv = json.loads(await reader.readline())["argv"]
+            while argv and argv[0].startswith("-"):  # sudo's options (the task uses -n only)
+                argv = argv[1:]
+            if not argv or argv[0] not in self._sudoers:
+                answer = {"rc": 1, "stdout": "", "stderr": "sudo: a password is required\n"}
+            else:
+                command = SBIN_DIR + "/" + posixpath.basename(argv[0])
+                bwrap = self._bwrap_argv("root", "/", {})
+                process = await asyncio.create_subprocess_exec(
+                    *bwrap, "--", command, *argv[1:], stdin=asyncio.subprocess.DEVNULL,
+                    stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, start_new_session=True,
+                )
+                stdout, stderr = await process.communicate()
+                answer = {"rc": process.returncode, "stdout": stdout.decode(errors="replace"),
+                          "stderr": stderr.decode(errors="replace")}
+            writer.write(json.dumps(answer).encode())
+            await writer.drain()
+        finally:
+            writer.close()
 
     # --- files ---------------------------------------------------------------------------
     # Copied on the host, never through a link the commands inside may have planted: a

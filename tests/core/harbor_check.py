@@ -8,7 +8,7 @@ loader (``Task``), its ``Task.is_valid_dir`` and its linter (``lint_task`` with 
 through Harbor's ATIF model (``Trajectory``) and its ``TrajectoryValidator``.
 ``python harbor_check.py trials DIR SPADE_PYTHON OUT AGENT:TASK...``: one trial of each
 pair through Harbor's own trial runner (``Trial.create`` / ``Trial.run``: the agent
-``oracle`` or ``nop`` on the task ``DIR/TASK``, the verifier in a separate environment),
+``oracle`` or ``nop``, or ``hostile`` (``harbor_hostile_agent.py``), on the task ``DIR/TASK``, the verifier in a separate environment),
 the environment being ``harbor_bwrap_env.BwrapEnvironment`` (the task's container played in
 bubblewrap, SPADE from ``SPADE_PYTHON``), the trials' folders under ``OUT``. Prints one
 JSON object: what Harbor read, and every problem it reported, as text.
@@ -70,17 +70,20 @@ def check_atif(files: list[Path]) -> dict[str, Any]:
 
 
 ENVIRONMENT = "harbor_bwrap_env:BwrapEnvironment"
+#: Agents of ours, by the name a trial gives them (Harbor's own are named as Harbor names them).
+AGENTS = {"hostile": "harbor_hostile_agent:HostileAgent"}
 
 
 async def _trial(task_dir: Path, agent: str, spade_python: str, out: Path) -> dict[str, Any]:
     from harbor.models.trial.config import AgentConfig, EnvironmentConfig, TaskConfig, TrialConfig
     from harbor.trial.trial import Trial
 
+    chosen = AgentConfig(import_path=AGENTS[agent]) if agent in AGENTS else AgentConfig(name=agent)
     config = TrialConfig(
         task=TaskConfig(path=task_dir),
         trial_name=f"{agent}-{task_dir.name}",
         trials_dir=out,
-        agent=AgentConfig(name=agent),
+        agent=chosen,
         environment=EnvironmentConfig(import_path=ENVIRONMENT, kwargs={"spade_python": spade_python}),
     )
     trial = await Trial.create(config)
@@ -96,6 +99,7 @@ async def _trial(task_dir: Path, agent: str, spade_python: str, out: Path) -> di
         "files": files,
         "test_stdout": _text(trial.paths.test_stdout_path),
         "agent_log": _text(trial.paths.agent_dir / "oracle.txt"),
+        "hostile": json.loads(_text(trial.paths.agent_dir / "hostile.json") or "null"),
     }
 
 
@@ -109,7 +113,10 @@ PROBES = {
     "root_id": ("root", "id -un; id -u"),
     "commands": ("agent", "command -v spade-episode python"),
     "spade": ("agent", "python -c 'import spade_core, spade_sandbox; print(spade_core.__name__)'"),
-    "task_home": ("agent", "ls /opt/spade-task"),
+    "task_home": ("root", "ls /opt/spade-task"),
+    "task_home_of_agent": ("agent", "ls /opt/spade-task"),
+    "state_of_agent": ("agent", "ls /var/lib/spade-episode"),
+    "sudo_other": ("agent", "sudo -n /bin/cat /opt/spade-task/env.py"),
     "task_home_read_only": ("root", "touch /opt/spade-task/x"),
     "interfaces": ("agent", "tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '"),
     "logs_writable": ("agent", "touch /logs/agent/a /logs/verifier/v /logs/artifacts/x && ls /logs"),

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -26,10 +28,10 @@ from spade_core.app.harbor import (
     REWARD_FILE,
     TASK_HOME,
     HarborError,
-    main,
     toml_document,
     trajectory_from_transcript,
 )
+from spade_core.app.harbor_episode import ROOT_COMMAND, STATE_FILE, main
 from spade_core.metadata import EnvMetadata, StatsSnapshot, ValidationReport
 
 from .cli_support import open_store, spade
@@ -93,7 +95,7 @@ def test_each_environment_becomes_a_task_folder_with_spade_metadata_in_task_toml
         assert config["task"]["name"] == f"spade/{env_id}"
         assert config["metadata"]["spade"] == {
             "kind": "gym",
-            "layout": 1,
+            "layout": 2,
             "id": env_id,
             "name": meta.name,
             "version": meta.version,
@@ -108,12 +110,18 @@ def test_each_environment_becomes_a_task_folder_with_spade_metadata_in_task_toml
         assert config["verifier"]["environment_mode"] == "separate", "the agent cannot touch the verifier"
         assert config["agent"]["user"] == "agent"
         assert (folder / "environment/spade/env.py").read_text() == source
-        assert EnvMetadata.model_validate_json((folder / "environment/spade/metadata.json").read_text()) == meta
+        assert EnvMetadata.model_validate_json((folder / "tests/spade/metadata.json").read_text()) == meta
+        runs_with = EnvMetadata.model_validate_json((folder / "environment/spade/metadata.json").read_text())
+        assert (runs_with.id, runs_with.class_name, runs_with.max_turns) == (meta.id, meta.class_name, meta.max_turns)
+        assert runs_with.hint is None and runs_with.validation is None and runs_with.stats == []
         assert (meta.description.strip() or "A SPADE text environment.") in (folder / "instruction.md").read_text()
-        for script in ("tests/test.sh", "solution/solve.sh", "environment/spade-episode"):
+        for script in ("tests/test.sh", "solution/solve.sh", "environment/spade-episode", "environment/spade-episode-root"):
             assert os.access(folder / script, os.X_OK), script
         assert f"--reward {REWARD_FILE}" in (folder / "tests/test.sh").read_text()
-        assert f"COPY spade/ {TASK_HOME}/" in (folder / "environment/Dockerfile").read_text()
+        dockerfile = (folder / "environment/Dockerfile").read_text()
+        assert f"COPY spade/ {TASK_HOME}/" in dockerfile and f"chmod -R go-rwx {TASK_HOME}" in dockerfile
+        assert (folder / "environment/sudoers").read_text() == f"agent ALL=(root) NOPASSWD: {ROOT_COMMAND}\n"
+        assert (folder / "tests/spade/episode.key").read_text() == (folder / "environment/spade/episode.key").read_text()
         requirements = (folder / "environment/requirements.txt").read_text().split()
         assert all("==" in r for r in requirements) and "spade-games==0.1.0" in requirements
     assert "Halve the interval" in (tasks / "GuessNumber-v1/solution/hint.md").read_text(), "the hint is the note"
@@ -190,14 +198,14 @@ def test_a_task_of_another_kind_is_reported_by_name(tasks: Path, tmp_path: Path,
     [
         (lambda t: (t / "task.toml").write_text("[metadata\n"), "task.toml is not valid TOML: "),
         (lambda t: (t / "environment/spade/env.py").unlink(), "environment/spade/env.py is missing"),
-        (lambda t: (t / "environment/spade/metadata.json").write_text("{"), "metadata.json is not valid JSON"),
+        (lambda t: (t / "tests/spade/metadata.json").write_text("{"), "metadata.json is not valid JSON"),
         (
             lambda t: (t / "environment/spade/env.py").write_text((t / "environment/spade/env.py").read_text() + "#\n"),
             "code_hash in the metadata does not match the code",
         ),
         (
             lambda t: (t / "task.toml").write_text((t / "task.toml").read_text().replace("max_turns = 25", "max_turns = 3")),
-            "task.toml's [metadata.spade] max_turns (3) differs from environment/spade/metadata.json (25)",
+            "task.toml's [metadata.spade] max_turns (3) differs from tests/spade/metadata.json (25)",
         ),
         (
             lambda t: (t / "task.toml").write_text((t / "task.toml").read_text().replace('kind = "gym"', 'kind = "swe"')),
@@ -242,41 +250,92 @@ def test_a_folder_without_tasks_is_one_clear_error(tmp_path: Path, spade_home: P
 # --- playing and verifying in the sandbox ---------------------------------------------------
 
 
-def _episode(tasks: Path, env_id: str, episode: Path, *args: str) -> int:
-    return main(["episode", "--task", str(tasks / env_id / "environment/spade"), "--episode", str(episode), *args])
-
-
-def _verify(tasks: Path, env_id: str, episode: Path, out: Path) -> float:
+def _episode(tasks: Path, env_id: str, where: Path, *args: str) -> int:
+    """``spade-episode ARGS`` as its root command runs it: the episode's state in
+    ``where/state``, its published record in ``where/artifacts``."""
     task = str(tasks / env_id / "environment/spade")
-    args = ["--episode", str(episode), "--reward", str(out / "reward.txt"), "--trajectory", str(out / "trajectory.json")]
-    assert main(["verify", "--task", task, *args]) == 0
+    return main(["episode", "--task", task, "--state", str(where / "state/episode.json"),
+                 "--episode", str(where / "artifacts/spade-episode.json"), *args])
+
+
+def _verify(tasks: Path, env_id: str, record: Path, out: Path) -> float:
+    task = str(tasks / env_id / "environment/spade")
+    key = str(tasks / env_id / "tests/spade/episode.key")
+    args = ["--episode", str(record), "--reward", str(out / "reward.txt"), "--trajectory", str(out / "trajectory.json")]
+    assert main(["verify", "--task", task, "--key", key, *args]) == 0
     return float((out / "reward.txt").read_text())
+
+
+def _solve(tasks: Path, env_id: str, where: Path) -> None:
+    """Play the task's ``solution/solve.sh`` (its ``spade-episode`` lines) as the oracle does."""
+    for line in (tasks / env_id / "solution/solve.sh").read_text().splitlines():
+        if line.startswith("spade-episode "):
+            assert _episode(tasks, env_id, where, *shlex.split(line)[1:]) == 0, line
 
 
 def test_an_agent_plays_through_the_command_and_the_verifier_replays(
     tasks: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    episode = tmp_path / "artifacts/spade-episode.json"
-    assert _episode(tasks, "GuessNumber-v1", episode, "step", "32") == 2, "no step before start"
+    record = tmp_path / "artifacts/spade-episode.json"
+    assert _episode(tasks, "GuessNumber-v1", tmp_path, "step", "32") == 2, "no step before start"
     assert "no episode yet" in capsys.readouterr().err
-    assert _episode(tasks, "GuessNumber-v1", episode, "start") == 0
+    assert _episode(tasks, "GuessNumber-v1", tmp_path, "start") == 0
     assert "I am thinking of an integer between 1 and 64" in capsys.readouterr().out
-    assert _episode(tasks, "GuessNumber-v1", episode, "step", ":solution") == 0, "an action, never a play command"
+    assert _episode(tasks, "GuessNumber-v1", tmp_path, "step", ":solution") == 0, "an action, never a play command"
     assert "Please answer with" in capsys.readouterr().out
-    assert _episode(tasks, "GuessNumber-v1", episode, "start") == 2, "one episode per task"
+    assert _episode(tasks, "GuessNumber-v1", tmp_path, "start") == 2, "one episode per task"
     assert "cannot be restarted" in capsys.readouterr().err
-    assert _episode(tasks, "GuessNumber-v1", episode, "solve") == 0
+    solve = (tasks / "GuessNumber-v1/solution/solve.sh").read_text()
+    for line in solve.splitlines()[4:]:  # the oracle's guesses, after its own start
+        assert _episode(tasks, "GuessNumber-v1", tmp_path, *shlex.split(line)[1:]) == 0
     assert "Correct" in capsys.readouterr().out
-    record = json.loads(episode.read_text())
-    assert record["turns"][0]["action"] == "\\boxed{:solution}" and record["turns"][-1]["terminated"]
-    assert _verify(tasks, "GuessNumber-v1", episode, tmp_path / "verifier") == 1.0
+    played = json.loads(record.read_text())
+    assert played["turns"][0]["action"] == "\\boxed{:solution}" and played["turns"][-1]["terminated"]
+    assert _verify(tasks, "GuessNumber-v1", record, tmp_path / "verifier") == 1.0
+    assert played == json.loads((tmp_path / "state/episode.json").read_text()), "published as root keeps it"
 
-    # The verifier trusts the actions only: edited rewards and observations change nothing.
-    for turn in record["turns"]:
-        turn["reward"], turn["observation"] = 1.0, "forged"
-    record["turns"] = record["turns"][:2]
-    episode.write_text(json.dumps(record))
-    assert _verify(tasks, "GuessNumber-v1", episode, tmp_path / "verifier") == 0.0
+
+def test_the_agent_side_offers_no_solve_and_holds_no_hint_or_history(tasks: Path, tmp_path: Path) -> None:
+    """``solve`` scored 1 for any agent, and the agent's image held the hint and the whole
+    metadata document (validation findings with their winning actions, stats, lineage)."""
+    with pytest.raises(SystemExit):  # argparse: not one of start, step, show
+        _episode(tasks, "GuessNumber-v1", tmp_path, "solve")
+    assert not (tmp_path / "artifacts/spade-episode.json").exists()
+    for env_id in IDS:
+        agent_side = tasks / env_id / "environment"
+        text = "".join(p.read_text() for p in agent_side.rglob("*") if p.is_file())
+        assert "Halve the interval" not in text and '"validation"' not in text and '"stats"' not in text, env_id
+        assert "solve" not in (agent_side / "spade-episode").read_text()
+    assert "Halve the interval" in (tasks / "GuessNumber-v1/solution/hint.md").read_text(), "the oracle's note"
+
+
+def test_an_edited_or_replaced_record_scores_zero_and_a_lost_episode_cannot_be_played_again(
+    tasks: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The agent loses on purpose (eight wrong guesses tell it the number), then plays again:
+    with the record it sees moved away, and with a record of the winning guess written in
+    its place. The episode is root's: both score the first episode, 0."""
+    record = tmp_path / "artifacts/spade-episode.json"
+    assert _episode(tasks, "GuessNumber-v1", tmp_path, "start") == 0
+    for _ in range(8):
+        assert _episode(tasks, "GuessNumber-v1", tmp_path, "step", "0") == 0
+    secret = int(re.search(r"it was (\d+)", capsys.readouterr().out).group(1))  # type: ignore[union-attr]
+    assert _verify(tasks, "GuessNumber-v1", record, tmp_path / "verifier") == 0.0
+    lost = json.loads(record.read_text())
+    record.rename(tmp_path / "artifacts/lost.json")
+    assert _episode(tasks, "GuessNumber-v1", tmp_path, "start") == 2, "no second episode"
+    assert "cannot be restarted" in capsys.readouterr().err
+    won = {**lost, "turns": [{"action": f"\\boxed{{{secret}}}", "observation": f"Correct, it was {secret}!",
+                             "reward": 1.0, "terminated": True, "truncated": False}]}
+    record.write_text(json.dumps(won))  # its signature kept: it no longer holds
+    assert _verify(tasks, "GuessNumber-v1", record, tmp_path / "verifier") == 0.0
+    # The verifier trusts the actions only: edited rewards and observations of a signed record change nothing.
+    forged = {**lost, "turns": [{**t, "reward": 1.0, "observation": "forged"} for t in lost["turns"]]}
+    record.write_text(json.dumps(forged))
+    assert _verify(tasks, "GuessNumber-v1", record, tmp_path / "verifier") == 0.0
+    record.unlink()
+    record.symlink_to(tasks / "GuessNumber-v1/tests/spade/episode.key")  # a record that is a link: not read
+    assert _verify(tasks, "GuessNumber-v1", record, tmp_path / "verifier") == 0.0
 
 
 def test_no_episode_scores_zero(tasks: Path, tmp_path: Path) -> None:
@@ -285,7 +344,9 @@ def test_no_episode_scores_zero(tasks: Path, tmp_path: Path) -> None:
 
 def test_the_task_scripts_name_the_container_paths(tasks: Path) -> None:
     assert EPISODE_FILE.startswith("/logs/artifacts/"), "Harbor hands its artifacts folder to the verifier"
-    assert EPISODE_FILE in (tasks / "SwapSort-v1/environment/spade-episode").read_text()
+    root = (tasks / "SwapSort-v1/environment/spade-episode-root").read_text()
+    assert EPISODE_FILE in root and STATE_FILE in root and "cd / && exec env -i" in root
+    assert f"sudo -n {ROOT_COMMAND}" in (tasks / "SwapSort-v1/environment/spade-episode").read_text()
 
 
 # --- ATIF -----------------------------------------------------------------------------------
@@ -401,9 +462,8 @@ def test_harbor_loads_and_lints_the_exported_tasks(tasks: Path) -> None:
 def test_harbor_validates_the_atif_of_a_run_and_of_a_verified_episode(tasks: Path, tmp_path: Path) -> None:
     out = tmp_path / "atif"
     assert spade("export", "--to-atif", str(out), "--run", str(_run_folder(tmp_path))).exit_code == 0
-    episode = tmp_path / "episode.json"
-    assert _episode(tasks, "TowerOfHanoi-v1", episode, "solve") == 0
-    _verify(tasks, "TowerOfHanoi-v1", episode, tmp_path / "verifier")
+    _solve(tasks, "TowerOfHanoi-v1", tmp_path)
+    _verify(tasks, "TowerOfHanoi-v1", tmp_path / "artifacts/spade-episode.json", tmp_path / "verifier")
     files = [str(p) for p in sorted(out.iterdir())] + [str(tmp_path / "verifier/trajectory.json")]
     checked = _harbor("atif", *files)
     for path, seen in checked["result"].items():
@@ -422,14 +482,17 @@ def test_harbors_trial_runner_plays_and_verifies_the_tasks(tasks: Path, tmp_path
     (``solution/solve.sh``) wins two, nop scores 0 on a third; the episode goes through
     Harbor's artifact collection to the separate verifier, whose replay is valid ATIF. The
     container is the bwrap stand-in, SPADE from this interpreter (the image's pip install)."""
-    runs = ["oracle:GuessNumber-v1", "oracle:TowerOfHanoi-v1", "nop:SwapSort-v1"]
+    runs = ["oracle:GuessNumber-v1", "oracle:TowerOfHanoi-v1", "nop:SwapSort-v1", "hostile:GuessNumber-v1"]
     checked = _harbor("trials", str(tasks), sys.executable, str(tmp_path / "trials"), *runs)["result"]
 
     probe = checked.pop("probe")
     assert probe["agent_id"]["out"] == ["agent", "1000"] and probe["root_id"]["out"] == ["root", "0"]
     assert [Path(p).name for p in probe["commands"]["out"]] == ["spade-episode", "python"]
     assert probe["spade"]["out"] == ["spade_core"], probe["spade"]["err"]
-    assert probe["task_home"]["out"] == ["env.py", "metadata.json", "requirements.txt", "runtime.json"]
+    assert probe["task_home"]["out"] == ["env.py", "episode.key", "metadata.json", "requirements.txt", "runtime.json"]
+    for root_own in ("task_home_of_agent", "state_of_agent"):
+        assert probe[root_own]["rc"] != 0 and probe[root_own]["out"] == [], (root_own, probe[root_own])
+    assert probe["sudo_other"]["rc"] != 0 and "password is required" in probe["sudo_other"]["err"]
     assert probe["task_home_read_only"]["rc"] != 0 and "Read-only" in probe["task_home_read_only"]["err"]
     assert probe["interfaces"]["out"] == ["lo"], "no network: loopback only"
     assert probe["logs_writable"]["rc"] == 0, probe["logs_writable"]["err"]
@@ -450,5 +513,14 @@ def test_harbors_trial_runner_plays_and_verifies_the_tasks(tasks: Path, tmp_path
         assert trajectory["schema_version"] == "ATIF-v1.6" and trajectory["rewards"][-1] == 1.0
         assert len(trajectory["rewards"]) == len(episode["turns"]), "the verifier replayed every action"
     idle = checked["nop:SwapSort-v1"]
-    assert idle["rewards"] == {"reward": 0.0} and idle["test_stdout"] == "reward 0\n", "no episode scores 0"
+    assert idle["rewards"] == {"reward": 0.0} and idle["test_stdout"] == "no episode was played: reward 0\nreward 0\n"
     assert not any(f.startswith("artifacts/logs/") for f in idle["files"]) and idle["trajectory"] is None
+
+    # An agent trying every way around its episode (harbor_hostile_agent.py): none works.
+    hostile = checked["hostile:GuessNumber-v1"]
+    tried = hostile["hostile"]
+    for attempt in ("read_code", "read_seed", "solve", "sudo_other", "start_again", "start_after_moving"):
+        assert tried[attempt]["rc"] != 0, (attempt, tried[attempt])
+    assert tried["find_hint"]["out"] == "" and tried["find_code"]["out"] == "", tried
+    assert tried["secret"] is not None and "forge" in tried, "it lost, learnt the number and wrote a winning record"
+    assert hostile["rewards"] == {"reward": 0.0}, hostile["test_stdout"]
