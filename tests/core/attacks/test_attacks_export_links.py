@@ -127,15 +127,3 @@ def test_one_bad_harbor_task_fails_alone_and_the_others_import(damage: str, tmp_
     with open_store() as store:
         assert sorted(m.id for m in store.find()) == imported
 
-
-def test_one_unreadable_file_of_a_folder_fails_alone_and_the_others_import(tmp_path: Path, spade_home: Path) -> None:
-    """A folder import: a Parquet file that is not Parquet is that file's failed item."""
-    folder = tmp_path / "pool"
-    folder.mkdir()
-    good = (REFERENCE_ENVS / "guess_number.py").read_text()
-    (folder / "a-good.jsonl").write_text(json.dumps({"code": good, "name": "guess", "domain": "games"}) + "\n")
-    (folder / "b-broken.parquet").write_bytes(b"PAR1" + b"\0" * 64 + b"PAR1")
-    run = spade("import", str(folder), "--trust", "--json")
-    outcomes = {o["origin"]: o for o in json.loads(run.stdout)}
-    assert outcomes["a-good.jsonl:1"]["outcome"] == "imported", outcomes
-    assert outcomes["b-broken.parquet"]["outcome"] == "failed" and outcomes["b-broken.parquet"]["reason"], outcomes

@@ -189,15 +189,19 @@ def read_items(path: str | Path) -> Iterator[RawItem]:
 
 
 def _file_items(p: Path, real: Path, root: Path, budget: DecodeBudget) -> Iterator[RawItem]:
-    """The items of one file of a folder: a file that cannot be read at all (or fails
-    part way) is one failed item of its own, and the folder's other files still import."""
+    """The items of one file of a folder. Odd data a reader did not foresee (nested too
+    deeply for the interpreter, an exception of a library) is that file's failed item, and
+    the folder's other files still import; what the readers raise on purpose
+    (:class:`ImportSourceError`: the input refused as a whole, a decompression bomb) stops
+    the import, as the module doc says."""
     try:
         yield from _read_file(p, real, root, budget)
+    except SpadeError:
+        raise
     except RecursionError:
         yield RawItem(p.name, error="the file is nested too deeply to read", from_file=p.suffix == ".py")
-    except Exception as exc:  # ImportSourceError (cannot open it), or odd data a reader missed
-        reason = str(exc) if isinstance(exc, SpadeError) else f"{type(exc).__name__}: {exc}"
-        yield RawItem(p.name, error=f"cannot read the file: {reason}", from_file=p.suffix == ".py")
+    except Exception as exc:
+        yield RawItem(p.name, error=f"cannot read the file ({type(exc).__name__}: {exc})", from_file=p.suffix == ".py")
 
 
 def _read_file(p: Path, real: Path, root: Path, budget: DecodeBudget | None) -> Iterator[RawItem]:
