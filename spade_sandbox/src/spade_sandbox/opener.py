@@ -53,18 +53,30 @@ def open_env(
     render_mode: str | None = None,
     sandbox: SandboxSettings | None = None,
     trusted: bool = False,
+    pool: SandboxPool | None = None,
+    isolation: str = "",
 ) -> SandboxedEnv:
     """The environment ``source`` defines, opened where its trust allows (see the module
     docstring); ``sandbox`` is the caller's ``[spade.sandbox]`` (``None``: the active
     configuration's, the ``gymnasium.make`` edge). ``allowed_modules`` widen the static
-    allow-list of untrusted code; trusted code needs none."""
+    allow-list of untrusted code; trusted code needs none.
+
+    ``pool``: a pool of the caller's own instead of the process-wide one, made by its
+    :class:`~spade_sandbox.launcher.SandboxLauncher` (``pool()`` for untrusted code,
+    ``trusted_pool()`` for trusted code: a server that keeps its own deadline and workers);
+    untrusted code is refused a pool without the static check. ``isolation``: the pool's
+    isolation key (instances of different keys never share a worker process)."""
     if not trusted:
-        return SandboxedEnv(source, max_turns=max_turns, allowed_modules=allowed_modules, reward_range=reward_range or (0.0, 1.0),
-                            class_name=class_name, render_mode=render_mode, sandbox=sandbox)
-    pool = trusted_pool(sandbox if sandbox is not None else active_sandbox_settings())
+        if pool is not None and pool.skip_static:
+            raise ValueError("untrusted code opens in a sandbox pool (SandboxLauncher.pool()), not a trusted one")
+        return SandboxedEnv(source, pool=pool, max_turns=max_turns, allowed_modules=allowed_modules,
+                            reward_range=reward_range or (0.0, 1.0), class_name=class_name, render_mode=render_mode,
+                            sandbox=sandbox, isolation=isolation)
+    if pool is None:
+        pool = trusted_pool(sandbox if sandbox is not None else active_sandbox_settings())
     try:
         return SandboxedEnv(source, pool=pool, max_turns=max_turns, reward_range=reward_range or (0.0, 1.0),
-                            class_name=class_name, render_mode=render_mode)
+                            class_name=class_name, render_mode=render_mode, isolation=isolation)
     except EnvCodeError as exc:
         if "ModuleNotFoundError" in exc.message or "No module named" in exc.message:
             exc.message += (" (a trusted seed runs in a worker process with this interpreter's module path, every "
