@@ -110,6 +110,26 @@ def test_parameter_delta_is_the_l2_norm_of_the_weight_change() -> None:
     assert probe.steps == 2  # detached: no longer measuring
 
 
+@pytest.mark.parametrize("weight_decay", [0.0, 0.1])
+def test_adamw_s_weight_change_read_from_its_state_is_the_change_itself(weight_decay: float) -> None:
+    torch.manual_seed(0)
+    layer = torch.nn.Linear(6, 5)
+    opt = torch.optim.AdamW(layer.parameters(), lr=1e-2, weight_decay=weight_decay)
+    probe = ParameterDelta()
+    probe.attach(opt)
+    assert len(probe._handles) == 1  # no copy of the weights before the step
+    for step in range(3):
+        before = [p.detach().clone() for p in layer.parameters()]
+        opt.zero_grad()
+        (layer(torch.randn(4, 6)) ** 2).sum().backward()
+        opt.step()
+        diff = [(p.detach() - b).double() for p, b in zip(layer.parameters(), before, strict=True)]
+        expected = float(torch.sqrt(sum((d**2).sum() for d in diff)))
+        assert probe.last_l2 == pytest.approx(expected, rel=1e-4) and probe.last_l2 > 0
+        assert probe.last_max == pytest.approx(max(float(d.abs().max()) for d in diff), rel=1e-4)
+        assert probe.steps == step + 1
+
+
 def test_parameter_delta_refuses_what_is_not_a_torch_optimizer() -> None:
     with pytest.raises(TrainerError, match="not a torch optimizer"):
         ParameterDelta().attach(object())

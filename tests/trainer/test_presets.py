@@ -94,8 +94,8 @@ def test_the_arms_of_the_learning_comparison_differ_only_in_what_makes_each_arm(
     assert changes(fixed, resolved("learn", "adaptive")) == {"adaptive.enabled": True}
     # the quickstart is the SPADE arm, shorter: what differs is its length and how often it measures
     assert changes(resolved("learn", "spade"), resolved("quickstart")) == {
-        "run_dir": "runs/quickstart", "iterations": 6, "checkpoint_every": 6, "learning.every": 1,
-        "learning.episodes": 64, "learning.label": "spade"}
+        "run_dir": "runs/quickstart", "iterations": 4, "checkpoint_every": 4, "learning.every": 1,
+        "learning.episodes": 48, "learning.label": "spade"}
 
 
 def test_presets_combine_in_order_and_name_their_mistakes() -> None:

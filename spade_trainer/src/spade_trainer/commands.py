@@ -63,7 +63,10 @@ def register(cli: typer.Typer) -> None:
             return
         from spade_designer.llm.transformers_backend import use_flush_denormal_for_process
 
+        from .memory import use_small_heap_for_process
+
         use_flush_denormal_for_process()  # this process is ours: CPU training/generation at full speed
+        use_small_heap_for_process()  # and its freed tensors go back to the system
         from .selfplay import SelfPlayRun
 
         preset_label = "+".join(preset or []) or None
@@ -196,9 +199,12 @@ def _experiment_process() -> None:
 
     from spade_designer.llm.transformers_backend import use_flush_denormal_for_process
 
+    from .memory import use_small_heap_for_process
+
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     use_flush_denormal_for_process()
+    use_small_heap_for_process()
 
 
 def _check(cfg: Any, console: Any, preset: str | None, spade_config: Any = None) -> None:

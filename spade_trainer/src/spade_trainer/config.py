@@ -198,6 +198,9 @@ class LearningSettings(_Section):
     every: int = Field(default=1, ge=1)
     #: Held-out instances per evaluation (seeds from 10**9 up, never trained on).
     episodes: int = Field(default=96, ge=1, le=100_000)
+    #: Held-out episodes played together (the policy's key/value cache holds a batch's
+    #: conversations: fewer at a time, less memory, a little slower).
+    batch: int = Field(default=48, ge=1)
     #: ``eval``: the initial policy evaluated at every point with that point's sampling
     #: seed (what the run at learning rate 0 measures); ``none``: no control.
     control: Literal["eval", "none"] = "eval"

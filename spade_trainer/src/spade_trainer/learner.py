@@ -57,9 +57,13 @@ class ParameterDelta:
     """Measures how far each optimizer step moves the weights: L2 norm of the parameter
     change (``last_l2``) and the largest absolute change (``last_max``).
 
-    :meth:`attach` hooks the torch optimizer (the one inside accelerate's wrapper): before
-    a step it copies the trainable parameters, after it compares. The copy lives only for
-    the optimizer step, after the backward pass has freed its activations.
+    :meth:`attach` hooks the torch optimizer (the one inside accelerate's wrapper). For
+    ``torch.optim.AdamW`` (without ``amsgrad`` or ``maximize``, the learner's) the change is
+    read back after the step from the optimizer's own state, one tensor at a time: AdamW moved
+    ``p`` to ``p' = (1 - lr wd) p - lr / (1 - b1^t) * m / (sqrt(v / (1 - b2^t)) + eps)``, so
+    ``p`` is recovered from ``p'``, ``m`` and ``v`` and no copy of the weights is held (a copy
+    is a whole model's memory more at the step, the run's peak). For any other optimizer the
+    trainable parameters are copied before the step and compared after it.
     """
 
     def __init__(self) -> None:
@@ -74,7 +78,10 @@ class ParameterDelta:
         if not isinstance(inner, torch.optim.Optimizer):
             raise TrainerError(f"cannot measure parameter deltas of {type(inner).__name__}: not a torch optimizer")
         self.detach()
-        self._handles = [inner.register_step_pre_hook(self._pre), inner.register_step_post_hook(self._post)]
+        if self._from_state(inner):
+            self._handles = [inner.register_step_post_hook(self._post_adamw)]
+        else:
+            self._handles = [inner.register_step_pre_hook(self._pre), inner.register_step_post_hook(self._post)]
 
     def detach(self) -> None:
         for h in self._handles:
@@ -82,8 +89,40 @@ class ParameterDelta:
         self._handles = []
 
     @staticmethod
+    def _from_state(optimizer: torch.optim.Optimizer) -> bool:
+        return type(optimizer) is torch.optim.AdamW and not any(
+            g.get("amsgrad") or g.get("maximize") for g in optimizer.param_groups)
+
+    @staticmethod
     def _params(optimizer: torch.optim.Optimizer) -> list[torch.Tensor]:
         return [p for g in optimizer.param_groups for p in g["params"] if p.requires_grad]
+
+    def _record(self, sq: torch.Tensor, biggest: torch.Tensor) -> None:
+        self.last_l2 = float(sq.sqrt())
+        self.last_max = float(biggest)
+        self.steps += 1
+
+    def _post_adamw(self, optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
+        sq = torch.zeros((), dtype=torch.float64)
+        biggest = torch.zeros((), dtype=torch.float64)
+        with torch.no_grad():
+            for group in optimizer.param_groups:
+                lr, wd, eps = float(group["lr"]), float(group["weight_decay"]), float(group["eps"])
+                b1, b2 = group["betas"]
+                for p in group["params"]:
+                    state = optimizer.state.get(p)
+                    if not p.requires_grad or not state or "exp_avg" not in state:
+                        continue  # never stepped (no gradient yet): it did not move
+                    t = float(state["step"])
+                    m, v = state["exp_avg"].double(), state["exp_avg_sq"].double()
+                    moved = (lr / (1 - b1**t)) * m / ((v / (1 - b2**t)).sqrt() + eps)
+                    after = p.detach().double()
+                    before = (after + moved) / (1 - lr * wd)
+                    d = after - before
+                    sq += d.square().sum().cpu()
+                    if d.numel():
+                        biggest = torch.maximum(biggest, d.abs().max().cpu())
+        self._record(sq, biggest)
 
     def _pre(self, optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
         with torch.no_grad():
@@ -101,9 +140,7 @@ class ParameterDelta:
                 sq += d.square().sum().cpu()
                 if d.numel():
                     biggest = torch.maximum(biggest, d.abs().max().cpu())
-        self.last_l2 = float(sq.sqrt())
-        self.last_max = float(biggest)
-        self.steps += 1
+        self._record(sq, biggest)
 
 
 class Learner:

@@ -349,7 +349,8 @@ class LearningCurve:
 
         t0 = time.perf_counter()
         specs = [EpisodeSpec(self.target, False, s) for s in self.seeds]
-        episodes = self.engine.run(specs, seed=eval_seed(self.seed, point))
+        size, seed = self.settings.batch, eval_seed(self.seed, point)
+        episodes = [ep for i in range(0, len(specs), size) for ep in self.engine.run(specs[i: i + size], seed=seed + i)]
         ev = Evaluation.of(point, episodes, time.perf_counter() - t0)
         lo, hi = ev.interval
         self.log(f"{label} after {point} update(s): success {ev.mean:.3f} [{lo:.3f}, {hi:.3f}] on {ev.episodes} "

@@ -204,8 +204,10 @@ class GRPOUpdate:
         logprobs, the mask and the advantage, each ``[batch, longest completion]``.
 
         Rows are left-padded so that every completion ends at the last position; only the
-        completion's positions are sent through the LM head (``logits_to_keep``), and
-        positions are counted from each row's first real token, as generation counted them.
+        positions that predict a trained token of some row are sent through the LM head
+        (``logits_to_keep`` as indices: environment tokens, a multi-turn completion's larger
+        part, get no logits at all), and positions are counted from each row's first real
+        token, as generation counted them. Returned tensors are ``[batch, kept positions]``.
         """
         import torch
 
@@ -224,12 +226,13 @@ class GRPOUpdate:
             sampled[row, keep - n :] = torch.tensor(s.logprobs, dtype=torch.float32)
             mask[row, keep - n :] = torch.tensor(m, dtype=torch.float32)
             adv[row, 0] = s.advantage
+        # completion token j sits at position width - keep + j and is predicted at the one before
+        trained = mask.sum(0).nonzero().squeeze(-1)
+        predictors = trained + (width - keep - 1)
         positions = (attention.cumsum(-1) - 1).clamp(min=0)
         out = self.model(input_ids=ids.to(device), attention_mask=attention.to(device),
-                         position_ids=positions.to(device), logits_to_keep=keep + 1, use_cache=False)
-        # logits at position t predict token t + 1: the last keep + 1 positions cover the
-        # completion's keep tokens
-        logits = out.logits[:, :-1, :].float() / self.settings.temperature
-        targets = ids[:, width - keep :].to(device)
+                         position_ids=positions.to(device), logits_to_keep=predictors.to(device), use_cache=False)
+        logits = out.logits.float() / self.settings.temperature
+        targets = ids[:, predictors + 1].to(device)
         logp = torch.log_softmax(logits, dim=-1).gather(-1, targets.unsqueeze(-1)).squeeze(-1)
-        return logp, sampled.to(device), mask.to(device), adv.to(device)
+        return logp, sampled[:, trained].to(device), mask[:, trained].to(device), adv.to(device)

@@ -38,6 +38,7 @@ from .config import SelfPlayConfig
 from .design_protocol import DesignedCandidate, DesignStage
 from .edit_stage import record_designs
 from .errors import CheckpointError
+from .memory import return_freed_memory
 from .metrics import MetricsLog
 from .periodic_eval import PeriodicEvaluation
 from .plan import CHECKPOINTS, plan_run
@@ -533,9 +534,11 @@ class SelfPlayRun:
     def update(self, samples: Sequence[PolicySample], record: IterationRecord) -> StepReport:
         """One GRPO step of the shared policy on both roles' samples (the learner's)."""
         self._phase("updating the policy")
+        return_freed_memory()  # what the rollouts freed, before the update's own peak
         t0 = time.perf_counter()
         report = self.learner.step(samples)
         record.timings["update_s"] = time.perf_counter() - t0
+        return_freed_memory()
         stats = report.update
         record.data["samples"] = dict(report.fill)
         record.data["train"] = stats.to_json()
