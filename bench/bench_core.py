@@ -229,30 +229,20 @@ def import_and_make_table(store_path: Path, n: int, work: Path, repeats: int) ->
         elif not sandbox_ready():
             table.add_row("import + first make", "sandbox: not installed", "-", "-", "-", "-", "-", "")
             continue
-        late = None
-        if mode == "sandbox":  # the import starts the zygote: what that costs a process that makes nothing
-            from spade_sandbox.prestart import AT_IMPORT_VARIABLE
-            r, late = fresh_interpreters(home, "", 2 * repeats + 1, [{}, {AT_IMPORT_VARIABLE: "0"}])
-        else:
-            r = fresh_interpreter(home, "", repeats)
-        table.add_row(f"import spade_core, {n // 1000}k store", "-", f"{r['made']:.3f}", f"{r['wall']:.3f}",
+        r = fresh_interpreter(home, "", repeats)
+        table.add_row(f"import spade_core, {n // 1000}k store", mode, f"{r['made']:.3f}", f"{r['wall']:.3f}",
                       f"{r['cpu']:.3f}", f"{r['import']:.3f}", "-", f"{r['cpu'] / floor['cpu']:.2f}x", "")
-        if late is not None:
-            table.add_row(f"  same, {AT_IMPORT_VARIABLE}=0 (no zygote started at import)", "-",
-                          f"{late['made']:.3f}", f"{late['wall']:.3f}", f"{late['cpu']:.3f}", f"{late['import']:.3f}",
-                          "-", f"{late['cpu'] / floor['cpu']:.2f}x", "")
-        one = late = None
+        one = None
         if mode == "in-process" and native.active():  # the registration's C path against its Python twin
             r, py = fresh_interpreters(home, make, 2 * repeats + 1, [{}, {native.DISABLE_VARIABLE: "1"}])
         elif mode == "sandbox":  # against a store holding only that environment: the sandbox's own cost
+            # (the make starts the zygote: nothing is started at import)
             one_home = work / "home-sandbox-one-env"
             one_home.mkdir(exist_ok=True)
             if not (one_home / "store.db").exists():
                 with EnvStore(f"sqlite:///{one_home / 'store.db'}") as store:
                     store.add(ENV_SOURCE.format(tag=n // 2), _meta(n // 2))
-            r, one, late = fresh_interpreters(
-                home, make, 2 * repeats + 1, [{}, {"SPADE_HOME": str(one_home)}, {AT_IMPORT_VARIABLE: "0"}]
-            )
+            r, one = fresh_interpreters(home, make, 2 * repeats + 1, [{}, {"SPADE_HOME": str(one_home)}])
             py = None
         else:
             r, py = fresh_interpreter(home, make, repeats), None
@@ -266,9 +256,6 @@ def import_and_make_table(store_path: Path, n: int, work: Path, repeats: int) ->
         if one is not None:
             table.add_row(f"  same, a store of only that env ({n // 1000}k store: {r['made'] - one['made']:+.3f} s made)",
                           mode, *_cells(one, floor), "")
-        if late is not None:
-            table.add_row(f"  same, {AT_IMPORT_VARIABLE}=0 (zygote started by the make; "
-                          f"{r['made'] - late['made']:+.3f} s made)", mode, *_cells(late, floor), "")
         if mode == "in-process":  # what an interpreter pays when the seed index is stale or off
             r = fresh_interpreter(home, make, repeats, {"SPADE_SEED_INDEX": "0"})
             table.add_row("  same, seed index off (plugins loaded)", mode, *_cells(r, floor), "")

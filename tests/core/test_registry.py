@@ -89,7 +89,7 @@ class RecordingRunnerPlugin:
         self.events: list[tuple[str, object]] = []
         module = types.ModuleType("spade_test_runner")
         module.make = lambda source, **options: self.events.append(("make", {"source": source, **options})) or self  # type: ignore[attr-defined]
-        module.prepare = lambda *, at_import: self.events.append(("prepare", at_import))  # type: ignore[attr-defined]
+        module.prepare = lambda: self.events.append(("prepare", None))  # type: ignore[attr-defined]
         monkeypatch.setitem(sys.modules, "spade_test_runner", module)
         self.runner = EnvRunner(
             "sandbox", make="spade_test_runner:make", prepare="spade_test_runner:prepare" if prepare else None
@@ -289,7 +289,7 @@ def test_stored_envs_run_in_the_sandbox_with_their_domain_allowed_modules(
     env = registry.make_stored_env("guess-v1", url, config=SpadeConfig())
     assert env is runner
     assert runner.events == [
-        ("prepare", False),
+        ("prepare", None),
         ("read", None),
         (
             "make",
@@ -306,13 +306,12 @@ def test_stored_envs_run_in_the_sandbox_with_their_domain_allowed_modules(
     ]
 
 
-def test_import_prepares_the_runner_before_reading_a_store_it_would_run(
+def test_import_does_not_prepare_the_runner(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, clean_registry: None
 ) -> None:
-    """``import spade_core`` calls the runner's ``prepare(at_import=True)`` (the sandbox
-    starts its zygote: a test double here) before it reads the store, so that the zygote's
-    boot overlaps the registration; only when the store exists and its code would run in
-    that runner, and only at import."""
+    """The registration ``import spade_core`` runs reads the store and never calls the
+    runner's ``prepare`` (the sandbox would start its zygote: a test double here), whether
+    or not the store exists and wherever its code would run: the first make prepares."""
     monkeypatch.setenv("SPADE_HOME", str(tmp_path))
     monkeypatch.chdir(tmp_path)
     plugin = RecordingRunnerPlugin(monkeypatch)
@@ -326,7 +325,7 @@ def test_import_prepares_the_runner_before_reading_a_store_it_would_run(
 
     def importing() -> list[tuple[str, object]]:
         events.clear()
-        registry._register_store(None, registry.Registration(), at_import=True)
+        registry._register_store(None, registry.Registration())
         return list(events)
 
     try:
@@ -335,7 +334,7 @@ def test_import_prepares_the_runner_before_reading_a_store_it_would_run(
         with EnvStore(f"sqlite:///{tmp_path / 'store.db'}") as store:
             store.add(GUESS.read_text(), guess_meta("guess", class_name="GuessNumberEnv"))
             store.set_status("guess-v1", EnvStatus.admitted)
-        assert importing() == [("prepare", True), ("store", None)]
+        assert importing() == [("store", None)]
         assert "spade/guess-v1" in gym.registry
         events.clear()
         registry.register()  # a re-registration is not an import

@@ -33,8 +33,9 @@ Contracts:
   them at exit (``atexit``: handlers registered before ``import spade_core`` no longer see
   them); the C path keeps the registry alive and untracked past the teardown.
 
-How registration is made fast (id snapshot, slots, the zygote started at import) and what
-it measures are in ``docs/architecture.md``.
+How registration is made fast (id snapshot, slots) and what it measures are in
+``docs/architecture.md``. Registration starts no process: the runner's ``prepare`` (the
+sandbox boots its zygote) runs at the first make from the store.
 """
 
 from __future__ import annotations
@@ -237,11 +238,9 @@ def register(store: EnvStore | str | None = None, *, seeds: bool = True) -> Regi
     return result
 
 
-def _register_store(store: EnvStore | str | None, result: Registration, at_import: bool = False) -> None:
-    url, run = _store_url(store, result)
+def _register_store(store: EnvStore | str | None, result: Registration) -> None:
+    url = _store_url(store, result)
     if url is not None:
-        if at_import and run is not None and run != IN_PROCESS:
-            _prepare_ahead(url, run)
         result.store = url
         found = _admitted_gym_ids(store, url, result)
         if found is not None:
@@ -261,7 +260,7 @@ def register_on_import() -> None:
             _register_seeds(result)
             if not result.problems and not result.refused:  # a plugin to fix is read again each time
                 _save_seed_index()
-        _register_store(None, result, at_import=True)
+        _register_store(None, result)
     except Exception as exc:  # the import must survive anything a store or plugin does
         warnings.warn(f"spade_core: environment registration failed: {exc}", RuntimeWarning, stacklevel=2)
 
@@ -269,21 +268,19 @@ def register_on_import() -> None:
 # --- the active store ---------------------------------------------------------------------
 
 
-def _store_url(store: EnvStore | str | None, result: Registration) -> tuple[str | None, str | None]:
-    """The store's URL (``None`` after reporting a problem) and, for the active store, where
-    its code runs (``store_envs_run``; ``None`` for a store given explicitly)."""
+def _store_url(store: EnvStore | str | None, result: Registration) -> str | None:
+    """The store's URL (``None`` after reporting a problem)."""
     if store is None:
         try:
             from .run_settings import run_settings  # no pydantic on the import path
 
-            settings = run_settings()
-            return settings.store_url, settings.store_envs_run
+            return run_settings().store_url
         except Exception as exc:
             result.problem(f"spade_core: cannot determine the active store: {exc}")
-            return None, None
+            return None
     if isinstance(store, str):
-        return store, None
-    return store.url, None
+        return store
+    return store.url
 
 
 def _admitted_gym_ids(
@@ -567,7 +564,7 @@ def make_stored_env(
     url = store_url or default_url
     runner = None if run == IN_PROCESS else env_runner(run)
     if runner is not None:
-        runner.run_prepare(at_import=False)  # before the store is read: its work overlaps ours
+        runner.run_prepare()  # before the store is read: its work overlaps ours
     document, source = _read_stored(url, env_id)
     info = json.loads(document)
     max_turns = info.get("max_turns")
@@ -610,24 +607,6 @@ def env_runner(name: str) -> EnvRunner | None:
     from .plugins import get_plugins
 
     return get_plugins().env_runners().get(name)
-
-
-def _prepare_ahead(url: str, run: str) -> None:
-    """At import, before the active store (whose environments the runner ``run`` would run)
-    is read: the runner's ``prepare(at_import=True)``, so that what it starts (the sandbox's
-    zygote) overlaps the registration. Best effort and silent: the first make reports
-    problems."""
-    from .store import sqlite_reader
-
-    path = sqlite_reader.sqlite_path(url)
-    if path is not None and not path.exists():
-        return  # nothing to make from
-    try:
-        runner = env_runner(run)
-        if runner is not None:
-            runner.run_prepare(at_import=True)
-    except Exception:  # a broken runner or plugin set: the make reports it
-        return
 
 
 def _read_stored(url: str, env_id: str) -> tuple[str, str]:

@@ -43,12 +43,10 @@ class EnvRunner:
       are made with ``trusted=True`` too: plugin code, run under the runner's call
       deadline but free to import its plugin's modules (``allowed_modules`` is then
       empty). It may raise any :class:`~spade_core.errors.SpadeError` the runner defines;
-    * ``prepare``: ``"module:callable"`` or ``None``; called as ``prepare(at_import=...)``
-      before the store is read: by ``import spade_core`` (``at_import=True``) when the
-      active store has environments this runner will run, and at the start of each make
-      from the store (``at_import=False``). It may start work that overlaps what follows
-      (the sandbox boots its zygote); it must return quickly, and at import any exception
-      it raises is ignored (the make reports problems).
+    * ``prepare``: ``"module:callable"`` or ``None``; called as ``prepare()`` at the start
+      of each make from the store, before the store is read. It may start work that
+      overlaps what follows (the sandbox boots its zygote); it must return quickly. Nothing
+      calls it at import: importing a package starts no process.
     """
 
     name: str
@@ -67,10 +65,10 @@ class EnvRunner:
         env: TextEnv = resolve(self.make)(source, **options)
         return env
 
-    def run_prepare(self, *, at_import: bool) -> None:
-        """``prepare(at_import=at_import)``, when the runner has one."""
+    def run_prepare(self) -> None:
+        """``prepare()``, when the runner has one."""
         if self.prepare is not None:
-            resolve(self.prepare)(at_import=at_import)
+            resolve(self.prepare)()
 
     def to_json(self) -> dict[str, str | None]:
         return {"name": self.name, "make": self.make, "prepare": self.prepare}

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from . import prestart, protocol
-from .channel import WorkerLink, ZygoteLeft, ZygoteProcess
+from .channel import WorkerLink, ZygoteProcess
 from .errors import SandboxUnavailable
 from .limits import SandboxLimits
 
@@ -75,7 +75,7 @@ def with_compiled_code(spec: dict[str, Any]) -> dict[str, Any]:
 class ZygoteBackend:
     """Workers forked from a warm zygote; ``command_prefix`` wraps the zygote in an outer
     jail (nsjail, bwrap) when set. ``spare`` keeps one pre-hardened worker forked ahead.
-    ``adopt`` takes the zygote started ahead at import (:mod:`.prestart`) when it fits;
+    ``adopt`` takes the zygote the first make started ahead (:mod:`.prestart`) when it fits;
     ``False`` starts one of its own on first use, with the module path of that moment."""
 
     def __init__(
@@ -96,7 +96,7 @@ class ZygoteBackend:
                 if self._zygote is not None:
                     self._zygote.close()
                 started = prestart.take(self.command_prefix, self.spare, self.cgroups) if self.adopt else None
-                if started is not None:  # started before this process imported the pool
+                if started is not None:  # started by the make before it imported the pool
                     started.start_timeout_s = limits.spawn_timeout_s
                     self._zygote = started
                 else:
@@ -112,11 +112,7 @@ class ZygoteBackend:
 
         spec = with_compiled_code(spec)
         zygote = self.zygote(limits)
-        try:
-            pid, sock, pidfd, extras = zygote.spawn(spec)
-        except ZygoteLeft:  # one started ahead of need had waited too long: start one now
-            zygote = self.zygote(limits)
-            pid, sock, pidfd, extras = zygote.spawn(spec)
+        pid, sock, pidfd, extras = zygote.spawn(spec)
         link = WorkerLink(
             worker_id, key, pid, sock, pidfd, zygote, limits.max_frame_bytes, call_timeout_s=limits.call_timeout_s,
             single_reply_bytes=protocol.reply_bytes_limit(limits.max_output_chars, 1, limits.max_frame_bytes),

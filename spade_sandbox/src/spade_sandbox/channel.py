@@ -113,20 +113,13 @@ def zygote_command() -> list[str]:
     return [sys.executable, "-I", "-S", "-c", boot, os.pathsep.join(zygote_path())]
 
 
-class ZygoteLeft(SandboxUnavailable):
-    """A zygote started with ``unclaimed_exit_s`` left before reading the request: nothing
-    was done, and a new zygote can take the request."""
-
-
 class ZygoteProcess:
     """The warm zygote, started as ``command_prefix + zygote_command() + [FD]``.
 
     The constructor only starts the process: the zygote's boot (mostly pre-importing the
     allowed modules, ~0.08 s) runs while the caller goes on, and its hello is read by the
     first request (:meth:`ready`). A zygote that failed to start raises
-    :class:`SandboxUnavailable` there. With ``unclaimed_exit_s`` the zygote leaves when no
-    request has come that long after its hello; its first :meth:`spawn` then raises
-    :class:`ZygoteLeft` and :attr:`alive` turns false.
+    :class:`SandboxUnavailable` there.
     """
 
     def __init__(
@@ -135,12 +128,10 @@ class ZygoteProcess:
         start_timeout_s: float = 30.0,
         spare: bool = True,
         cgroups: bool = True,
-        unclaimed_exit_s: float | None = None,
     ) -> None:
         self.lock = threading.Lock()
         self.start_timeout_s = start_timeout_s
         self._hello: list[Any] | None = None
-        self.left = False
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         self.sock = ours
         fd = str(theirs.fileno())
@@ -151,8 +142,6 @@ class ZygoteProcess:
             self.command.append("--no-spare")
         if not cgroups:
             self.command.append("--no-cgroups")
-        if unclaimed_exit_s is not None:
-            self.command.append(f"--unclaimed-exit={unclaimed_exit_s:g}")
         try:
             self.proc = subprocess.Popen(
                 self.command,
@@ -185,7 +174,7 @@ class ZygoteProcess:
             return
         self.sock.settimeout(self.start_timeout_s)
         try:
-            hello = protocol.decode_trusted(protocol.recv_one_frame(self.sock, 65536))
+            hello = protocol.decode_trusted(protocol.recv_frame(self.sock, 65536))
         except (OSError, protocol.ChannelClosed, protocol.FrameTooLarge) as exc:
             # Not alive any more either way, so the backend starts a new one next time.
             self.proc.kill()
@@ -207,18 +196,14 @@ class ZygoteProcess:
 
     @property
     def alive(self) -> bool:
-        return not self.left and self.proc.poll() is None
+        return self.proc.poll() is None
 
     def spawn(self, spec: dict[str, Any]) -> tuple[int, protocol.PipeChannel, int, dict[str, Any]]:
         """Fork a worker; returns (pid, the pool's end of its pipe channel, pidfd or -1,
         extras such as ``{"cgroup": True}``)."""
         with self.lock:
             self._await_hello()
-            try:
-                protocol.send(self.sock, ["spawn", spec])
-            except OSError:
-                self._check_left()  # the zygote closed its end: it may have said why
-                raise
+            protocol.send(self.sock, ["spawn", spec])
             data, fds, _flags, _addr = socket.recv_fds(self.sock, 65536, 3)
             if not data:
                 for fd in fds:
@@ -226,8 +211,6 @@ class ZygoteProcess:
                 raise SandboxUnavailable("the sandbox zygote died")
             (size,) = protocol.HEADER.unpack_from(data)
             reply = protocol.decode_trusted(data[protocol.HEADER.size : protocol.HEADER.size + size])
-        if reply == [protocol.LEAVING]:
-            self._has_left()
         if reply[0] != protocol.OK or len(fds) < 2:
             for fd in fds:
                 os.close(fd)
@@ -236,28 +219,6 @@ class ZygoteProcess:
         pidfd = fds[2] if len(fds) > 2 else -1
         extras = reply[2] if len(reply) > 2 and isinstance(reply[2], dict) else {}
         return int(reply[1]), channel, pidfd, extras
-
-    def _check_left(self) -> None:
-        """Raise :class:`ZygoteLeft` if the zygote's last word was that it is leaving
-        (called with ``lock`` held, after a failed send)."""
-        self.sock.settimeout(1.0)
-        try:
-            said = protocol.decode_trusted(protocol.recv_frame(self.sock))
-        except (OSError, protocol.ChannelClosed):
-            return
-        finally:
-            self.sock.settimeout(None)
-        if said == [protocol.LEAVING]:
-            self._has_left()
-
-    def _has_left(self) -> NoReturn:
-        self.left = True
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-        raise ZygoteLeft("the sandbox zygote left unclaimed before this request")
 
     def wait_status(self, pid: int) -> tuple[int | None, bool, bool]:
         """(raw wait status or None if unknown, killed by the cgroup OOM killer, killed by

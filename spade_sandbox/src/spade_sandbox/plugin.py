@@ -39,7 +39,8 @@ def _restricted() -> Any:
 
 #: How the core runs environment code here: :func:`spade_sandbox.opener.open_env` (store code
 #: in a :class:`~spade_sandbox.env.SandboxedEnv` of the default pool, whose zygote
-#: :func:`spade_sandbox.prestart.prepare` starts early; seeds in the trusted pool).
+#: :func:`spade_sandbox.prestart.prepare` starts at the first make, before the store is
+#: read; seeds in the trusted pool).
 RUNNER = EnvRunner(SANDBOX, make="spade_sandbox.opener:open_env", prepare="spade_sandbox.prestart:prepare")
 
 

@@ -1,19 +1,12 @@
-"""Starting the default pool's zygote before the rest of the sandbox is imported.
+"""Starting the default pool's zygote at the first make, before the pool is imported.
 
 A fresh interpreter's first ``gymnasium.make`` of a stored environment waits for the
-zygote's boot (~0.1 s, mostly pre-importing the allowed modules). Started early, the boot
-runs on another core while this process does other work, instead of after it:
-
-* :func:`start_at_import`, from ``import spade_core`` when it is about to register the
-  active store's environments (the registration, ~0.1 s at 100,000 environments, then hides
-  the boot). Such a zygote leaves by itself when no pool has claimed it
-  :data:`UNCLAIMED_EXIT_S` seconds after its boot, so an importer that never makes a stored
-  environment holds it that long at most. ``SPADE_SANDBOX_AT_IMPORT=0`` turns this off;
-* :func:`start_default_zygote`, at the top of :func:`spade_core.registry.make_stored_env`
-  (the boot then overlaps reading the store and importing the pool).
-
-The core calls both through :func:`prepare`, the ``prepare`` of the sandbox's runner
-(:data:`spade_sandbox.plugin.RUNNER`): it never imports this package itself.
+zygote's boot (~0.1 s, mostly pre-importing the allowed modules). :func:`prepare`, the
+``prepare`` of the sandbox's runner (:data:`spade_sandbox.plugin.RUNNER`), is called by
+:func:`spade_core.registry.make_stored_env` before it reads the store: the boot then
+overlaps reading the store and importing the pool instead of following them. Nothing is
+started before that first make: importing a package starts no process. The core calls
+:func:`prepare` through the runner: it never imports this package itself.
 
 The default pool's backend adopts the started zygote (:func:`take`) when it would run the
 same command; otherwise it is told to leave. A child made by ``os.fork`` forgets a zygote
@@ -36,10 +29,6 @@ _lock = threading.Lock()
 _started: ZygoteProcess | None = None
 #: How the started zygote was asked to run: (outer jail prefix, spare, cgroups).
 _DEFAULT_OPTIONS: tuple[tuple[str, ...], bool, bool] = ((), True, True)
-#: A zygote started at import leaves when no pool has claimed it this long after its boot.
-UNCLAIMED_EXIT_S = 30.0
-#: ``SPADE_SANDBOX_AT_IMPORT=0``: no zygote is started by ``import spade_core``.
-AT_IMPORT_VARIABLE = "SPADE_SANDBOX_AT_IMPORT"
 
 
 def _no_pool() -> bool:
@@ -54,7 +43,7 @@ _default_pool_exists: Callable[[], bool] = _no_pool
 
 def watch_default_pool(exists: Callable[[], bool]) -> None:
     """Called once by :mod:`spade_sandbox.default`: ``exists()`` answers whether the default
-    pool has been created; :func:`start_default_zygote` starts nothing once it has."""
+    pool has been created; :func:`prepare` starts nothing once it has."""
     global _default_pool_exists
     _default_pool_exists = exists
 
@@ -70,33 +59,12 @@ def configures_default_sandbox() -> bool:
     return run_settings().sandbox_defaults
 
 
-def prepare(*, at_import: bool) -> None:
-    """The sandbox runner's ``prepare`` (see :class:`spade_core.runners.EnvRunner`):
-    :func:`start_at_import` when ``import spade_core`` is about to register the active
-    store, :func:`start_default_zygote` at the start of a make from the store."""
-    if at_import:
-        start_at_import()
-    else:
-        start_default_zygote()
-
-
-def start_at_import() -> None:
-    """:func:`start_default_zygote` for ``import spade_core`` (see the module's docstring);
-    nothing when ``SPADE_SANDBOX_AT_IMPORT=0``. Best effort: a zygote that cannot be started
-    is reported by the first make, where the pool starts its own."""
-    if os.environ.get(AT_IMPORT_VARIABLE) == "0":
-        return
-    try:
-        start_default_zygote(unclaimed_exit_s=UNCLAIMED_EXIT_S)
-    except Exception:
-        pass
-
-
-def start_default_zygote(unclaimed_exit_s: float | None = None) -> None:
-    """Start the zygote of the process-wide pool, without waiting for it, when that pool
-    does not exist yet and would run with the default settings. Does nothing otherwise (the
-    pool then starts its zygote itself, as it always can). With ``unclaimed_exit_s`` the
-    zygote leaves when no pool has taken it that long after its boot."""
+def prepare() -> None:
+    """The sandbox runner's ``prepare`` (see :class:`spade_core.runners.EnvRunner`), called at
+    the start of a make from the store: start the zygote of the process-wide pool, without
+    waiting for it, when that pool does not exist yet and would run with the default
+    settings. Does nothing otherwise (the pool then starts its zygote itself, as it always
+    can)."""
     global _started
     if _default_pool_exists():
         return
@@ -113,7 +81,7 @@ def start_default_zygote(unclaimed_exit_s: float | None = None) -> None:
         from .channel import ZygoteProcess
 
         prefix, spare, cgroups = _DEFAULT_OPTIONS
-        _started = ZygoteProcess(prefix, spare=spare, cgroups=cgroups, unclaimed_exit_s=unclaimed_exit_s)
+        _started = ZygoteProcess(prefix, spare=spare, cgroups=cgroups)
         atexit.register(_leave)
 
 
@@ -132,7 +100,8 @@ def take(command_prefix: Sequence[str], spare: bool, cgroups: bool) -> ZygotePro
 
 
 def _leave() -> None:
-    """At exit: a zygote started here that no pool adopted is told to leave."""
+    """At exit: a zygote started here that no pool adopted (its make failed before the pool
+    was made) is told to leave."""
     global _started
     with _lock:
         started, _started = _started, None

@@ -32,8 +32,6 @@ MAX_FRAME_BYTES = 256 * 1024 * 1024
 
 OK = "ok"
 ERR = "err"
-#: A zygote started ahead of need, leaving unclaimed (its only unsolicited message).
-LEAVING = "leaving"
 
 #: First payload byte of a binary step frame. 0xC1 is the one byte msgpack never uses, so
 #: a receiver tells a binary step frame from a msgpack one by it. Single ``step`` calls use
@@ -203,15 +201,6 @@ def recv_frame(sock: socket.socket | PipeChannel, max_bytes: int = MAX_FRAME_BYT
         # Strict request/reply: a peer never sends two frames ahead.
         raise FrameTooLarge("peer sent more bytes than one frame")
     return body
-
-
-def recv_one_frame(sock: socket.socket | PipeChannel, max_bytes: int = MAX_FRAME_BYTES) -> bytes:
-    """Read one frame's payload and nothing after it (two reads; for a peer that may have
-    sent a second frame already: a zygote's hello, then its ``leaving``)."""
-    (size,) = HEADER.unpack(recv_exactly(sock, HEADER.size))
-    if size > max_bytes:
-        raise FrameTooLarge(f"frame of {size} bytes exceeds the limit of {max_bytes}")
-    return recv_exactly(sock, size)
 
 
 class FrameReader:

@@ -22,10 +22,6 @@ socket:
 * ``["import", [names]]`` — pre-import extra (trusted, allow-listed) modules;
 * ``["exit"]`` — kill every worker and leave. EOF on the control socket means the same.
 
-With ``--unclaimed-exit=S`` (a zygote started ahead of need, see :mod:`spade_sandbox.prestart`)
-it leaves when no request has come S seconds after its hello, saying ``["leaving"]`` first: a
-request sent meanwhile is then known never to have been read (the caller starts a new zygote).
-
 Standard library, msgpack and pyseccomp only: this is what every worker inherits.
 """
 
@@ -306,20 +302,10 @@ class Zygote:
             worker.release()
         self.spare_hardening = hardening if self.keep_spare else None
 
-    def serve(self, unclaimed_exit_s: float | None = None) -> None:
+    def serve(self) -> None:
         signal.signal(signal.SIGCHLD, self.reap)
         quiet = select.poll()
         quiet.register(self.control.fileno(), select.POLLIN)
-        if unclaimed_exit_s is not None and not quiet.poll(max(0, int(unclaimed_exit_s * 1000))):
-            # Started ahead of need and never asked for anything: say so before leaving, so
-            # that a request already on its way is known to be unread (nothing was forked).
-            try:
-                protocol.send(self.control, [protocol.LEAVING])
-            except OSError:
-                pass
-            if self.cgroups is not None:
-                self.cgroups.close()
-            return
         while True:
             if self.spare_hardening is not None and self.spare is None and not quiet.poll(SPARE_QUIET_MS):
                 # Fork the next spare only when no request is waiting, so that its fork and
@@ -473,7 +459,6 @@ def main() -> None:
     control = socket.socket(fileno=int(sys.argv[1]))
     flags = sys.argv[2:]
     zygote = Zygote(control, keep_spare="--no-spare" not in flags, use_cgroups="--no-cgroups" not in flags)
-    unclaimed_exit_s = next((float(f.partition("=")[2]) for f in flags if f.startswith("--unclaimed-exit=")), None)
     zygote.preimport(sorted(DEFAULT_ALLOWED_MODULES))
     # Worker-side modules and wrappers are built once here, then shared copy-on-write.
     import traceback  # noqa: F401
@@ -498,7 +483,7 @@ def main() -> None:
         "seccomp": zygote.seccomp_program is not None,
         "pid_namespace": hardening.PID_NAMESPACE_MISSING is None,
     }])
-    zygote.serve(unclaimed_exit_s)
+    zygote.serve()
 
 
 if __name__ == "__main__":  # python -I -m spade_sandbox.zygote FD, by hand
