@@ -20,7 +20,7 @@ from spade_core.evaluation import SuiteContext
 from spade_designer.llm.replay import ReplayBackend
 from spade_eval.harness import evaluate
 
-from spade_eval import acebench
+from spade_eval import acebench, acebench_apis, acebench_entries, acebench_travel
 
 from .acebench_files import write_agent_data
 
@@ -89,22 +89,22 @@ UNDECLARED = {"get_all_message_times_with_ids", "delete_reminder", "view_all_rem
 
 
 def food_users(**balances: float) -> dict:
-    users = acebench.default_state("FoodPlatform")["users"]
+    users = acebench_apis.default_state("FoodPlatform")["users"]
     for name, balance in balances.items():
         users[name]["balance"] = balance
     return users
 
 
 def travel_users(**changes: dict) -> dict:
-    users = acebench.default_state("Travel")["users"]
+    users = acebench_apis.default_state("Travel")["users"]
     for uid, change in changes.items():
         users[uid].update(change)
     return users
 
 
-RESERVATIONS = acebench.default_state("Travel")["reservations"]
-INBOX = acebench.default_state("MessageApi")["inbox"]
-REMINDERS = acebench.default_state("ReminderApi")["reminder_list"]
+RESERVATIONS = acebench_apis.default_state("Travel")["reservations"]
+INBOX = acebench_apis.default_state("MessageApi")["inbox"]
+REMINDERS = acebench_apis.default_state("ReminderApi")["reminder_list"]
 DEVICE_ON = {"BaseApi": {"wifi": True, "logged_in": True}}
 
 # -- multi-step entries ---------------------------------------------------------------------------
@@ -310,7 +310,7 @@ def test_the_reference_calls_reach_the_end_state_with_every_milestone(data: Path
     process = [acebench.render_calls(_calls_in(line)) for line in PERFECT[entry["id"]] if _calls_in(line)]
     answer = next(a for a in (BBQ_ANSWER, TODO_ANSWER, BOOK_ANSWER, PIZZA_ANSWER, REBOOK_ANSWER, TRANSFER_ANSWER)
                   if a["id"] == entry["id"])
-    assert acebench.milestone_accuracy(answer["mile_stone"], process) == 1.0
+    assert acebench_entries.milestone_accuracy(answer["mile_stone"], process) == 1.0
     env.close()
 
 
@@ -460,10 +460,10 @@ def test_no_entry_sees_another_s_state(data: Path) -> None:
     env.reset()
     assert env.world["Travel"].users["user2"]["bank_balance"] == 8000.0 and len(env.world["Travel"].reservations) == 4
     # the built-in data is copied for each class instance
-    first = acebench.FoodPlatform(acebench._Episode("agent_multi_step", {}))
+    first = acebench.FoodPlatform(acebench_apis.Episode("agent_multi_step", {}))
     first.users["Eve"]["balance"] = 0.0
     first.merchant_list["Domino's"]["menu"].clear()
-    second = acebench.FoodPlatform(acebench._Episode("agent_multi_step", {}))
+    second = acebench.FoodPlatform(acebench_apis.Episode("agent_multi_step", {}))
     assert second.users["Eve"]["balance"] == 500.0 and len(second.merchant_list["Domino's"]["menu"]) == 2
 
 
@@ -523,16 +523,16 @@ def test_every_function_of_each_class_is_declared_and_implemented() -> None:
     for cls in acebench.CLASSES.values():
         config = {"BaseApi": {"wifi": True, "logged_in": True, "logged_in_users": ["Eve"]}}
         for name in cls.TOOLS:
-            api = cls(acebench._Episode("agent_multi_step", config))
+            api = cls(acebench_apis.Episode("agent_multi_step", config))
             answer = acebench.render_result(getattr(api, name)(**copy.deepcopy(samples[name])))
             assert "does not exist" not in answer and "not logged in" not in answer, (cls.NAME, name, answer)
 
 
 def test_the_built_in_data_is_the_benchmark_s() -> None:
-    raw = json.loads((Path(acebench.__file__).parent / acebench.DEFAULTS_FILE).read_text(encoding="utf-8"))
+    raw = json.loads((Path(acebench.__file__).parent / acebench_apis.DEFAULTS_FILE).read_text(encoding="utf-8"))
     assert "zeppombal/ACEBench" in raw["source"] and "food_services.py" in raw["source"]
     assert raw["BaseApi"] == {"wifi": False, "logged_in": True}
-    food = acebench.default_state("FoodPlatform")
+    food = acebench_apis.default_state("FoodPlatform")
     assert {n: u["balance"] for n, u in food["users"].items()} == {
         "Eve": 500.0, "Frank": 300.0, "Grace": 150.0, "Helen": 800.0, "Isaac": 400.0, "Jack": 120.0}
     assert food["users"]["Jack"] == {"user_id": "U105", "password": "password654", "balance": 120.0}
@@ -543,7 +543,7 @@ def test_the_built_in_data_is_the_benchmark_s() -> None:
         "Heytea": [("Cheese Milk Tea", 25.0), ("Four Seasons Spring Milk Tea", 22.0)],
         "Hema Fresh": [("Organic Vegetable Pack", 15.0), ("Fresh Gift Pack", 99.0)],
         "Jiutian BBQ": [("Korean Grilled Beef", 128.0), ("Grilled Pork Belly", 78.0)]}
-    travel = acebench.default_state("Travel")
+    travel = acebench_apis.default_state("Travel")
     assert [(u["user_name"], u["cash_balance"], u["bank_balance"], u["membership_level"])
             for u in travel["users"].values()] == [("Eve", 2000.0, 50000.0, "regular"),
                                                    ("Frank", 8000.0, 8000.0, "silver"),
@@ -564,13 +564,13 @@ def test_the_built_in_data_is_the_benchmark_s() -> None:
     assert [(r["reservation_id"], r["user_id"], r["flight_no"], r["cabin"]) for r in travel["reservations"]] == [
         ("res_1", "user1", "CA1234", "Economy Class"), ("res_2", "user1", "MU5678", "Business Class"),
         ("res_3", "user2", "MH1765", "Business Class"), ("res_4", "user2", "MU2616", "Business Class")]
-    message = acebench.default_state("MessageApi")
+    message = acebench_apis.default_state("MessageApi")
     assert (message["max_capacity"], message["message_id_counter"]) == (6, 6)
     assert [(k, m["sender_id"], m["receiver_id"], m["time"]) for k, m in message["inbox"].items()] == [
         ("1", "USR100", "USR101", "2024-06-09"), ("2", "USR101", "USR102", "2024-03-09"),
         ("3", "USR102", "USR103", "2023-12-05"), ("4", "USR103", "USR102", "2024-09-09"),
         ("5", "USR104", "USR105", "2024-06-06"), ("6", "USR105", "USR104", "2024-01-15")]
-    reminder = acebench.default_state("ReminderApi")
+    reminder = acebench_apis.default_state("ReminderApi")
     assert (reminder["max_capacity"], reminder["reminder_id_counter"]) == (6, 3)
     assert [(k, r["reminder_id"], r["title"]) for k, r in reminder["reminder_list"].items()] == [
         ("1", 1001, "Doctor's Appointment"), ("2", 1002, "Team Meeting"), ("3", 1003, "To-do list")]
@@ -601,14 +601,14 @@ def test_initial_config_is_read_as_the_benchmark_reads_it() -> None:
 
 
 def test_the_travel_rules() -> None:
-    episode = acebench._Episode("agent_multi_turn", {})
+    episode = acebench_apis.Episode("agent_multi_turn", {})
     travel = acebench.Travel(episode)
     # cancellation: more than a day before departure (now is 2024-07-14 06:00) is free, the
     # refund goes to cash and the reservation stays
     assert travel.cancel_reservation("user1", "res_1", "change of plans") == (
         "More than 24 hours before departure. Free cancellation successful, 1200 yuan has been refunded.")
     assert travel.users["user1"]["cash_balance"] == 3200.0 and len(travel.reservations) == 4
-    assert travel.cancel_reservation("user1", "res_2", acebench.AIRLINE_CANCELED).startswith(
+    assert travel.cancel_reservation("user1", "res_2", acebench_travel.AIRLINE_CANCELED).startswith(
         "The flight has been canceled. Your reservation will be canceled free of charge, and 3000 yuan")
     travel.flights[1]["depart_time"] = "2024-07-14 20:00:00"
     assert travel.cancel_reservation("user1", "res_2", "other") == (
@@ -649,7 +649,7 @@ def test_the_travel_rules() -> None:
 
 
 def test_the_food_and_phone_rules() -> None:
-    episode = acebench._Episode("agent_multi_step", {"BaseApi": {"wifi": True, "logged_in": True}})
+    episode = acebench_apis.Episode("agent_multi_step", {"BaseApi": {"wifi": True, "logged_in": True}})
     food = acebench.FoodPlatform(episode)
     assert food.add_food_delivery_order("Eve", "Heytea", [{"product": "Cheese Milk Tea", "quantity": 1}]) == {
         "status": False, "message": "User Eve is not logged in to the food platform"}

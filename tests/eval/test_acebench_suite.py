@@ -15,7 +15,7 @@ from spade_core.plugins import get_plugins
 from spade_designer.llm.replay import ReplayBackend
 from spade_eval.harness import evaluate
 
-from spade_eval import acebench
+from spade_eval import acebench, acebench_apis, acebench_entries
 
 from .acebench_files import write_agent_data
 from .acebench_files import write_rows as write
@@ -34,8 +34,8 @@ FUNCTIONS = [fn("turn_on_wifi", "Turn on WiFi."), fn("login_device", "Log in to 
              fn("delete_message", "Delete a message by id.", message_id="integer"),
              fn("add_reminder", "Add a reminder.", title="string", description="string", time="string")]
 #: The benchmark's built-in inbox and reminders (every entry starts from them).
-INBOX = acebench.default_state("MessageApi")["inbox"]
-REMINDERS = acebench.default_state("ReminderApi")["reminder_list"]
+INBOX = acebench_apis.default_state("MessageApi")["inbox"]
+REMINDERS = acebench_apis.default_state("ReminderApi")["reminder_list"]
 
 STEP = {"id": "agent_multi_step_0",
         "question": "I am Eve. Add a reminder titled 'Dentist' (description 'Dentist at noon', time 2024-07-20 "
@@ -138,8 +138,8 @@ def test_the_benchmark_s_checks_directly() -> None:
         "'quantity': 1}])]")
     # the benchmark's greedy in-order search: finding "a" at place 2 consumes "b" before it, and
     # the search for "b" then runs off the end, so "c" is not looked for where it is
-    assert acebench.milestone_accuracy(["[a()]", "[b()]", "[c()]"], ["[b()]", "[a()]", "[c()]"]) == pytest.approx(1 / 3)
-    assert acebench.milestone_accuracy(["[a()]", "[c()]"], ["[b()]", "[a()]", "[c()] "]) == 1.0
+    assert acebench_entries.milestone_accuracy(["[a()]", "[b()]", "[c()]"], ["[b()]", "[a()]", "[c()]"]) == pytest.approx(1 / 3)
+    assert acebench_entries.milestone_accuracy(["[a()]", "[c()]"], ["[b()]", "[a()]", "[c()] "]) == 1.0
     assert acebench.process_accuracy([["[a()]", "[b()]"], ["[b()]"]], ["[b()]"]) == 1.0
     truth = [{"BaseApi": {"wifi": True, "logged_in": True}}]
     assert acebench.end_state_errors(truth, [{"BaseApi": {"wifi": True, "logged_in": True}}]) == []
