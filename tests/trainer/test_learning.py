@@ -423,3 +423,67 @@ def test_a_summary_compares_arms_on_the_seeds_both_ran(tmp_path: Path) -> None:
     assert "| spade | 2 |" in table and "| fixed | 0 |" in table
     assert run_names([json.loads((d / "learning.json").read_text()) for d in dirs[:1]]) == ["fixed, seed 0"]
     assert (tmp_path / "summary" / "summary.png").stat().st_size > 1000
+
+
+# --- the learnability of an environment, recorded with it ------------------------------------
+
+
+def _cli(*args: str) -> Any:
+    from spade_core.app.cli import build_app
+    from typer.testing import CliRunner
+
+    return CliRunner().invoke(build_app(), list(args), env={"COLUMNS": "300"})
+
+
+@pytest.mark.parametrize("env", ["higher_lower", "higher_lower:CANDIDATES=4"])
+def test_experiment_learn_records_the_verdict_with_the_environment(
+        env: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from spade_core.app.catalog import open_store, resolve
+    from spade_core.config import load_config
+    from spade_core.plugins import get_plugins
+
+    monkeypatch.setenv("SPADE_HOME", str(tmp_path / "home"))
+    monkeypatch.chdir(tmp_path)
+    result = _cli("experiment", "learn", "--run-dir", str(tmp_path / "run"), "--env", env, "--updates", "1",
+                  "--episodes", "4", "--set", 'model.source="tiny"', "--set", "generation.agent_max_new_tokens=4",
+                  "--set", "model.threads=1")
+    assert result.exit_code == 0, result.output
+    data = json.loads((tmp_path / "run" / "learning.json").read_text())
+    verdict_word = data["verdict"]["learnability"]
+    assert data["settings"]["target"] == env and f"seed 0: {verdict_word}" in result.output
+    name = "higher_lower-v1" if env == "higher_lower" else "higher_lower.candidates4-v1"
+    assert f"recorded with {name}" in result.output
+    with open_store(load_config(), read_only=True) as store:
+        entry = resolve(name, get_plugins(), store)  # a seed's record reaches its catalog entry too
+        row = entry.summary()  # the row of `spade list --json` and of GET /envs/<id>
+    assert entry.kind == ("seed" if env == "higher_lower" else "store")
+    assert row["learnability"]["verdict"] == verdict_word and row["learnability"]["updates"] == 1
+    assert row["learnability"]["untrained"] == data["trained"][0]["mean"] and row["learnability"]["target"] == env
+    shown = _cli("show", name)
+    assert shown.exit_code == 0 and f"learnability: {verdict_word} after 1 updates" in " ".join(shown.output.split())
+
+
+def test_the_browser_page_and_the_server_s_row_show_a_recorded_learnability(tmp_path: Path) -> None:
+    from fastapi.testclient import TestClient
+    from spade_core.app.catalog import CatalogEntry
+    from spade_core.config import load_config
+    from spade_core.metadata import EnvMetadata, EnvStatus, Learnability, StatsSnapshot
+    from spade_core.plugins import get_plugins
+    from spade_core.store import EnvStore
+
+    from spade_ui import UiSettings, create_ui_app
+
+    url = f"sqlite:///{tmp_path / 'store.db'}"
+    learned = Learnability(verdict="learnable", updates=12, episodes=96, untrained=0.135,
+                           untrained_interval=(0.081, 0.218), trained=0.573, trained_interval=(0.473, 0.667),
+                           control=0.188, constant=0.042, constant_action="\\boxed{60}", target="guess", run="runs/x")
+    with EnvStore(url) as store:
+        meta = store.add(GUESS_ENV, EnvMetadata(name="guess", domain="games", skill="deduction"))
+        store.set_status(meta.id, EnvStatus.admitted)
+        stored = store.record_stats(meta.id, StatsSnapshot(policy_snapshot="learn:12 updates:seed 0", samples=96,
+                                                           win_rate=0.135, learnability=learned))
+    assert CatalogEntry("store", stored).summary()["learnability"]["verdict"] == "learnable"
+    app = create_ui_app(load_config(None, store_url=url), get_plugins(), UiSettings(runs_dir=tmp_path))
+    page = TestClient(app, base_url="http://127.0.0.1").get(f"/env/{meta.id}").text
+    text = " ".join(page.split())
+    assert "Learnability: <b>learnable</b> after 12 updates" in text and "0.135 &rarr; 0.573" in text

@@ -58,6 +58,31 @@ class ValidationReport(_Model):
         return self
 
 
+class Learnability(_Model):
+    """What ``spade experiment learn`` measured of an environment: held-out success of the
+    untrained policy and after ``updates`` GRPO updates on it (95% Wilson intervals), beside a
+    learning-rate-0 control and the best constant reply, and the one-word verdict:
+    ``learnable`` (rose, above the constant, control flat), ``no_signal`` (no update had a
+    sample with signal), ``gameable`` (a constant reply wins as often as the trained policy),
+    ``not_learned`` (signal, no rise in ``updates``)."""
+
+    verdict: Literal["learnable", "no_signal", "gameable", "not_learned"]
+    updates: int = Field(ge=0)
+    episodes: int = Field(ge=1)
+    untrained: float = Field(ge=0.0, le=1.0)
+    untrained_interval: tuple[float, float]
+    trained: float = Field(ge=0.0, le=1.0)
+    trained_interval: tuple[float, float]
+    control: float | None = Field(default=None, ge=0.0, le=1.0)
+    constant: float = Field(ge=0.0, le=1.0)
+    constant_action: str = Field(default="", max_length=1_000)
+    #: The environment as the experiment named it (``NAME[:KNOB=VALUE,...]``).
+    target: str = Field(default="", max_length=1_000)
+    learning_rate: float | None = None
+    #: The run folder that holds the curve (``learning.json``).
+    run: str | None = Field(default=None, max_length=4_000)
+
+
 class StatsSnapshot(_Model):
     """Measured play statistics of an environment at one policy snapshot."""
 
@@ -67,6 +92,9 @@ class StatsSnapshot(_Model):
     regret: float | None = Field(default=None, ge=0.0)
     mean_return_hinted: float | None = Field(default=None, ge=-1.0, le=1.0)
     mean_return_unhinted: float | None = Field(default=None, ge=-1.0, le=1.0)
+    #: Set when the snapshot is a learnability measurement (its ``win_rate`` is then the
+    #: untrained policy's held-out success).
+    learnability: Learnability | None = None
     measured_at: datetime = Field(default_factory=utcnow)
 
 
@@ -121,6 +149,9 @@ class EnvMetadata(_Model):
     code_hash: str = Field(default="", description="sha256 of the source; filled by the store")
     hint: str | None = Field(default=None, max_length=4_000)
     nondeterministic: bool = False
+    #: Every seed gives the same game on purpose (one fixed puzzle): validation then does
+    #: not ask different seeds for different games.
+    fixed_instance: bool = False
     validation: ValidationReport | None = None
     stats: list[StatsSnapshot] = Field(default_factory=list)
     status: EnvStatus = EnvStatus.candidate

@@ -31,13 +31,15 @@ if TYPE_CHECKING:
         EnvEdit,
         EnvMetadata,
         Finding,
+        Learnability,
         StatsSnapshot,
         ValidationReport,
         json_schema,
     )
 
 _MODELS = frozenset(
-    {"DocumentRef", "EnvEdit", "EnvMetadata", "Finding", "StatsSnapshot", "ValidationReport", "json_schema"}
+    {"DocumentRef", "EnvEdit", "EnvMetadata", "Finding", "Learnability", "StatsSnapshot", "ValidationReport",
+     "json_schema"}
 )
 
 __all__ = [
@@ -50,6 +52,7 @@ __all__ = [
     "EnvMetadata",
     "EnvStatus",
     "Finding",
+    "Learnability",
     "StatsSnapshot",
     "ValidationReport",
     "code_hash",

@@ -105,7 +105,14 @@ class CatalogEntry:
             "win_rate": stats.win_rate if stats else None,
             "regret": stats.regret if stats else None,
             "samples": stats.samples if stats else None,
+            "learnability": learnability_of(m),
         }
+
+
+def learnability_of(m: EnvMetadata) -> dict[str, Any] | None:
+    """The newest learnability measurement recorded with ``m`` (``spade experiment learn``), as JSON."""
+    found = next((s.learnability for s in reversed(m.stats) if s.learnability is not None), None)
+    return found.model_dump(mode="json") if found is not None else None
 
 
 def seed_metadata(domain: Domain, seed: SeedEnv, *, with_hash: bool = False) -> EnvMetadata:
@@ -179,6 +186,16 @@ def _strip_namespace(env_ref: str) -> str:
     return env_ref.removeprefix("spade/")
 
 
+def _recorded_stats(store: EnvStore, seed: EnvMetadata) -> list[Any]:
+    """What the store measured of a seed (``spade experiment learn`` records it under the
+    seed's id): the stats of a stored copy with the seed's very code, else none."""
+    try:
+        stored = store.get(seed.id)
+    except EnvNotFound:
+        return []
+    return list(stored.stats) if stored.code_hash == seed.code_hash else []
+
+
 def resolve(env_ref: str, plugins: SpadePlugins, store: EnvStore) -> CatalogEntry:
     """Find ``env_ref`` (``name-vN``, ``name`` for the latest version, or ``spade/<id>``).
 
@@ -191,7 +208,8 @@ def resolve(env_ref: str, plugins: SpadePlugins, store: EnvStore) -> CatalogEntr
         for s in d.seed_envs:
             if ref in (s.id, s.name):
                 meta = seed_metadata(d, s, with_hash=True)
-                meta = meta.model_copy(update={"validation": seed_report(meta.code_hash)})
+                meta = meta.model_copy(update={"validation": seed_report(meta.code_hash),
+                                               "stats": _recorded_stats(store, meta)})
                 return CatalogEntry("seed", meta, domain=d, seed=s)
     try:
         return CatalogEntry("store", store.resolve(ref))

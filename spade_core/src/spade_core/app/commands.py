@@ -223,7 +223,7 @@ def show(
     as_json: bool = typer.Option(False, "--json", help="Print JSON instead of panels."),
 ) -> None:
     """Show one environment: metadata, validation, stats, lineage (and code)."""
-    from .catalog import open_store, resolve
+    from .catalog import learnability_of, open_store, resolve
 
     config = command_config(ctx)
     with open_store(config, read_only=True) as store:
@@ -250,6 +250,15 @@ def show(
         print_whole(console, _stats_table(m))
     else:
         console.print("[dim]no play statistics yet[/]")
+    learned = learnability_of(m)
+    if learned is not None:
+        lo, hi = learned["trained_interval"]
+        console.print(
+            f"learnability: [bold]{escape(learned['verdict'])}[/] after {learned['updates']} updates "
+            f"(held-out success {learned['untrained']:.3f} -> {learned['trained']:.3f} [{lo:.3f}, {hi:.3f}], "
+            f"control {_fmt(learned['control'], '.3f')}, best constant {learned['constant']:.3f}; "
+            f"{escape(str(learned['run'] or '-'))})"
+        )
     if entry.kind == "store":
         console.print(
             f"lineage: parents {escape(', '.join(m.parent_ids) or '-')}; "
