@@ -95,7 +95,8 @@ carrying a message history.
 
 **Modules**: :mod:`.tasks` (the task model, ``tasks.json`` and ``split_tasks.json``),
 :mod:`.retail`, :mod:`.airline`, :mod:`.telecom` (each domain's tools and declarations; in
-telecom the user's phone and the sync too), :mod:`.domains` (the implemented domains, what
+telecom the sync too, the user's phone in :mod:`.telecom_phone` and their tools over it in
+:mod:`.telecom_user`), :mod:`.domains` (the implemented domains, what
 a task needs that is not here, a domain folder's database and policy), :mod:`.world` (an
 episode's databases and tools with the initial state applied; a tool call run),
 :mod:`.scoring` (the reward components), :mod:`.judge` (``NL_ASSERTION``'s judge),
@@ -119,15 +120,9 @@ from .judge import JudgeReplyError, JudgeUnavailable, NLJudge, Verdict, read_ver
 from .retail import RETAIL_NOT_IMPLEMENTED, RETAIL_TOOLS, RetailTools
 from .suite import SUITE, pass_hat_k, pass_hat_ks, tau2_items
 from .tasks import REWARD_TYPES, Action, Tau2Task, domain_folders, load_domain, parse_task
-from .telecom import (
-    TELECOM_NOT_IMPLEMENTED,
-    TELECOM_TOOLS,
-    TELECOM_USER_TOOLS,
-    TelecomTools,
-    TelecomUserTools,
-    default_telecom_user_db,
-    telecom_sync,
-)
+from .telecom import TELECOM_NOT_IMPLEMENTED, TELECOM_TOOLS, TelecomTools, telecom_sync
+from .telecom_phone import default_telecom_user_db
+from .telecom_user import TELECOM_USER_TOOLS, TelecomUserTools
 from .world import World, canonical, initial_db, make_world, run_tool
 
 __all__ = [

@@ -16,15 +16,9 @@ from ._common import NotImplementedInAdapter, Tau2DataError, deep_update
 from .airline import AIRLINE_NOT_IMPLEMENTED, AIRLINE_TOOLS, AirlineTools
 from .retail import RETAIL_NOT_IMPLEMENTED, RETAIL_TOOLS, RetailTools
 from .tasks import Tau2Task
-from .telecom import (
-    TELECOM_NOT_IMPLEMENTED,
-    TELECOM_TOOLS,
-    TELECOM_USER_TOOLS,
-    TelecomTools,
-    TelecomUserTools,
-    default_telecom_user_db,
-    telecom_sync,
-)
+from .telecom import TELECOM_NOT_IMPLEMENTED, TELECOM_TOOLS, TelecomTools, telecom_sync
+from .telecom_phone import default_telecom_user_db
+from .telecom_user import TELECOM_USER_TOOLS, TelecomUserTools
 
 #: Domains whose tools are implemented.
 DOMAINS: dict[str, tuple[type, dict[str, dict[str, Any]]]] = {"retail": (RetailTools, RETAIL_TOOLS),
