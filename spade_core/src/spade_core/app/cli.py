@@ -20,6 +20,8 @@ from ..config import SpadeConfig, load_config
 from ..errors import SpadeError
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from ..plugins import SpadePlugins
 
 #: Exit code of a command stopped by a SpadeError (click uses 1 for aborts, 2 for usage).
@@ -118,6 +120,24 @@ def command_plugins(ctx: typer.Context) -> SpadePlugins:
     from ..plugins import get_plugins
 
     return _state(ctx).plugins or get_plugins()
+
+
+def command_console() -> Console:
+    """The console a command prints to; created per call (CliRunner swaps ``sys.stdout``
+    between invocations)."""
+    from rich.console import Console
+
+    return Console(highlight=False, soft_wrap=False)
+
+
+def echo_json(value: Any) -> None:
+    """``value`` as indented JSON, printed as :func:`spade_core.terminal.terminal_json` makes
+    it safe for a terminal (what a command's ``--json`` prints)."""
+    import json
+
+    from spade_core.terminal import terminal_json
+
+    typer.echo(terminal_json(json.dumps(value, indent=2, ensure_ascii=False, default=str)))
 
 
 def build_app(plugins: SpadePlugins | None = None) -> typer.Typer:

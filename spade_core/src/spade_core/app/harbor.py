@@ -27,7 +27,7 @@ built from a *task* folder and scores it with the task's verifier. ``spade expor
 
 ``spade import harbor:DIR`` reads such tasks back (:func:`read_harbor_items`: ``DIR`` is a
 task or a folder of tasks, layout 1 or 2) into the importer's
-:class:`~spade_core.app.importer.RawItem`, so they take the one ``prepare`` /
+:class:`~spade_core.app.import_sources.RawItem`, so they take the one ``prepare`` /
 ``import_items`` path, status rules included; a task that is not of our kind, or is
 damaged, is a failed item naming the task and the reason.
 
@@ -79,7 +79,7 @@ from .harbor_episode import (
     read_episode,
     reference_actions,
 )
-from .importer import RawItem
+from .import_sources import RawItem
 
 if TYPE_CHECKING:
     from ..plugins import SpadePlugins

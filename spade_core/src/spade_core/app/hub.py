@@ -38,7 +38,8 @@ from .hub_layout import (
     schema_table,
     write_hub_folder,
 )
-from .importer import UNTRUSTED_STATUS_NOTE, RawItem
+from .import_rows import UNTRUSTED_STATUS_NOTE
+from .import_sources import RawItem
 from .published_pools import read_published
 
 #: What the Hub accepts as a repository id: ``name`` or ``owner/name``.
@@ -207,13 +208,13 @@ def read_hub_items(ref: HubRef, *, keep_status: bool | None = None) -> list[RawI
     The layout is recognised by the folder: a card whose ``spade.layout`` is
     ``spade-envs`` (an export), else the published SPADE pools' layouts
     (:func:`spade_core.app.published_pools.read_published`). Problems with the dataset as a
-    whole raise :class:`HubError` (or :class:`~spade_core.app.importer.ImportSourceError`)
+    whole raise :class:`HubError` (or :class:`~spade_core.app.dataset_files.ImportSourceError`)
     before anything is imported; a bad row is an item with its own outcome. Files are read
     only inside the dataset's folder, or inside its cache repository's folder for a
     Hugging Face cache snapshot (:mod:`spade_core.app.dataset_files`).
 
     The items carry the statuses the dataset records. A dataset is someone else's word:
-    :func:`~spade_core.app.importer.prepare` reads a recorded ``admitted`` as a ``candidate``
+    :func:`~spade_core.app.import_rows.prepare` reads a recorded ``admitted`` as a ``candidate``
     unless ``ImportOptions(trust=True)`` (``spade import --trust``), as for every import
     path. ``keep_status`` is accepted for compatibility and no longer does anything.
     """

@@ -42,7 +42,7 @@ from .dataset_files import (
     relative_inside,
     resolve_inside,
 )
-from .importer import RawItem
+from .import_sources import RawItem
 
 LAYOUT = "spade-envs"
 LAYOUT_VERSION = 1

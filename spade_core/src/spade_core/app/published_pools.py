@@ -2,7 +2,7 @@
 
 ``spade import hf:...`` reads these when the folder is not a SPADE export
 (:mod:`spade_core.app.hub`). A problem with the dataset as a whole (no list of environments,
-a damaged Parquet file, no code column) raises :class:`~spade_core.app.importer.ImportSourceError`
+a damaged Parquet file, no code column) raises :class:`~spade_core.app.dataset_files.ImportSourceError`
 before anything is imported; a bad entry or row is an item with its own error. Two layouts are known from the pools' dataset cards (org
 ``spade-rl``); what the cards leave open is handled by the aliases below (see
 docs/hub.md for what was confirmed):
@@ -55,7 +55,8 @@ from .dataset_files import (
     relative_inside,
     resolve_inside,
 )
-from .importer import CODE_KEYS, RawItem
+from .import_rows import CODE_KEYS
+from .import_sources import RawItem
 
 MANIFEST = "manifest.json"
 #: Manifest members that may hold the list of entries.
