@@ -22,14 +22,17 @@ class CorridorEnv:
     def reset(self, seed=None):
         self.n = random.Random(seed).randint(2, 4)
         self.pos = 0
+        self.over = False
         return f"Walk right {self.n} times with \\\\boxed{{right}}.", {}
 
     def step(self, action):
+        if self.over:
+            return "Over.", 0.0, True, False, {}
         if action.strip().endswith("\\\\boxed{right}"):
             self.pos += 1
         elif action.strip().endswith("\\\\boxed{left}"):
             self.pos = max(0, self.pos - 1)
-        done = self.pos >= self.n
+        done = self.over = self.pos >= self.n
         return f"At {self.pos} of {self.n}.", 1.0 if done else 0.0, done, False, {}
 
     def solution(self):
@@ -92,15 +95,19 @@ class LedgerEnv:
     def reset(self, seed=None):
         self.balance = 10 + (seed or 0)
         self.seen = set()
+        self.over = False
         return "Read the balance with get_balance, then answer it.", {}
 
     def step(self, action):
+        if self.over:
+            return "Over.", 0.0, True, False, {}
         calls = [json.loads(c) for c in re.findall(r"<tool_call>(.*?)</tool_call>", action, re.S)]
         answer = re.search(r"<answer>(.*?)</answer>", action, re.S)
         for c in calls:
             self.seen.add(c.get("name"))
         if answer:
             ok = "get_balance" in self.seen and answer.group(1).strip() == str(self.balance)
+            self.over = True
             return ("Correct." if ok else "Wrong."), 1.0 if ok else 0.0, True, False, {}
         return f"balance: {self.balance}" if "get_balance" in self.seen else "ok", 0.0, False, False, {}
 

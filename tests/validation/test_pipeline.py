@@ -90,7 +90,7 @@ def test_the_hint_argument_is_checked_for_leakage(inprocess_runner):
     source = corpus_source("bad", "g_hint_leak_code")
     validator = Validator(inprocess_runner)
     assert validator.validate(source, hint="Digits repeat? No.").passed
-    leaked = validator.validate(source, hint="The code is 7319.")
+    leaked = validator.validate(source, hint="The code is 6666.")  # seed 0's
     assert leaked.failed_stage == "degenerate" and failing(leaked).code == "hint_leakage"
 
 

@@ -182,7 +182,8 @@ def test_the_enforced_range_comes_from_class_then_metadata_then_domain_then_defa
 def test_a_declared_range_is_enforced_on_every_step(validator: Validator):
     assert validator.validate(ext("good", "format_penalty_declared")).passed
     report = validator.validate(ext("bad", "c_penalty_undeclared"))
-    assert (report.failed_stage, report.findings[-1].code) == ("contract", "reward_out_of_range")
+    # the penalty is a literal in the source: found before anything runs
+    assert (report.failed_stage, report.findings[-1].code) == ("static", "reward_out_of_range")
 
 
 # --- 4. no silent repairs --------------------------------------------------------------------------
@@ -219,7 +220,7 @@ def test_all_malformed_probes_say_nothing_about_single_shot_without_a_known_acti
     src = (
         "class TerseEnv:\n"
         "    def reset(self, seed=None):\n"
-        "        self.t = 0\n        return 'Say the word.', {}\n"
+        "        self.t = 0\n        return 'Say the word ' + 'abc'[(seed or 0) % 3] + '.', {}\n"
         "    def step(self, action):\n"
         "        return 'Bye.', 0.0, True, False, {}\n"
     )

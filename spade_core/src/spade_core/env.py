@@ -151,15 +151,10 @@ def valid_reward_range(value: Any) -> tuple[float, float] | None:
     return (lo, hi) if math.isfinite(lo) and math.isfinite(hi) and lo < hi else None
 
 
-def declared_reward_range(source: str, class_name: str | None = None) -> tuple[float, float] | None:
-    """The reward range an environment source declares with a class attribute
-    ``reward_range = (low, high)`` (the old Gym convention) on its environment class or a
-    base class defined in the same source, nearest first; ``None`` when it declares none
-    there (a base from elsewhere, such as the tool-use domain's, may still declare one).
-
-    Raises :class:`~spade_core.errors.EnvContractError` when the declaration is not a
-    pair of literal finite numbers with ``low < high``; ``SyntaxError`` propagates.
-    """
+def _class_attribute(source: str, attribute: str, class_name: str | None) -> tuple[str, Any] | None:
+    """``(class, statement)`` of the nearest literal-or-not assignment of ``attribute`` in
+    the body of the environment class of ``source`` or of a base defined in the same
+    source; ``None`` when none of them assigns it. ``SyntaxError`` propagates."""
     import ast
 
     from .source import env_class_node
@@ -182,21 +177,54 @@ def declared_reward_range(source: str, class_name: str | None = None) -> tuple[f
         seen.add(node.name)
         for stmt in node.body:
             targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target] if isinstance(stmt, ast.AnnAssign) and stmt.value is not None else []
-            if any(isinstance(t, ast.Name) and t.id == "reward_range" for t in targets):
-                try:
-                    value = ast.literal_eval(stmt.value)  # type: ignore[arg-type]
-                except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-                    return None  # computed (``reward_range = REWARD_RANGE``): only a run tells
-                found = valid_reward_range(value)
-                if found is None:
-                    raise EnvContractError(
-                        f"class {node.name} declares reward_range = {value!r} at line {stmt.lineno}; "
-                        "expected (low, high), finite numbers with low < high",
-                        method="reward_range",
-                    )
-                return found
-        todo += [classes.get(b.id) for b in node.bases if isinstance(b, ast.Name)]  # type: ignore[misc]
+            if any(isinstance(t, ast.Name) and t.id == attribute for t in targets):
+                return node.name, stmt
+        todo += [classes.get(b.id) for b in node.bases if isinstance(b, ast.Name)]
     return None
+
+
+def _literal(stmt: Any) -> Any:
+    import ast
+
+    return ast.literal_eval(stmt.value)
+
+
+def declared_reward_range(source: str, class_name: str | None = None) -> tuple[float, float] | None:
+    """The reward range an environment source declares with a class attribute
+    ``reward_range = (low, high)`` (the old Gym convention) on its environment class or a
+    base class defined in the same source, nearest first; ``None`` when it declares none
+    there (a base from elsewhere, such as the tool-use domain's, may still declare one).
+
+    Raises :class:`~spade_core.errors.EnvContractError` when the declaration is not a
+    pair of literal finite numbers with ``low < high``; ``SyntaxError`` propagates.
+    """
+    found = _class_attribute(source, "reward_range", class_name)
+    if found is None:
+        return None
+    owner, stmt = found
+    try:
+        value = _literal(stmt)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return None  # computed (``reward_range = REWARD_RANGE``): only a run tells
+    pair = valid_reward_range(value)
+    if pair is None:
+        raise EnvContractError(
+            f"class {owner} declares reward_range = {value!r} at line {stmt.lineno}; "
+            "expected (low, high), finite numbers with low < high",
+            method="reward_range",
+        )
+    return pair
+
+
+def declares_fixed_instance(source: str, class_name: str | None = None) -> bool:
+    """Whether the environment class (or a base in the same source) says ``fixed_instance
+    = True``: one game whatever the seed, on purpose (what the metadata's
+    ``fixed_instance`` says, for a source that comes without metadata)."""
+    try:
+        found = _class_attribute(source, "fixed_instance", class_name)
+        return found is not None and _literal(found[1]) is True
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return False
 
 
 class ReferenceEnvAdapter(TextEnv):

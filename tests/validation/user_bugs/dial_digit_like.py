@@ -11,6 +11,7 @@ class DialLockEnv:
         self.max_turns = 20
 
     def reset(self, seed=None):
+        self.over = False
         rng = random.Random(seed)
         self.code = [rng.randint(1, 9) for _ in range(3)]
         self.dial = 0
@@ -20,7 +21,7 @@ class DialLockEnv:
             "you hear a click when it is right, and then move on to the next dial."
         ), {}
 
-    def step(self, action):
+    def _play(self, action):
         self.turn += 1
         start = action.rfind("\\boxed{")
         end = action.find("}", start)
@@ -38,3 +39,11 @@ class DialLockEnv:
 
     def solution(self):
         return "Set each dial in turn: " + ", then ".join("\\boxed{set %d}" % d for d in self.code[self.dial:])
+
+    def step(self, action):
+        # A step after the end changes nothing: the episode stays over and pays nothing.
+        if self.over:
+            return "The episode is over; call reset().", 0.0, True, False, {}
+        obs, reward, terminated, truncated, info = self._play(action)
+        self.over = terminated or truncated
+        return obs, reward, terminated, truncated, info

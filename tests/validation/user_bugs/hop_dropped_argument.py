@@ -12,6 +12,7 @@ class FrogHopEnv:
         self.max_turns = 12
 
     def reset(self, seed=None):
+        self.over = False
         rng = random.Random(seed)
         self.bank = rng.randint(5, 8)
         self.pos = 0
@@ -22,7 +23,7 @@ class FrogHopEnv:
         )
         return intro, {}
 
-    def step(self, action):
+    def _play(self, action):
         self.turn += 1
         start = action.rfind("\\boxed{")
         end = action.find("}", start)
@@ -46,3 +47,11 @@ class FrogHopEnv:
     def solution(self):
         left = self.bank - self.pos
         return ["\\boxed{hop %d}" % min(4, left - i * 4) for i in range((left + 3) // 4)]
+
+    def step(self, action):
+        # A step after the end changes nothing: the episode stays over and pays nothing.
+        if self.over:
+            return "The episode is over; call reset().", 0.0, True, False, {}
+        obs, reward, terminated, truncated, info = self._play(action)
+        self.over = terminated or truncated
+        return obs, reward, terminated, truncated, info

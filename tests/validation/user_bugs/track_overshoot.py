@@ -13,12 +13,13 @@ class TrackWalkEnv:
         self.max_turns = 15
 
     def reset(self, seed=None):
+        self.over = False
         self.length = random.Random(seed).randint(4, 6)
         self.pos = 0
         self.turn = 0
         return f"The finish is {self.length} steps away. Walk with \\boxed{{walk 1}} or \\boxed{{walk 2}}.", {}
 
-    def step(self, action):
+    def _play(self, action):
         self.turn += 1
         start = action.rfind("\\boxed{")
         end = action.find("}", start)
@@ -31,3 +32,11 @@ class TrackWalkEnv:
 
     def solution(self):
         return ["\\boxed{walk 1}"] * (self.length - self.pos)
+
+    def step(self, action):
+        # A step after the end changes nothing: the episode stays over and pays nothing.
+        if self.over:
+            return "The episode is over; call reset().", 0.0, True, False, {}
+        obs, reward, terminated, truncated, info = self._play(action)
+        self.over = terminated or truncated
+        return obs, reward, terminated, truncated, info

@@ -47,11 +47,17 @@ class Reason(StrEnum):
     step_wrong_types = "step_wrong_types"
     # determinism
     nondeterministic = "nondeterministic"
+    #: an episode depends on what earlier episodes of the same instance did
+    state_across_resets = "state_across_resets"
+    #: the same seed and actions give another trajectory in another process (hash order)
+    process_dependent = "process_dependent"
     # fuzz (also used by any stage whose call trips the same invariant)
     step_exception = "step_exception"
     non_finite_reward = "non_finite_reward"
     reward_out_of_range = "reward_out_of_range"
     exceeds_max_turns = "exceeds_max_turns"
+    #: a step after the episode ended paid a reward or said the episode goes on
+    step_after_end = "step_after_end"
     observation_too_large = "observation_too_large"
     slow_call = "slow_call"
     call_timeout = "call_timeout"
@@ -63,6 +69,8 @@ class Reason(StrEnum):
     # feasibility
     solution_fails = "solution_fails"
     solution_invalid = "solution_invalid"
+    #: the winning step pays full reward without ending the episode (``terminated``)
+    win_not_terminated = "win_not_terminated"
     # degenerate
     single_shot = "single_shot"
     solved_at_reset = "solved_at_reset"
@@ -71,6 +79,12 @@ class Reason(StrEnum):
     unseeded_randomness = "unseeded_randomness"
     hint_leakage = "hint_leakage"
     reward_hacking = "reward_hacking"
+    #: an observation shows the solution's answer before the agent has sent it
+    answer_leak = "answer_leak"
+    #: every seed gives the same game (and the metadata does not declare a fixed instance)
+    ignores_seed = "ignores_seed"
+    #: a constant or garbage policy earns a large share of the solution's return
+    gameable = "gameable"
     # novelty
     near_duplicate = "near_duplicate"
     # not a rejection: recorded on a passing report

@@ -92,14 +92,6 @@ def _load(ctx: typer.Context, target: str, seed: int | None = None) -> Loaded:
 def _emit(report: ValidationReport, title: str, as_json: bool) -> None:
     if as_json:
         typer.echo(terminal_json(report.model_dump_json(indent=2)))
-    elif report.passed and "feasibility" not in report.timings:
-        # `spade fuzz` runs no feasibility stage: "unproven" would claim it was tried
-        from .render import report_renderable
-
-        panel = report_renderable(report, title=title)
-        panel.subtitle = (f"feasibility not checked (spade validate replays solution()) · "
-                          f"{1000 * sum(report.timings.values()):.0f} ms")
-        Console(highlight=False).print(panel)
     else:
         print_report(report, title=title, console=Console(highlight=False))
     raise typer.Exit(0 if report.passed else 1)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,6 +24,8 @@ class Candidate:
     class_name: str | None = None
     allowed_modules: tuple[str, ...] = ()
     nondeterministic: bool = False
+    #: The metadata declares one game for every seed (no seed-sensitivity check).
+    fixed_instance: bool = False
     hint: str | None = None
     #: Store id of this environment, excluded when looking for its near-duplicates.
     env_id: str | None = None
@@ -66,6 +69,12 @@ class Run:
     #: Where the reward range being enforced comes from: "class attribute", "metadata",
     #: "domain" or "default".
     reward_range_source: str = "default"
+    #: A second runner in another process (another hash seed, another address layout), for
+    #: replays that must not depend on the process; ``None`` (or returning ``None``): none.
+    alternate: Callable[[], EnvRunner | None] | None = None
+    #: Winning episodes met while fuzzing, ``(seed, actions)``: a found path to full reward
+    #: proves feasibility where ``solution()`` gives none.
+    found_wins: list[tuple[int, list[str]]] = field(default_factory=list)
 
     @property
     def bounds(self) -> Bounds:
@@ -75,12 +84,13 @@ class Run:
             call_time_bound_s=self.config.call_time_bound_s,
         )
 
-    def new_instance(self) -> Instance:
-        """A fresh instance of the candidate in the runner (spawned on first use)."""
+    def new_instance(self, runner: EnvRunner | None = None) -> Instance:
+        """A fresh instance of the candidate in ``runner`` (default: the run's; spawned on
+        first use)."""
         if self.runner is None:
             raise RuntimeError("this run has no runner: only the static stage can run")
         return Instance(
-            self.runner,
+            runner or self.runner,
             self.candidate.source,
             self.bounds,
             allowed_modules=self.candidate.allowed_modules,
@@ -164,10 +174,12 @@ class Run:
         self.solution(seed)
         return self.solution_errors.get(seed)
 
-    def note(self, stage: Stage, message: str, *, code: Reason | None = None, **details: Any) -> None:
-        """Record a passing observation."""
+    def note(self, stage: Stage, message: str, *, code: Reason | None = None, actions: list[str] | None = None,
+             seed: int | None = None, **details: Any) -> None:
+        """Record a passing observation (with the replay that shows it, if any)."""
         self.findings.append(
-            Finding(stage=stage.value, ok=True, message=message, code=code.value if code else None, details=details)
+            Finding(stage=stage.value, ok=True, message=message, code=code.value if code else None,
+                    actions=actions, seed=seed, details=details)
         )
 
     def full_reward_threshold(self) -> float:

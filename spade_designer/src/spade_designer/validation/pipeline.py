@@ -98,6 +98,8 @@ class Validator:
         )
         self._static_checker = static_checker
         self._processes: ValidatorProcesses | None = None
+        self._alternate: EnvRunner | None = None
+        self._no_alternate = False
 
     @property
     def pool(self) -> EnvRunner:
@@ -106,7 +108,23 @@ class Validator:
                 self._pool = default_pool(self.config, self._launcher)
             return self._pool
 
+    def alternate_pool(self) -> EnvRunner | None:
+        """A second sandbox pool like this validator's, whose zygote is another process
+        (another hash seed): made on first need, ``None`` where the pool cannot be
+        rebuilt (a test double, another backend's options)."""
+        with self._pool_lock:
+            if self._alternate is None and not self._no_alternate:
+                recipe = self._recipe()
+                if recipe is None:
+                    self._no_alternate = True
+                else:
+                    self._alternate = recipe.build()
+            return self._alternate
+
     def close(self) -> None:
+        if self._alternate is not None:
+            self._alternate.close()  # type: ignore[attr-defined]
+            self._alternate = None
         if self._processes is not None:
             self._processes.close()
             self._processes = None
@@ -259,6 +277,8 @@ class Validator:
     # ------------------------------------------------------------------------------------
 
     def _candidate(self, source: Any, metadata: EnvMetadata | None, domain: Domain | None, hint: str | None, config: ValidationConfig) -> Candidate:
+        from spade_core.env import declares_fixed_instance
+
         if not isinstance(source, str):
             raise ValidationInputError(f"source must be str, got {type(source).__name__}")
         if metadata is not None and not isinstance(metadata, EnvMetadata):
@@ -270,6 +290,7 @@ class Validator:
             class_name=metadata.class_name if metadata else None,
             allowed_modules=tuple(sorted(domain.allowed_modules)) if domain else (),
             nondeterministic=metadata.nondeterministic if metadata else False,
+            fixed_instance=(metadata.fixed_instance if metadata else False) or declares_fixed_instance(source),
             hint=hint if hint is not None else (metadata.hint if metadata else None),
             env_id=metadata.id if metadata else None,
             description=metadata.description if metadata else "",
@@ -289,6 +310,7 @@ class Validator:
         run.reward_range_source = reward_range_for(source, metadata, dom, config)[1] if isinstance(source, str) else "default"
         run.novelty = self.novelty
         run.metadata = metadata
+        run.alternate = self.alternate_pool
         return run
 
     def _validate(

@@ -124,7 +124,10 @@ def report_renderable(report: ValidationReport, *, title: str = "validation") ->
             lines.append(f"[bold]twin[/]: {_message(report.duplicate_of)}")
         parts.append("\n".join(lines))
     verdict = "[bold green]PASSED[/]" if report.passed else f"[bold red]REJECTED at {escape(terminal_safe(report.failed_stage or '?'))}[/]"
-    feas = "feasibility proven" if report.feasibility_proven else "feasibility unproven"
+    if "feasibility" not in report.timings:  # the stage did not run (`spade fuzz`): nothing was tried
+        feas = "feasibility not checked (spade validate replays solution())"
+    else:
+        feas = "feasibility proven" if report.feasibility_proven else "feasibility unproven"
     total = sum(report.timings.values())
     subtitle = f"{feas} · {1000 * total:.0f} ms" if report.passed else f"{1000 * total:.0f} ms"
     return Panel(Group(*parts), title=f"{escape(terminal_safe(title))}: {verdict}", subtitle=subtitle)

@@ -333,10 +333,56 @@ class Instance:
             step = self._check_step(out, per_call, timed=False)
             steps.append(step)
             if step.done:
+                if i + 1 < len(results):
+                    self.judge_after_end(results[i + 1], actions[: i + 2], step)
                 break
         if self.enforce_time_bound and seconds > self.bounds.call_time_bound_s:
             self._replay(seed, actions[: len(steps)])
         return steps
+
+    def judge_after_end(self, out: Any, actions: list[str], last: Step) -> None:
+        """The contract's rule for a step after the end (``spade_core.env.TextEnv``): the
+        answer to ``actions[-1]``, sent after the episode ended, must neither pay (a reward
+        above zero and above the range's floor) nor say the episode goes on. Raising is a
+        fine answer; a value that breaks the contract otherwise is not judged here (no
+        consumer of SPADE ever sends this step)."""
+        if isinstance(out, BaseException) or type(out) is not tuple or len(out) != 5:
+            return
+        _obs, reward, terminated, truncated, _info = out
+        if not isinstance(reward, int | float) or isinstance(reward, bool):
+            return
+        floor = max(0.0, self.bounds.reward_range[0])
+        how = "ended (terminated)" if last.terminated else "was cut (truncated)"
+        if reward > floor + 1e-9:
+            problem = f"paid {reward} again"
+        elif not (bool(terminated) or bool(truncated)):
+            problem = "answered with terminated and truncated both false: the episode went on"
+        else:
+            return
+        raise Rejection(
+            Reason.step_after_end,
+            f"after the episode {how} at step {len(actions) - 1}, a further step {problem}; a step after the end "
+            "must pay nothing and keep the episode over (or raise)",
+            actions=list(actions),
+            seed=self.seed,
+            details={"step": len(actions), "reward": reward, "terminated": bool(terminated), "truncated": bool(truncated)},
+        )
+
+    def after_end(self, actions: list[str], last: Step) -> None:
+        """Send ``actions`` one by one after the episode ended (``last`` was its final
+        step) and judge each answer (:meth:`judge_after_end`); the trail says where."""
+        for action in actions:
+            self.trail.append(action)
+            self.check_budget()
+            try:
+                out = self.runner.step(self.handle, action)
+            except Exception as exc:
+                if classify_error(exc, "step")[1]:  # the worker died: it is gone either way
+                    self.alive = False
+                    self.handle = None
+                    return
+                continue  # raising is a fine answer to a step after the end
+            self.judge_after_end(out, list(self.trail), last)
 
     def _replay(self, seed: int | None, actions: list[str]) -> list[Step]:
         """Replay an episode call by call, with every call timed on its own.

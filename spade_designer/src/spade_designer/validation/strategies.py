@@ -18,7 +18,6 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from hypothesis import strategies as st
 from spade_core.actions import ToolCall, format_boxed, format_tool_calls
 from spade_core.domains import Domain
 
@@ -162,33 +161,47 @@ class ActionProgram:
         return out[:max_steps]
 
 
-def domain_samples(domain: Domain | None, count: int = 48) -> tuple[str, ...]:
-    """``count`` deterministic examples of the domain plugin's action strategy (cached)."""
+#: Fewest examples drawn from a domain's strategy, whatever the run's example count.
+MIN_DOMAIN_SAMPLES = 32
+
+
+def domain_samples(domain: Domain | None, count: int = MIN_DOMAIN_SAMPLES, seed: int = 0) -> tuple[str, ...]:
+    """Up to ``count`` distinct actions drawn from the domain plugin's strategy (cached).
+
+    Each is one generated example of the strategy, seeded with ``seed``: Hypothesis starts
+    from the simplest value and then draws across the whole strategy, so a plugin's list
+    of odd inputs is reached (a single derandomised draw only ever gives the simplest
+    one). A strategy that can make fewer distinct values gives fewer.
+    """
     if domain is None or domain.fuzz_strategy is None:
         return ()
-    key = (domain.name, count)
+    key = (domain.name, count, seed)
     cached = _DOMAIN_CACHE.get(key)
     if cached is not None:
         return cached
     from hypothesis import HealthCheck, Phase, given, settings
+    from hypothesis import seed as hypothesis_seed
 
-    found: list[str] = []
+    found: dict[str, None] = {}
 
     @settings(
-        max_examples=1, database=None, derandomize=True, deadline=None,
+        max_examples=count, database=None, deadline=None,
         suppress_health_check=list(HealthCheck), phases=(Phase.generate,),
     )
-    @given(st.lists(domain.fuzz_strategy(), min_size=count, max_size=count))
-    def draw(xs: list[str]) -> None:
-        found.extend(x for x in xs if isinstance(x, str))
+    @hypothesis_seed(seed)
+    @given(domain.fuzz_strategy())
+    def draw(x: str) -> None:
+        if isinstance(x, str):
+            found.setdefault(x, None)
 
+    draw._hypothesis_internal_database_key = None  # type: ignore[attr-defined]
     draw()
-    samples = tuple(dict.fromkeys(found))
+    samples = tuple(found)
     _DOMAIN_CACHE[key] = samples
     return samples
 
 
-_DOMAIN_CACHE: dict[tuple[str, int], tuple[str, ...]] = {}
+_DOMAIN_CACHE: dict[tuple[str, int, int], tuple[str, ...]] = {}
 
 
 def program(
@@ -198,13 +211,16 @@ def program(
     long_chars: int = 4_000,
     derived: Sequence[str] = (),
     plans: Sequence[tuple[int, Sequence[str]]] = (),
+    domain_count: int = MIN_DOMAIN_SAMPLES,
+    seed: int = 0,
 ) -> ActionProgram:
-    """The action program of one fuzz run: the generic pool, the domain's samples, and
-    what this environment gives (its solution's actions and plans, derived actions)."""
+    """The action program of one fuzz run: the generic pool, ``domain_count`` samples of
+    the domain's strategy (more examples, more of them), and what this environment gives
+    (its solution's actions and plans, derived actions)."""
     return ActionProgram(
         pool=generic_pool(long_chars),
         known=tuple(dict.fromkeys(known)),
-        domain=domain_samples(domain),
+        domain=domain_samples(domain, max(MIN_DOMAIN_SAMPLES, domain_count), seed),
         derived=tuple(dict.fromkeys(derived)),
         plans=tuple((seed, tuple(plan)) for seed, plan in plans if plan),
     )

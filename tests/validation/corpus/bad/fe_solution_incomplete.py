@@ -8,13 +8,14 @@ class SolutionIncompleteEnv:
         self.turn = 0
 
     def reset(self, seed=None):
+        self.over = False
         self.key_room = random.Random(seed).choice(["cellar", "attic"])
         self.room = "hall"
         self.has_key = False
         self.turn = 0
         return "Find the key (cellar or attic), come back to the hall and exit. Commands: go X, take key, exit.", {}
 
-    def step(self, action):
+    def _play(self, action):
         self.turn += 1
         m = re.findall(r"\\boxed\{([^{}]*)\}", action)
         cmd = " ".join(m[-1].split()).lower() if m else ""
@@ -33,3 +34,11 @@ class SolutionIncompleteEnv:
 
     def solution(self):
         return ["\\boxed{go %s}" % self.key_room, "\\boxed{take key}", "\\boxed{go hall}"]
+
+    def step(self, action):
+        # A step after the end changes nothing: the episode stays over and pays nothing.
+        if self.over:
+            return "The episode is over; call reset().", 0.0, True, False, {}
+        obs, reward, terminated, truncated, info = self._play(action)
+        self.over = terminated or truncated
+        return obs, reward, terminated, truncated, info

@@ -9,13 +9,14 @@ class HackRepeatLookEnv:
         self.turn = 0
 
     def reset(self, seed=None):
+        self.over = False
         rng = random.Random(seed)
         self.treasure = rng.choice(["north", "south", "east", "west"])
         self.bonus = 0.0
         self.turn = 0
         return "The treasure lies north, south, east or west. \\boxed{look} around or \\boxed{dig DIR}.", {}
 
-    def step(self, action):
+    def _play(self, action):
         self.turn += 1
         m = re.findall(r"\\boxed\{([^{}]*)\}", action)
         cmd = " ".join(m[-1].split()).lower() if m else ""
@@ -31,3 +32,11 @@ class HackRepeatLookEnv:
 
     def solution(self):
         return ["\\boxed{dig %s}" % self.treasure]
+
+    def step(self, action):
+        # A step after the end changes nothing: the episode stays over and pays nothing.
+        if self.over:
+            return "The episode is over; call reset().", 0.0, True, False, {}
+        obs, reward, terminated, truncated, info = self._play(action)
+        self.over = terminated or truncated
+        return obs, reward, terminated, truncated, info

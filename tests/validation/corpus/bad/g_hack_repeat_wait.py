@@ -9,6 +9,7 @@ class HackRepeatWaitEnv:
         self.turn = 0
 
     def reset(self, seed=None):
+        self.over = False
         rng = random.Random(seed)
         self.lock = [rng.randint(0, 9) for _ in range(3)]
         self.dial = [0, 0, 0]
@@ -16,7 +17,7 @@ class HackRepeatWaitEnv:
         self.turn = 0
         return "Open the 3-dial lock: \\boxed{set D V} sets dial D (1-3) to V, \\boxed{look} shows the dials, \\boxed{pull} tries the lock.", {}
 
-    def step(self, action):
+    def _play(self, action):
         self.turn += 1
         m = re.findall(r"\\boxed\{([^{}]*)\}", action)
         parts = m[-1].split() if m else []
@@ -39,3 +40,11 @@ class HackRepeatWaitEnv:
 
     def solution(self):
         return ["\\boxed{set %d %d}" % (i + 1, v) for i, v in enumerate(self.lock)] + ["\\boxed{pull}"]
+
+    def step(self, action):
+        # A step after the end changes nothing: the episode stays over and pays nothing.
+        if self.over:
+            return "The episode is over; call reset().", 0.0, True, False, {}
+        obs, reward, terminated, truncated, info = self._play(action)
+        self.over = terminated or truncated
+        return obs, reward, terminated, truncated, info

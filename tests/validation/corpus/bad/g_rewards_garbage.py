@@ -8,11 +8,12 @@ class RewardsGarbageEnv:
         self.turn = 0
 
     def reset(self, seed=None):
+        self.over = False
         self.secret = random.Random(seed).randint(1, 50)
         self.turn = 0
         return "Guess 1-50 with \\boxed{N}.", {}
 
-    def step(self, action):
+    def _play(self, action):
         self.turn += 1
         m = re.findall(r"\\boxed\{\s*(\d+)\s*\}", action)
         if not m:
@@ -24,3 +25,11 @@ class RewardsGarbageEnv:
 
     def solution(self):
         return ["\\boxed{%d}" % self.secret]
+
+    def step(self, action):
+        # A step after the end changes nothing: the episode stays over and pays nothing.
+        if self.over:
+            return "The episode is over; call reset().", 0.0, True, False, {}
+        obs, reward, terminated, truncated, info = self._play(action)
+        self.over = terminated or truncated
+        return obs, reward, terminated, truncated, info

@@ -5,14 +5,23 @@ import re
 
 class SingleShotEnv:
     def reset(self, seed=None):
+        self.over = False
         rng = random.Random(seed)
         self.a, self.b = rng.randint(10, 99), rng.randint(10, 99)
         return f"What is {self.a} + {self.b}? Answer with \\boxed{{N}}.", {}
 
-    def step(self, action):
+    def _play(self, action):
         m = re.findall(r"\\boxed\{\s*(\d+)\s*\}", action)
         ok = bool(m) and int(m[-1]) == self.a + self.b
         return ("Correct." if ok else "Wrong."), float(ok), True, False, {}
 
     def solution(self):
         return ["\\boxed{%d}" % (self.a + self.b)]
+
+    def step(self, action):
+        # A step after the end changes nothing: the episode stays over and pays nothing.
+        if self.over:
+            return "The episode is over; call reset().", 0.0, True, False, {}
+        obs, reward, terminated, truncated, info = self._play(action)
+        self.over = terminated or truncated
+        return obs, reward, terminated, truncated, info

@@ -9,6 +9,7 @@ class SolvedAtResetEnv:
         self.turn = 0
 
     def reset(self, seed=None):
+        self.over = False
         rng = random.Random(seed)
         self.items = [1, 2, 3, 4, 5]
         scrambled = list(self.items)
@@ -16,7 +17,7 @@ class SolvedAtResetEnv:
         self.turn = 0
         return f"Sort the list {scrambled} with \\boxed{{swap i j}}.", {}
 
-    def step(self, action):
+    def _play(self, action):
         self.turn += 1
         m = re.findall(r"\\boxed\{\s*swap\s+([1-5])\s+([1-5])\s*\}", action)
         if m:
@@ -27,3 +28,11 @@ class SolvedAtResetEnv:
 
     def solution(self):
         return ["\\boxed{swap 1 1}"]
+
+    def step(self, action):
+        # A step after the end changes nothing: the episode stays over and pays nothing.
+        if self.over:
+            return "The episode is over; call reset().", 0.0, True, False, {}
+        obs, reward, terminated, truncated, info = self._play(action)
+        self.over = terminated or truncated
+        return obs, reward, terminated, truncated, info

@@ -11,6 +11,7 @@ class TowersEnv:
 
     def reset(self, seed=None):
         # three or four disks depending on the seed
+        self.over = False
         self.disks = 3 if seed is None else 3 + seed % 2
         self.towers = {"A": list(range(self.disks, 0, -1)), "B": [], "C": []}
         self.count = 0
@@ -20,7 +21,7 @@ class TowersEnv:
     def _render(self, text):
         return text + " " + " | ".join(f"{k}: {v}" for k, v in self.towers.items())
 
-    def step(self, action):
+    def _play(self, action):
         self.count += 1
         found = re.findall(r"\\boxed\{\s*move\s+([ABC])\s+([ABC])\s*\}", action, re.I)
         if not found:
@@ -51,3 +52,11 @@ class TowersEnv:
 
         rec(self.disks, "A", "B", "C")
         return out
+
+    def step(self, action):
+        # A step after the end changes nothing: the episode stays over and pays nothing.
+        if self.over:
+            return "The episode is over; call reset().", 0.0, True, False, {}
+        obs, reward, terminated, truncated, info = self._play(action)
+        self.over = terminated or truncated
+        return obs, reward, terminated, truncated, info

@@ -17,6 +17,7 @@ class ToolStoreEnv:
         self.max_turns = 8
 
     def reset(self, seed=None):
+        self.over = False
         rng = random.Random(seed)
         self.category = rng.choice(sorted(CATALOG))
         prices = dict(CATALOG[self.category])
@@ -25,7 +26,7 @@ class ToolStoreEnv:
         self.turn = 0
         return f"Buy the cheapest {self.category}. Tools: search(category), buy(item_id), checkout().", {}
 
-    def step(self, action):
+    def _play(self, action):
         self.turn += 1
         out, done, reward = [], False, 0.0
         for payload in CALL.findall(action):
@@ -64,3 +65,11 @@ class ToolStoreEnv:
             '<tool_call>{"name": "buy", "arguments": {"item_id": "%s"}}</tool_call>' % self.best,
             '<tool_call>{"name": "checkout", "arguments": {}}</tool_call>',
         ]
+
+    def step(self, action):
+        # A step after the end changes nothing: the episode stays over and pays nothing.
+        if self.over:
+            return "The episode is over; call reset().", 0.0, True, False, {}
+        obs, reward, terminated, truncated, info = self._play(action)
+        self.over = terminated or truncated
+        return obs, reward, terminated, truncated, info

@@ -11,6 +11,7 @@ class AnagramEnv:
         self.max_turns = 10
 
     def reset(self, seed=None):
+        self.over = False
         rng = random.Random(seed)
         self.word = rng.choice(WORDS)
         letters = list(self.word)
@@ -21,7 +22,7 @@ class AnagramEnv:
         self.turn = 0
         return f"Unscramble: {self.scrambled}. Guess with \\boxed{{word}} or ask \\boxed{{reveal}}.", {}
 
-    def step(self, action):
+    def _play(self, action):
         self.turn += 1
         m = re.findall(r"\\boxed\{\s*([A-Za-z]+)\s*\}", action)
         guess = m[-1].lower() if m else ""
@@ -41,3 +42,11 @@ class AnagramEnv:
 
     def solution(self):
         return ["\\boxed{%s}" % self.word]
+
+    def step(self, action):
+        # A step after the end changes nothing: the episode stays over and pays nothing.
+        if self.over:
+            return "The episode is over; call reset().", 0.0, True, False, {}
+        obs, reward, terminated, truncated, info = self._play(action)
+        self.over = terminated or truncated
+        return obs, reward, terminated, truncated, info

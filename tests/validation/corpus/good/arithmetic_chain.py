@@ -9,6 +9,7 @@ class ArithmeticChainEnv:
         self.max_turns = 10
 
     def reset(self, seed=None):
+        self.over = False
         rng = random.Random(seed)
         a, b, c, d = (rng.randint(2, 12) for _ in range(4))
         self.questions = [
@@ -20,7 +21,7 @@ class ArithmeticChainEnv:
         self.turn = 0
         return self.questions[0][0] + " Answer with \\boxed{N}.", {}
 
-    def step(self, action):
+    def _play(self, action):
         self.turn += 1
         m = re.findall(r"\\boxed\{\s*(-?\d+)\s*\}", action)
         reward, done = self.index / 3.0, False
@@ -39,3 +40,11 @@ class ArithmeticChainEnv:
 
     def solution(self):
         return ["\\boxed{%d}" % q[1] for q in self.questions[self.index:]]
+
+    def step(self, action):
+        # A step after the end changes nothing: the episode stays over and pays nothing.
+        if self.over:
+            return "The episode is over; call reset().", 0.0, True, False, {}
+        obs, reward, terminated, truncated, info = self._play(action)
+        self.over = terminated or truncated
+        return obs, reward, terminated, truncated, info

@@ -10,13 +10,14 @@ class CoinChangeEnv:
         self.max_turns = 12
 
     def reset(self, seed=None):
+        self.over = False
         rng = random.Random(seed)
         self.amount = rng.randint(23, 99)
         self.paid = 0
         self.turn = 0
         return f"Pay exactly {self.amount} cents with coins {list(self.coins)}: \\boxed{{coin}} per turn, as few as possible.", {}
 
-    def step(self, action):
+    def _play(self, action):
         self.turn += 1
         m = re.findall(r"\\boxed\{\s*(\d+)\s*\}", action)
         reward, terminated = 0.0, False
@@ -41,3 +42,11 @@ class CoinChangeEnv:
                 out.append("\\boxed{%d}" % c)
                 left -= c
         return out
+
+    def step(self, action):
+        # A step after the end changes nothing: the episode stays over and pays nothing.
+        if self.over:
+            return "The episode is over; call reset().", 0.0, True, False, {}
+        obs, reward, terminated, truncated, info = self._play(action)
+        self.over = terminated or truncated
+        return obs, reward, terminated, truncated, info

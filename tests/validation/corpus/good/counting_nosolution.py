@@ -12,12 +12,13 @@ class CountingNosolutionEnv:
         self.max_turns = 12
 
     def reset(self, seed=None):
+        self.over = False
         self.words = random.Random(seed).choice(SENTENCES).split()
         self.index = 0
         self.turn = 0
         return f"Word 1: '{self.words[0]}'. How many vowels? \\boxed{{N}}", {}
 
-    def step(self, action):
+    def _play(self, action):
         self.turn += 1
         m = re.findall(r"\\boxed\{\s*(\d+)\s*\}", action)
         word = self.words[self.index]
@@ -30,3 +31,11 @@ class CountingNosolutionEnv:
             msg = f"Wrong, count again for '{word}'."
         truncated = self.turn >= self.max_turns
         return msg, 0.5 * self.index / len(self.words), False, truncated, {}
+
+    def step(self, action):
+        # A step after the end changes nothing: the episode stays over and pays nothing.
+        if self.over:
+            return "The episode is over; call reset().", 0.0, True, False, {}
+        obs, reward, terminated, truncated, info = self._play(action)
+        self.over = terminated or truncated
+        return obs, reward, terminated, truncated, info

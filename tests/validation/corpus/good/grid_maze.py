@@ -37,6 +37,7 @@ class GridMazeEnv:
         return moves[::-1]
 
     def reset(self, seed=None):
+        self.over = False
         rng = random.Random(seed)
         while True:
             cells = [(r, c) for r in range(self.size) for c in range(self.size) if (r, c) not in ((0, 0), (4, 4))]
@@ -56,7 +57,7 @@ class GridMazeEnv:
             rows.append(row)
         return msg + "\n" + "\n".join(rows)
 
-    def step(self, action):
+    def _play(self, action):
         self.turn += 1
         m = re.findall(r"\\boxed\{\s*(\w+)\s*\}", action)
         move = m[-1].lower() if m else None
@@ -78,3 +79,11 @@ class GridMazeEnv:
 
     def solution(self):
         return ["\\boxed{%s}" % m for m in self._path(self.pos)]
+
+    def step(self, action):
+        # A step after the end changes nothing: the episode stays over and pays nothing.
+        if self.over:
+            return "The episode is over; call reset().", 0.0, True, False, {}
+        obs, reward, terminated, truncated, info = self._play(action)
+        self.over = terminated or truncated
+        return obs, reward, terminated, truncated, info

@@ -10,6 +10,7 @@ class HanoiEnv:
         self.turn = 0
 
     def reset(self, seed=None):
+        self.over = False
         self.n = 3 if seed is None else 3 + seed % 2
         self.pegs = {"A": list(range(self.n, 0, -1)), "B": [], "C": []}
         self.turn = 0
@@ -19,7 +20,7 @@ class HanoiEnv:
     def _show(self, msg):
         return msg + " " + " | ".join(f"{k}: {v}" for k, v in self.pegs.items())
 
-    def step(self, action):
+    def _play(self, action):
         self.turn += 1
         m = re.findall(r"\\boxed\{\s*move\s+([ABC])\s+([ABC])\s*\}", action, re.I)
         if not m:
@@ -49,3 +50,11 @@ class HanoiEnv:
 
         solve(self.n, "A", "B", "C")
         return moves
+
+    def step(self, action):
+        # A step after the end changes nothing: the episode stays over and pays nothing.
+        if self.over:
+            return "The episode is over; call reset().", 0.0, True, False, {}
+        obs, reward, terminated, truncated, info = self._play(action)
+        self.over = terminated or truncated
+        return obs, reward, terminated, truncated, info

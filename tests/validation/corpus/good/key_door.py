@@ -10,6 +10,7 @@ class KeyDoorEnv:
         self.max_turns = 20
 
     def reset(self, seed=None):
+        self.over = False
         rng = random.Random(seed)
         self.key_room = rng.choice(["kitchen", "study"])
         self.room = "hall"
@@ -18,7 +19,7 @@ class KeyDoorEnv:
         self.turn = 0
         return "You are in the hall. The front door is locked. Commands: go ROOM, look, take key, unlock door, exit.", {}
 
-    def step(self, action):
+    def _play(self, action):
         self.turn += 1
         m = re.findall(r"\\boxed\{([^{}]*)\}", action)
         cmd = " ".join(m[-1].lower().split()) if m else ""
@@ -57,3 +58,11 @@ class KeyDoorEnv:
 
     def solution(self):
         return ["\\boxed{go %s}" % self.key_room, "\\boxed{take key}", "\\boxed{go hall}", "\\boxed{unlock door}", "\\boxed{exit}"]
+
+    def step(self, action):
+        # A step after the end changes nothing: the episode stays over and pays nothing.
+        if self.over:
+            return "The episode is over; call reset().", 0.0, True, False, {}
+        obs, reward, terminated, truncated, info = self._play(action)
+        self.over = terminated or truncated
+        return obs, reward, terminated, truncated, info

@@ -17,6 +17,7 @@ class LightsOutEnv:
                 lights[j] ^= 1
 
     def reset(self, seed=None):
+        self.over = False
         rng = random.Random(seed)
         self.lights = [0] * self.n
         for i in rng.sample(range(self.n), 3):
@@ -27,7 +28,7 @@ class LightsOutEnv:
     def _row(self):
         return "".join("*" if x else "." for x in self.lights)
 
-    def step(self, action):
+    def _play(self, action):
         self.turn += 1
         m = re.findall(r"\\boxed\{\s*(\d+)\s*\}", action)
         if m and 1 <= int(m[-1]) <= self.n:
@@ -48,3 +49,11 @@ class LightsOutEnv:
                 if not any(trial):
                     return ["\\boxed{%d}" % (i + 1) for i in combo]
         return []
+
+    def step(self, action):
+        # A step after the end changes nothing: the episode stays over and pays nothing.
+        if self.over:
+            return "The episode is over; call reset().", 0.0, True, False, {}
+        obs, reward, terminated, truncated, info = self._play(action)
+        self.over = terminated or truncated
+        return obs, reward, terminated, truncated, info

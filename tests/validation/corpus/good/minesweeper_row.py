@@ -10,6 +10,7 @@ class MinesweeperRowEnv:
         self.max_turns = 14
 
     def reset(self, seed=None):
+        self.over = False
         rng = random.Random(seed)
         self.mines = set(rng.sample(range(self.n), 2))
         self.open = set()
@@ -22,7 +23,7 @@ class MinesweeperRowEnv:
     def _row(self):
         return " ".join(str(self._count(i)) if i in self.open else "?" for i in range(self.n))
 
-    def step(self, action):
+    def _play(self, action):
         self.turn += 1
         m = re.findall(r"\\boxed\{\s*(\d+)\s*\}", action)
         safe = self.n - len(self.mines)
@@ -43,3 +44,11 @@ class MinesweeperRowEnv:
 
     def solution(self):
         return ["\\boxed{%d}" % (i + 1) for i in range(self.n) if i not in self.mines and i not in self.open]
+
+    def step(self, action):
+        # A step after the end changes nothing: the episode stays over and pays nothing.
+        if self.over:
+            return "The episode is over; call reset().", 0.0, True, False, {}
+        obs, reward, terminated, truncated, info = self._play(action)
+        self.over = terminated or truncated
+        return obs, reward, terminated, truncated, info

@@ -14,13 +14,14 @@ class ReachTargetEnv:
         self.max_turns = 14
 
     def reset(self, seed=None):
+        self.over = False
         rng = random.Random(seed)
         self.target = rng.randint(12, 40)
         self.value = 1
         self.turn = 0
         return f"Value 1, target {self.target}. Operations: \\boxed{{add}} (+3), \\boxed{{double}} (*2), \\boxed{{dec}} (-1).", {}
 
-    def step(self, action):
+    def _play(self, action):
         self.turn += 1
         m = re.findall(r"\\boxed\{\s*(\w+)\s*\}", action)
         op = m[-1].lower() if m else ""
@@ -51,3 +52,11 @@ class ReachTargetEnv:
             v, name = prev[v]
             out.append("\\boxed{%s}" % name)
         return out[::-1]
+
+    def step(self, action):
+        # A step after the end changes nothing: the episode stays over and pays nothing.
+        if self.over:
+            return "The episode is over; call reset().", 0.0, True, False, {}
+        obs, reward, terminated, truncated, info = self._play(action)
+        self.over = terminated or truncated
+        return obs, reward, terminated, truncated, info

@@ -9,6 +9,7 @@ class SequenceNextEnv:
         self.max_turns = 9
 
     def reset(self, seed=None):
+        self.over = False
         rng = random.Random(seed)
         start = rng.randint(1, 9)
         if rng.random() < 0.5:
@@ -22,7 +23,7 @@ class SequenceNextEnv:
         self.turn = 0
         return f"Sequence: {', '.join(map(str, self.shown))}, ... Give the next term with \\boxed{{N}}.", {}
 
-    def step(self, action):
+    def _play(self, action):
         self.turn += 1
         m = re.findall(r"\\boxed\{\s*(-?\d+)\s*\}", action)
         done = False
@@ -38,3 +39,11 @@ class SequenceNextEnv:
 
     def solution(self):
         return ["\\boxed{%d}" % t for t in self.hidden[self.found:]]
+
+    def step(self, action):
+        # A step after the end changes nothing: the episode stays over and pays nothing.
+        if self.over:
+            return "The episode is over; call reset().", 0.0, True, False, {}
+        obs, reward, terminated, truncated, info = self._play(action)
+        self.over = terminated or truncated
+        return obs, reward, terminated, truncated, info

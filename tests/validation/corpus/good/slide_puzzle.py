@@ -24,6 +24,7 @@ class SlidePuzzleEnv:
         self.max_turns = 20
 
     def reset(self, seed=None):
+        self.over = False
         rng = random.Random(seed)
         state = GOAL
         for _ in range(8):
@@ -38,7 +39,7 @@ class SlidePuzzleEnv:
         cells = ["_" if c == 0 else str(c) for c in self.state]
         return f"{msg}\n{' '.join(cells[:3])}\n{' '.join(cells[3:])}"
 
-    def step(self, action):
+    def _play(self, action):
         self.turn += 1
         m = re.findall(r"\\boxed\{\s*(\w+)\s*\}", action)
         moves = dict(neighbours(self.state))
@@ -68,3 +69,11 @@ class SlidePuzzleEnv:
             s, name = prev[s]
             out.append("\\boxed{%s}" % name)
         return out[::-1]
+
+    def step(self, action):
+        # A step after the end changes nothing: the episode stays over and pays nothing.
+        if self.over:
+            return "The episode is over; call reset().", 0.0, True, False, {}
+        obs, reward, terminated, truncated, info = self._play(action)
+        self.over = terminated or truncated
+        return obs, reward, terminated, truncated, info

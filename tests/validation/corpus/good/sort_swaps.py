@@ -1,4 +1,5 @@
-"""Sort a list of numbers by swapping two positions at a time."""
+"""Sort a list of numbers by swapping two positions at a time; a valid swap is paid its
+progress, an invalid one nothing."""
 import random
 import re
 
@@ -10,6 +11,7 @@ class SortSwapsEnv:
         self.max_turns = 15
 
     def reset(self, seed=None):
+        self.over = False
         rng = random.Random(seed)
         self.items = rng.sample(range(1, 20), 5)
         while self.items == sorted(self.items):
@@ -21,15 +23,14 @@ class SortSwapsEnv:
         target = sorted(self.items)
         return sum(a == b for a, b in zip(self.items, target)) / len(target)
 
-    def step(self, action):
+    def _play(self, action):
         self.turn += 1
         m = re.findall(r"\\boxed\{\s*swap\s+(\d+)\s+(\d+)\s*\}", action)
-        if m and all(1 <= int(x) <= len(self.items) for x in m[-1]):
-            i, j = int(m[-1][0]) - 1, int(m[-1][1]) - 1
-            self.items[i], self.items[j] = self.items[j], self.items[i]
-            msg = f"Now: {self.items}"
-        else:
-            msg = f"Invalid. Still: {self.items}"
+        if not (m and all(1 <= int(x) <= len(self.items) for x in m[-1])):
+            return f"Invalid. Still: {self.items}", 0.0, False, self.turn >= self.max_turns, {}
+        i, j = int(m[-1][0]) - 1, int(m[-1][1]) - 1
+        self.items[i], self.items[j] = self.items[j], self.items[i]
+        msg = f"Now: {self.items}"
         done = self.items == sorted(self.items)
         reward = 1.0 if done else 0.5 * self._score()
         truncated = not done and self.turn >= self.max_turns
@@ -44,3 +45,11 @@ class SortSwapsEnv:
                 items[i], items[j] = items[j], items[i]
                 moves.append("\\boxed{swap %d %d}" % (i + 1, j + 1))
         return moves
+
+    def step(self, action):
+        # A step after the end changes nothing: the episode stays over and pays nothing.
+        if self.over:
+            return "The episode is over; call reset().", 0.0, True, False, {}
+        obs, reward, terminated, truncated, info = self._play(action)
+        self.over = terminated or truncated
+        return obs, reward, terminated, truncated, info

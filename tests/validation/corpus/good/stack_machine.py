@@ -9,6 +9,7 @@ class StackMachineEnv:
         self.max_turns = 12
 
     def reset(self, seed=None):
+        self.over = False
         rng = random.Random(seed)
         self.x, self.y = rng.randint(2, 9), rng.randint(2, 9)
         self.target = (self.x + self.y) * self.y
@@ -16,7 +17,7 @@ class StackMachineEnv:
         self.turn = 0
         return f"Make the top of the stack equal {self.target}. Ops: push N (0-9), add, mul, dup, pop.", {}
 
-    def step(self, action):
+    def _play(self, action):
         self.turn += 1
         m = re.findall(r"\\boxed\{([^{}]*)\}", action)
         parts = m[-1].split() if m else []
@@ -40,3 +41,11 @@ class StackMachineEnv:
     def solution(self):
         return ["\\boxed{push %d}" % self.x, "\\boxed{push %d}" % self.y, "\\boxed{add}",
                 "\\boxed{push %d}" % self.y, "\\boxed{mul}"]
+
+    def step(self, action):
+        # A step after the end changes nothing: the episode stays over and pays nothing.
+        if self.over:
+            return "The episode is over; call reset().", 0.0, True, False, {}
+        obs, reward, terminated, truncated, info = self._play(action)
+        self.over = terminated or truncated
+        return obs, reward, terminated, truncated, info

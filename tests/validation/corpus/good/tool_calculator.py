@@ -20,6 +20,7 @@ class ToolCalculatorEnv:
         ]
 
     def reset(self, seed=None):
+        self.over = False
         rng = random.Random(seed)
         self.a, self.b, self.c = rng.randint(10, 99), rng.randint(10, 99), rng.randint(3, 19)
         self.used = set()
@@ -27,7 +28,7 @@ class ToolCalculatorEnv:
         return (f"Compute ({self.a} + {self.b}) * {self.c}. Use the tools add(x, y) and multiply(x, y) via "
                 "<tool_call>{\"name\": ..., \"arguments\": {...}}</tool_call>, then reply <answer>N</answer>."), {}
 
-    def step(self, action):
+    def _play(self, action):
         self.turn += 1
         results = []
         for payload in CALL.findall(action):
@@ -65,3 +66,11 @@ class ToolCalculatorEnv:
             '<tool_call>{"name": "multiply", "arguments": {"x": %d, "y": %d}}</tool_call>' % (s, self.c),
             "<answer>%d</answer>" % (s * self.c),
         ]
+
+    def step(self, action):
+        # A step after the end changes nothing: the episode stays over and pays nothing.
+        if self.over:
+            return "The episode is over; call reset().", 0.0, True, False, {}
+        obs, reward, terminated, truncated, info = self._play(action)
+        self.over = terminated or truncated
+        return obs, reward, terminated, truncated, info

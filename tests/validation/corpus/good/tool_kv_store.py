@@ -12,6 +12,7 @@ class ToolKvStoreEnv:
         self.max_turns = 10
 
     def reset(self, seed=None):
+        self.over = False
         rng = random.Random(seed)
         keys = rng.sample(["alpha", "beta", "gamma", "delta", "omega"], 3)
         self.state = {k: rng.randint(1, 50) for k in keys}
@@ -41,7 +42,7 @@ class ToolKvStoreEnv:
         parts = [self.state.get("total") == self.goal["total"], self.goal["drop"] not in self.state]
         return sum(parts) / 2
 
-    def step(self, action):
+    def _play(self, action):
         self.turn += 1
         out, finished = [], False
         for payload in CALL.findall(action):
@@ -71,3 +72,11 @@ class ToolKvStoreEnv:
             {"name": "done", "arguments": {}},
         ]
         return ["<tool_call>%s</tool_call>" % json.dumps(c) for c in calls]
+
+    def step(self, action):
+        # A step after the end changes nothing: the episode stays over and pays nothing.
+        if self.over:
+            return "The episode is over; call reset().", 0.0, True, False, {}
+        obs, reward, terminated, truncated, info = self._play(action)
+        self.over = terminated or truncated
+        return obs, reward, terminated, truncated, info

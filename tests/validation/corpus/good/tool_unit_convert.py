@@ -15,6 +15,7 @@ class ToolUnitConvertEnv:
         self.max_turns = 8
 
     def reset(self, seed=None):
+        self.over = False
         rng = random.Random(seed)
         self.chain = rng.choice(CHAINS)
         self.amount = rng.randint(2, 9)
@@ -27,7 +28,7 @@ class ToolUnitConvertEnv:
         a, b, c = self.chain
         return self.amount * FACTORS[(a, b)] * FACTORS[(b, c)]
 
-    def step(self, action):
+    def _play(self, action):
         self.turn += 1
         out = []
         for payload in CALL.findall(action):
@@ -61,3 +62,11 @@ class ToolUnitConvertEnv:
             '<tool_call>{"name": "factor", "arguments": {"from_unit": "%s", "to_unit": "%s"}}</tool_call>' % (b, c),
             "<answer>%d</answer>" % self._expected(),
         ]
+
+    def step(self, action):
+        # A step after the end changes nothing: the episode stays over and pays nothing.
+        if self.over:
+            return "The episode is over; call reset().", 0.0, True, False, {}
+        obs, reward, terminated, truncated, info = self._play(action)
+        self.over = terminated or truncated
+        return obs, reward, terminated, truncated, info

@@ -23,6 +23,7 @@ class WaterJugsEnv:
         }
 
     def reset(self, seed=None):
+        self.over = False
         rng = random.Random(seed)
         self.caps = rng.choice([(3, 5), (4, 7), (5, 8)])
         self.target = rng.choice([t for t in range(1, self.caps[1]) if t not in self.caps])
@@ -31,7 +32,7 @@ class WaterJugsEnv:
         return (f"Jug A holds {self.caps[0]}, jug B holds {self.caps[1]}. Measure exactly {self.target}. "
                 "Commands: \\boxed{fill A}, \\boxed{empty B}, \\boxed{pour A B}..."), {}
 
-    def step(self, action):
+    def _play(self, action):
         self.turn += 1
         m = re.findall(r"\\boxed\{([^{}]*)\}", action)
         cmd = " ".join(m[-1].split()).lower() if m else ""
@@ -61,3 +62,11 @@ class WaterJugsEnv:
                     prev[nxt] = (s, name)
                     queue.append(nxt)
         return []
+
+    def step(self, action):
+        # A step after the end changes nothing: the episode stays over and pays nothing.
+        if self.over:
+            return "The episode is over; call reset().", 0.0, True, False, {}
+        obs, reward, terminated, truncated, info = self._play(action)
+        self.over = terminated or truncated
+        return obs, reward, terminated, truncated, info

@@ -8,12 +8,13 @@ class StaleKeypadEnv:
         self.answer = ["\\boxed{%d}" % d for d in self.pin]
 
     def reset(self, seed=None):
+        self.over = False
         self.pin = [random.Random(seed).randint(0, 9) for _ in range(1)] + [random.Random(None if seed is None else seed + 7).randint(0, 9)]
         self.typed = []
         self.turn = 0
         return "Type the 2-digit PIN one digit at a time with \\boxed{D}; a wrong digit clears it.", {}
 
-    def step(self, action):
+    def _play(self, action):
         self.turn += 1
         m = re.search(r"\\boxed\{\s*(\d)\s*\}", action)
         if not m:
@@ -28,3 +29,11 @@ class StaleKeypadEnv:
 
     def solution(self):
         return list(self.answer)
+
+    def step(self, action):
+        # A step after the end changes nothing: the episode stays over and pays nothing.
+        if self.over:
+            return "The episode is over; call reset().", 0.0, True, False, {}
+        obs, reward, terminated, truncated, info = self._play(action)
+        self.over = terminated or truncated
+        return obs, reward, terminated, truncated, info

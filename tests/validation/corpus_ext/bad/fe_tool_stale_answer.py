@@ -1,5 +1,5 @@
 """Broken: a reference-style tool-use environment whose ``solution()`` answers with the
-total of the puzzle built when the object was created, not the one ``reset(seed)`` drew."""
+total of the first puzzle it was reset to, not the one ``reset(seed)`` drew."""
 
 
 class BasketEnv(ToolUseBaseEnv):
@@ -8,7 +8,7 @@ class BasketEnv(ToolUseBaseEnv):
         self._state = {"basket": {f"item{i}": rng.randint(1, 20) for i in range(3)}}
         self._tools = {"view_basket": {"description": "Items and prices.", "parameters": {"type": "object", "properties": {}}}}
         self._expected_answer = str(sum(self._state["basket"].values()))
-        if not hasattr(self, "first_total"):
+        if not hasattr(self, "first_total") and seed is not None:
             self.first_total = self._expected_answer
         self.turn_count = 0
         return "What is the basket's total price? Use the tools, then <answer>N</answer>.", {}

@@ -4,13 +4,14 @@ reward, which the agent never reads."""
 
 class SilentSorterEnv:
     def reset(self, seed=None):
+        self.over = False
         rng = random.Random(seed)
         self.order = rng.sample(["ant", "bee", "cat", "dog"], 4)
         self.placed = 0
         self.turn = 0
         return f"Put the animals {', '.join(sorted(self.order))} in the secret order, one \\boxed{{NAME}} at a time.", {}
 
-    def step(self, action):
+    def _play(self, action):
         self.turn += 1
         m = re.search(r"\\boxed\{\s*([a-z]+)\s*\}", action)
         if m and self.placed < 4 and m.group(1) == self.order[self.placed]:
@@ -20,3 +21,11 @@ class SilentSorterEnv:
 
     def solution(self):
         return ["\\boxed{%s}" % a for a in self.order]
+
+    def step(self, action):
+        # A step after the end changes nothing: the episode stays over and pays nothing.
+        if self.over:
+            return "The episode is over; call reset().", 0.0, True, False, {}
+        obs, reward, terminated, truncated, info = self._play(action)
+        self.over = terminated or truncated
+        return obs, reward, terminated, truncated, info

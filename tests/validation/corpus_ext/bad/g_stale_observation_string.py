@@ -4,6 +4,7 @@ reward moves); the reference-style string solution shows which commands matter."
 
 class BlindLockEnv:
     def reset(self, seed=None):
+        self.over = False
         rng = random.Random(seed)
         self.code = [rng.choice("NESW") for _ in range(3)]
         self.progress = 0
@@ -11,7 +12,7 @@ class BlindLockEnv:
         self.intro = "Turn the dial with \\boxed{N}, \\boxed{E}, \\boxed{S} or \\boxed{W}. Three turns open it."
         return self.intro, {}
 
-    def step(self, action):
+    def _play(self, action):
         self.turn += 1
         m = re.search(r"\\boxed\{\s*([NESW])\s*\}", action)
         if m and m.group(1) == self.code[self.progress]:
@@ -23,3 +24,11 @@ class BlindLockEnv:
 
     def solution(self):
         return " ".join("\\boxed{%s}" % c for c in self.code)
+
+    def step(self, action):
+        # A step after the end changes nothing: the episode stays over and pays nothing.
+        if self.over:
+            return "The episode is over; call reset().", 0.0, True, False, {}
+        obs, reward, terminated, truncated, info = self._play(action)
+        self.over = terminated or truncated
+        return obs, reward, terminated, truncated, info

@@ -7,12 +7,13 @@ class OffsetSumEnv:
         self.offset = random.randint(1, 1_000_000)
 
     def reset(self, seed=None):
+        self.over = False
         rng = random.Random(seed)
         self.nums = [rng.randint(1, 20) for _ in range(3)]
         self.turn = 0
         return f"Add {self.nums} and {self.offset}; reply \\boxed{{N}}.", {}
 
-    def step(self, action):
+    def _play(self, action):
         self.turn += 1
         m = re.findall(r"\\boxed\{\s*(\d+)\s*\}", action)
         ok = bool(m) and int(m[-1]) == sum(self.nums) + self.offset
@@ -20,3 +21,11 @@ class OffsetSumEnv:
 
     def solution(self):
         return ["\\boxed{%d}" % (sum(self.nums) + self.offset)]
+
+    def step(self, action):
+        # A step after the end changes nothing: the episode stays over and pays nothing.
+        if self.over:
+            return "The episode is over; call reset().", 0.0, True, False, {}
+        obs, reward, terminated, truncated, info = self._play(action)
+        self.over = terminated or truncated
+        return obs, reward, terminated, truncated, info

@@ -4,6 +4,7 @@ string of boxed commands, and the dials live in a ``deque`` used without an impo
 
 class ComboLockEnv:
     def reset(self, seed=None):
+        self.over = False
         rng = random.Random(seed)
         self.code = [rng.randint(0, 9) for _ in range(3)]
         self.entered = deque(maxlen=3)
@@ -11,7 +12,7 @@ class ComboLockEnv:
         return ("A lock with three dials (0-9). Set the next dial with \\boxed{D}. "
                 "After each dial you hear whether it clicked."), {}
 
-    def step(self, action):
+    def _play(self, action):
         self.turn += 1
         m = re.search(r"\\boxed\{\s*(\d)\s*\}", action)
         if not m:
@@ -28,3 +29,11 @@ class ComboLockEnv:
 
     def solution(self):
         return " ".join("\\boxed{%d}" % d for d in self.code)
+
+    def step(self, action):
+        # A step after the end changes nothing: the episode stays over and pays nothing.
+        if self.over:
+            return "The episode is over; call reset().", 0.0, True, False, {}
+        obs, reward, terminated, truncated, info = self._play(action)
+        self.over = terminated or truncated
+        return obs, reward, terminated, truncated, info

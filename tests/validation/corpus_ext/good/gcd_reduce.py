@@ -4,6 +4,7 @@ subtracting one from another; ``math`` and ``functools`` used without imports.""
 
 class SubtractToGcdEnv:
     def reset(self, seed=None):
+        self.over = False
         rng = random.Random(seed)
         g = rng.randint(2, 5)
         while True:  # the gcd must not be on the board already
@@ -15,7 +16,7 @@ class SubtractToGcdEnv:
         return (f"Numbers: {self.nums}. \\boxed{{I J}} replaces number I with (I - J) when it stays positive "
                 f"(positions 1-3). Make any number equal {self.goal}."), {}
 
-    def step(self, action):
+    def _play(self, action):
         self.turn += 1
         m = re.search(r"\\boxed\{\s*([1-3])\s+([1-3])\s*\}", action)
         if not m:
@@ -39,3 +40,11 @@ class SubtractToGcdEnv:
             nums[big] -= nums[small]
             moves.append("\\boxed{%d %d}" % (big + 1, small + 1))
         return moves
+
+    def step(self, action):
+        # A step after the end changes nothing: the episode stays over and pays nothing.
+        if self.over:
+            return "The episode is over; call reset().", 0.0, True, False, {}
+        obs, reward, terminated, truncated, info = self._play(action)
+        self.over = terminated or truncated
+        return obs, reward, terminated, truncated, info

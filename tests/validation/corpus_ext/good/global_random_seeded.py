@@ -4,6 +4,7 @@
 
 class TreasureGridEnv:
     def reset(self, seed=None):
+        self.over = False
         random.seed(seed)
         self.size = 4
         self.treasure = (random.randrange(self.size), random.randrange(self.size))
@@ -17,7 +18,7 @@ class TreasureGridEnv:
     def _view(self, head):
         return f"{head} You are at {self.pos}."
 
-    def step(self, action):
+    def _play(self, action):
         self.turn += 1
         moves = {"up": (-1, 0), "down": (1, 0), "left": (0, -1), "right": (0, 1)}
         m = re.search(r"\\boxed\{\s*(up|down|left|right)\s*\}", action)
@@ -36,3 +37,11 @@ class TreasureGridEnv:
         vert = ["\\boxed{down}"] * (tr - r) if tr > r else ["\\boxed{up}"] * (r - tr)
         horiz = ["\\boxed{right}"] * (tc - c) if tc > c else ["\\boxed{left}"] * (c - tc)
         return vert + horiz
+
+    def step(self, action):
+        # A step after the end changes nothing: the episode stays over and pays nothing.
+        if self.over:
+            return "The episode is over; call reset().", 0.0, True, False, {}
+        obs, reward, terminated, truncated, info = self._play(action)
+        self.over = terminated or truncated
+        return obs, reward, terminated, truncated, info

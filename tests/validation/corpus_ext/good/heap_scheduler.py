@@ -4,6 +4,7 @@ solution is computed with ``heapq`` (shortest job first), imported by nobody."""
 
 class JobOrderEnv:
     def reset(self, seed=None):
+        self.over = False
         rng = random.Random(seed)
         self.jobs = {chr(65 + i): rng.randint(1, 9) for i in range(4)}
         self.done_jobs = []
@@ -15,7 +16,7 @@ class JobOrderEnv:
         listing = ", ".join(f"{k}={v}h" for k, v in self.jobs.items())
         return f"Jobs: {listing}. Run them one by one with \\boxed{{JOB}} to minimise the total finishing time.", {}
 
-    def step(self, action):
+    def _play(self, action):
         self.turn += 1
         m = re.search(r"\\boxed\{\s*([A-D])\s*\}", action)
         if not m or m.group(1) in self.done_jobs:
@@ -33,3 +34,11 @@ class JobOrderEnv:
         heap = [(v, k) for k, v in self.jobs.items()]
         heapq.heapify(heap)
         return ["\\boxed{%s}" % heapq.heappop(heap)[1] for _ in range(len(heap))]
+
+    def step(self, action):
+        # A step after the end changes nothing: the episode stays over and pays nothing.
+        if self.over:
+            return "The episode is over; call reset().", 0.0, True, False, {}
+        obs, reward, terminated, truncated, info = self._play(action)
+        self.over = terminated or truncated
+        return obs, reward, terminated, truncated, info

@@ -11,12 +11,13 @@ class BoardGameBase:
 
 class TakeAwayEnv(BoardGameBase):
     def reset(self, seed=None):
+        self.over = False
         rng = random.Random(seed)
         self.pile = rng.choice([5, 6, 7, 9, 10, 11])
         self.turn = 0
         return f"A pile of {self.pile} stones. Take 1-3 with \\boxed{{N}}; I answer. Whoever takes the last stone wins.", {}
 
-    def step(self, action):
+    def _play(self, action):
         self.turn += 1
         m = re.findall(r"\\boxed\{\s*(\d)\s*\}", action)
         if not m or not self.legal(int(m[-1])) or int(m[-1]) > self.pile:
@@ -39,3 +40,11 @@ class TakeAwayEnv(BoardGameBase):
             if pile:
                 pile -= pile % 4 or 1
         return moves
+
+    def step(self, action):
+        # A step after the end changes nothing: the episode stays over and pays nothing.
+        if self.over:
+            return "The episode is over; call reset().", 0.0, True, False, {}
+        obs, reward, terminated, truncated, info = self._play(action)
+        self.over = terminated or truncated
+        return obs, reward, terminated, truncated, info

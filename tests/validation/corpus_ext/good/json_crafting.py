@@ -11,6 +11,7 @@ RECIPES = {
 
 class CraftingEnv:
     def reset(self, seed=None):
+        self.over = False
         rng = random.Random(seed)
         self.goal = rng.choice(["table", "torch"])
         self.inv = {"log": 5, "coal": 1}
@@ -18,7 +19,7 @@ class CraftingEnv:
         self.turn = 0
         return f"Goal: craft a {self.goal}. Craft with \\boxed{{ITEM}}. Inventory: {json.dumps(self.inv, sort_keys=True)}", {}
 
-    def step(self, action):
+    def _play(self, action):
         self.turn += 1
         m = re.search(r"\\boxed\{\s*([a-z]+)\s*\}", action)
         item = m.group(1) if m else None
@@ -38,3 +39,11 @@ class CraftingEnv:
         if self.goal == "table":
             return ["\\boxed{plank}"] * 4 + ["\\boxed{stick}", "\\boxed{table}"]
         return ["\\boxed{plank}", "\\boxed{stick}", "\\boxed{torch}"]
+
+    def step(self, action):
+        # A step after the end changes nothing: the episode stays over and pays nothing.
+        if self.over:
+            return "The episode is over; call reset().", 0.0, True, False, {}
+        obs, reward, terminated, truncated, info = self._play(action)
+        self.over = terminated or truncated
+        return obs, reward, terminated, truncated, info

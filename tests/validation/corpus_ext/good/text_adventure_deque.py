@@ -4,6 +4,7 @@
 
 class CellarEnv:
     def reset(self, seed=None):
+        self.over = False
         rng = random.Random(seed)
         self.exits = defaultdict(dict)
         for a, d, b in [("hall", "down", "cellar"), ("cellar", "north", "vault"), ("cellar", "east", "store")]:
@@ -20,7 +21,7 @@ class CellarEnv:
         ways = ", ".join(sorted(self.exits[self.room]))
         return f"You are in the {self.room}.{item} Exits: {ways}. Commands: \\boxed{{go DIR}}, \\boxed{{take key}}, \\boxed{{open vault}}."
 
-    def step(self, action):
+    def _play(self, action):
         self.turn += 1
         trunc = self.turn >= 25
         m = re.search(r"\\boxed\{\s*([^{}]*?)\s*\}", action)
@@ -46,3 +47,11 @@ class CellarEnv:
             return ["\\boxed{take key}", "\\boxed{go down}", "\\boxed{go north}", "\\boxed{open vault}"]
         return ["\\boxed{go down}", "\\boxed{go east}", "\\boxed{take key}", "\\boxed{go west}",
                 "\\boxed{go north}", "\\boxed{open vault}"]
+
+    def step(self, action):
+        # A step after the end changes nothing: the episode stays over and pays nothing.
+        if self.over:
+            return "The episode is over; call reset().", 0.0, True, False, {}
+        obs, reward, terminated, truncated, info = self._play(action)
+        self.over = terminated or truncated
+        return obs, reward, terminated, truncated, info

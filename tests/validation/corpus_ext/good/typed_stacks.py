@@ -4,6 +4,7 @@ used without ``from typing import``; sort three stacks of crates by moving top c
 
 class CrateStacksEnv:
     def reset(self, seed: Optional[int] = None) -> Tuple[str, Dict[str, Any]]:
+        self.over = False
         rng = random.Random(seed)
         crates: List[str] = ["A", "B", "C"]
         rng.shuffle(crates)
@@ -15,7 +16,7 @@ class CrateStacksEnv:
         rows = "; ".join(f"{k}: {' '.join(v) or '-'}" for k, v in self.stacks.items())
         return f"{head} [{rows}]"
 
-    def step(self, action: str):
+    def _play(self, action: str):
         self.turn += 1
         m = re.search(r"\\boxed\{\s*([1-3])\s+([1-3])\s*\}", action)
         if not m or not self.stacks[int(m.group(1))]:
@@ -44,3 +45,11 @@ class CrateStacksEnv:
             while s[1]:
                 move(1, 2)
         return moves
+
+    def step(self, action):
+        # A step after the end changes nothing: the episode stays over and pays nothing.
+        if self.over:
+            return "The episode is over; call reset().", 0.0, True, False, {}
+        obs, reward, terminated, truncated, info = self._play(action)
+        self.over = terminated or truncated
+        return obs, reward, terminated, truncated, info

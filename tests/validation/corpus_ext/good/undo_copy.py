@@ -4,22 +4,29 @@
 
 class RowSlideEnv:
     def reset(self, seed=None):
+        self.over = False
         rng = random.Random(seed)
-        self.row = [1, 2, 3, 0]
+        self.target = [1, 2, 3]
+        self.target.insert(rng.randrange(4), 0)
+        self.row = list(self.target)
         for _ in range(6):
             z = self.row.index(0)
             k = rng.choice([i for i in (z - 1, z + 1) if 0 <= i < 4])
             self.row[z], self.row[k] = self.row[k], self.row[z]
-        if self.row == [1, 2, 3, 0]:
-            self.row = [1, 2, 0, 3]
+        if self.row == self.target:
+            z = self.row.index(0)
+            k = z - 1 if z > 0 else z + 1
+            self.row[z], self.row[k] = self.row[k], self.row[z]
         self.history = []
         self.turn = 0
-        return self._show("Slide a tile into the gap with \\boxed{left} or \\boxed{right}; \\boxed{undo} takes a move back."), {}
+        goal = " ".join(str(t) if t else "_" for t in self.target)
+        return self._show(f"Make the row read {goal}: slide a tile into the gap with \\boxed{{left}} or "
+                          "\\boxed{right}; \\boxed{undo} takes a move back."), {}
 
     def _show(self, head):
         return f"{head} Row: {' '.join(str(t) if t else '_' for t in self.row)}"
 
-    def step(self, action):
+    def _play(self, action):
         self.turn += 1
         trunc = self.turn >= 25
         m = re.search(r"\\boxed\{\s*(left|right|undo)\s*\}", action)
@@ -35,10 +42,18 @@ class RowSlideEnv:
             return self._show("Nothing slides that way."), 0.0, False, trunc, {}
         self.history.append(copy.deepcopy(self.row))
         self.row[z], self.row[k] = self.row[k], self.row[z]
-        if self.row == [1, 2, 3, 0]:
+        if self.row == self.target:
             return self._show("Solved!"), 1.0, True, False, {}
         return self._show("Moved."), 0.0, False, trunc, {}
 
     def solution(self):
-        z = self.row.index(0)
-        return ["\\boxed{left}"] * (3 - z)
+        z, t = self.row.index(0), self.target.index(0)
+        return ["\\boxed{left}"] * (t - z) if t > z else ["\\boxed{right}"] * (z - t)
+
+    def step(self, action):
+        # A step after the end changes nothing: the episode stays over and pays nothing.
+        if self.over:
+            return "The episode is over; call reset().", 0.0, True, False, {}
+        obs, reward, terminated, truncated, info = self._play(action)
+        self.over = terminated or truncated
+        return obs, reward, terminated, truncated, info

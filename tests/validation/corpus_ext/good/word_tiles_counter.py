@@ -13,13 +13,14 @@ ROUNDS = [
 
 class WordTilesEnv:
     def reset(self, seed=None):
+        self.over = False
         self.round = ROUNDS[random.Random(seed).randrange(len(ROUNDS))]
         self.found = set()
         self.turn = 0
         lengths = ", ".join(str(len(w)) for w in self.round.words)
         return f"Tiles: {self.round.tiles}. Find the {len(self.round.words)} hidden words (lengths {lengths}); say \\boxed{{WORD}}.", {}
 
-    def step(self, action):
+    def _play(self, action):
         self.turn += 1
         m = re.search(r"\\boxed\{\s*([A-Za-z]+)\s*\}", action)
         if not m:
@@ -36,3 +37,11 @@ class WordTilesEnv:
 
     def solution(self):
         return " ".join("\\boxed{%s}" % w for w in self.round.words)
+
+    def step(self, action):
+        # A step after the end changes nothing: the episode stays over and pays nothing.
+        if self.over:
+            return "The episode is over; call reset().", 0.0, True, False, {}
+        obs, reward, terminated, truncated, info = self._play(action)
+        self.over = terminated or truncated
+        return obs, reward, terminated, truncated, info

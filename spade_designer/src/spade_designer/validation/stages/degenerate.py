@@ -16,15 +16,31 @@ In order, each on the configured seed with fixed probes (:mod:`..probes`):
 
 from __future__ import annotations
 
+import json
+
 from ..codes import Reason, Stage
 from ..context import Run
-from ..leakage import leaked_payloads
+from ..leakage import answer_candidates, leaked_payloads, shown_answer, tokens
 from ..probes import MAGIC, first_actions, garbage, mixed_sequence, solution_firsts
-from ..runner import Instance, Rejection
+from ..runner import Instance, Rejection, Step
 from .determinism import first_difference, trajectory
 
 #: Steps of a repeated-action episode (enough to reveal reward for repetition).
 _REPEAT_STEPS = 10
+#: Seeds the answer-leak, seed-sensitivity and constant-policy checks look at: the
+#: configured ones, then the next integers up to this many (one fixed answer wins one
+#: game in this many by chance, a listed answer sits in one place in this many).
+JUDGING_SEEDS = 6
+#: Garbage actions played in a row after reset, whose observations must not show the answer.
+_LEAK_STEPS = 3
+#: Further seeds on which a shown answer must show again before it is reported.
+_LEAK_CONFIRM_SEEDS = 10
+#: A constant action whose mean return over the judging seeds reaches this share of the
+#: full reward makes the environment gameable (measured on the seed pools: docs/validation.md).
+CONSTANT_SHARE = 0.75
+#: A garbage action whose rewards, summed over an episode of ``max_turns`` steps, reach
+#: this share of the full reward makes the environment gameable.
+GARBAGE_SHARE = 0.25
 
 
 def _repeat(env: Instance, seed: int, action: str, steps: int) -> tuple[float, list[str]]:
@@ -139,6 +155,11 @@ def check(run: Run) -> str:
         finally:
             other.close()
 
+    seeds = judging_seeds(run)
+    _answer_shown(run, env, seeds)
+    _seed_ignored(run, env, seeds)
+    _gameable(run, env, seeds, episodes)
+
     hint = run.candidate.hint
     if hint:
         for sd in run.config.seeds:
@@ -153,3 +174,137 @@ def check(run: Run) -> str:
                     seed=sd,
                 )
     return f"{len(probes)} probes: interactive, multi-turn, no reward for garbage or claimed success"
+
+
+def judging_seeds(run: Run) -> list[int]:
+    """The configured seeds, then the next integers, :data:`JUDGING_SEEDS` in all."""
+    seeds = list(dict.fromkeys(run.config.seeds))
+    nxt = max(seeds) + 1
+    while len(seeds) < JUDGING_SEEDS:
+        if nxt not in seeds:
+            seeds.append(nxt)
+        nxt += 1
+    return seeds
+
+
+def _answer_shown(run: Run, env: Instance, seeds: list[int]) -> None:
+    """``answer_leak``: an observation shows the solution's answer before the agent has
+    sent it (:func:`..leakage.shown_answer` states the rule): the reset observation, and
+    those answering the first garbage actions, on every judging seed with a replayable
+    solution; a finding is confirmed on :data:`_LEAK_CONFIRM_SEEDS` further seeds (chance
+    must not make an example that is sometimes the answer look like one that always is)."""
+    neutral = garbage(run)[:_LEAK_STEPS]
+    texts, answers, sent = _leak_views(run, env, seeds, neutral)
+    hit = shown_answer(texts, answers, sent)
+    if hit is None:
+        return
+    sd, slot, run_tokens, left = hit
+    more = [max(seeds) + 1 + i for i in range(_LEAK_CONFIRM_SEEDS)]
+    if shown_answer(*_leak_views(run, env, more, neutral), only=(slot, left)) is None:
+        return
+    where = "the reset observation" if slot == 0 else f"the observation after garbage action {slot}"
+    raise Rejection(
+        Reason.answer_leak,
+        f"{where} of seed {sd} shows the solution's answer {' '.join(run_tokens)!r} before the agent has sent "
+        f"it, after {' '.join(left)!r}, as it shows every seed's own answer there: the agent can copy it",
+        actions=neutral[:slot],
+        seed=sd,
+        details={"observation": texts[sd][slot][:400], "answer": " ".join(run_tokens)},
+    )
+
+
+def _leak_views(run: Run, env: Instance, seeds: list[int], neutral: list[str]) -> tuple[
+        dict[int, list[str]], dict[int, list[list[str]]], dict[int, list[set[str]]]]:
+    """Per seed with a replayable solution: the observations before the agent acted
+    (reset, then each garbage action while the episode runs), the answer runs, and the
+    tokens the agent had sent by each."""
+    texts: dict[int, list[str]] = {}
+    answers: dict[int, list[list[str]]] = {}
+    sent: dict[int, list[set[str]]] = {}
+    for sd in seeds:
+        plans = run.solution_plans(sd)
+        if not plans:
+            continue
+        answers[sd] = answer_candidates(plans[0])
+        first, _ = env.reset(sd)
+        texts[sd], sent[sd] = [first], [set()]
+        so_far: set[str] = set()
+        for action, step in zip(neutral, env.play(sd, neutral), strict=False):
+            so_far |= set(tokens(action))
+            if step.done:
+                break
+            texts[sd].append(step.observation)
+            sent[sd].append(set(so_far))
+    return texts, answers, sent
+
+
+def _seed_ignored(run: Run, env: Instance, seeds: list[int]) -> None:
+    """``ignores_seed``: every judging seed gives the same reset observation, the same
+    ``solution()`` and the same trajectory along the same actions, unless the metadata
+    declares a fixed instance."""
+    if run.candidate.fixed_instance or run.candidate.nondeterministic:
+        return
+    resets = {env.reset(sd)[0] for sd in seeds}
+    solutions = {json.dumps(run.solution(sd), sort_keys=True, default=str) for sd in seeds}
+    if len(resets) > 1 or len(solutions) > 1:
+        return
+    actions = mixed_sequence(run, seeds[0], min(run.candidate.max_turns, 12))
+    first = trajectory(env, seeds[0], actions, with_solution=False)
+    for sd in seeds[1:]:
+        if first_difference(first, trajectory(env, sd, actions, with_solution=False)) is not None:
+            return
+    raise Rejection(
+        Reason.ignores_seed,
+        f"seeds {seeds} all give the same game (the same reset observation, solution() and answers to "
+        f"{len(actions)} actions): reset(seed) does not use its seed. Declare fixed_instance = true in the "
+        "metadata if one fixed game is intended",
+        actions=actions,
+        seed=seeds[1],
+    )
+
+
+def _gameable(run: Run, env: Instance, seeds: list[int], episodes: dict[str, list[Step]]) -> None:
+    """``gameable``: a policy that ignores the game earns a large share of what solving it
+    earns. A garbage action repeated for ``max_turns`` steps must not sum to
+    :data:`GARBAGE_SHARE` of the full reward (whoever sums rewards would be paid for
+    noise); one action repeated, whatever it is, must not reach a mean return (the last
+    reward when the episode terminated, else 0) of :data:`CONSTANT_SHARE` of the full
+    reward over the judging seeds."""
+    lo = run.candidate.reward_range[0]
+    full = run.candidate.full_reward
+    cap = run.candidate.max_turns
+    for g in garbage(run):
+        played = env.play(run.config.seed, [g] * cap)
+        total = sum(s.reward for s in played)
+        if total >= lo + GARBAGE_SHARE * (full - lo) and total > 0:
+            raise Rejection(
+                Reason.gameable,
+                f"repeating the garbage action {g!r} for {len(played)} steps earns {total:g} in all, at least "
+                f"{GARBAGE_SHARE:g} of the full reward {full:g}: noise is paid",
+                actions=[g] * len(played),
+                seed=run.config.seed,
+                details={"rewards": [s.reward for s in played]},
+            )
+    # every probe, and each action of the solutions (the final answer of one seed, repeated)
+    for action in dict.fromkeys([*episodes, *sorted(run.solution_actions())]):
+        first = env.play(run.config.seed, [action] * cap)
+        if _return(first) <= 0:
+            continue
+        returns = [_return(first)] + [_return(env.play(sd, [action] * cap)) for sd in seeds[1:]]
+        mean = sum(returns) / len(returns)
+        if full > 0 and mean >= CONSTANT_SHARE * full:
+            raise Rejection(
+                Reason.gameable,
+                f"repeating {action!r} whatever happens earns a mean return of {mean:.2f} over seeds {seeds} "
+                f"(full reward {full:g}): a constant policy solves it, there is nothing to learn",
+                actions=[action] * len(first),
+                seed=run.config.seed,
+                details={"returns": returns},
+            )
+
+
+def _return(steps: list[Step]) -> float:
+    """The episode's return in the environment's own units: its last reward when it
+    ended the episode itself, else 0 (a cut episode earns nothing)."""
+    last = steps[-1]
+    return last.reward if last.terminated else 0.0

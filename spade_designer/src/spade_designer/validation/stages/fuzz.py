@@ -16,6 +16,7 @@ every replay would cost that time again; the actions up to the failing call are 
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,8 +28,8 @@ from hypothesis.errors import HypothesisException
 
 from ..codes import Reason
 from ..context import Run
-from ..mutations import derived_actions, mutations
-from ..probes import COMMANDS, GARBAGE
+from ..mutations import derived_actions, mutations, templates
+from ..probes import COMMANDS
 from ..runner import FATAL, Instance, Rejection
 from ..strategies import ActionProgram
 from ..strategies import program as action_program
@@ -41,6 +42,12 @@ _SWEEP_RETRIES = 3
 #: Observations kept (and characters of each) to harvest command templates from.
 _MAX_TEXTS = 16
 _TEXT_CHARS = 4_000
+#: Domain samples whose near misses join the derived actions.
+_DOMAIN_SEEDS = 8
+#: Winning episodes kept from a fuzz run (proof of feasibility without ``solution()``).
+_MAX_WINS = 4
+#: Printed commands each played alone for a long episode.
+_PRINTED_REPEATS = 4
 
 
 @dataclass
@@ -51,6 +58,20 @@ class FuzzOutcome:
     first_failure_at: float | None = None
     stopped: bool = False
     sent: dict[str, None] = field(default_factory=dict)
+    #: The domain strategy's samples this run drew.
+    domain: tuple[str, ...] = ()
+    #: The commands the environment printed (its templates, placeholders filled).
+    templates: tuple[str, ...] = ()
+    #: Reward at which a terminating step is a win (``Run.full_reward_threshold``).
+    full: float = float("inf")
+    #: Winning episodes seen, ``(seed, actions up to the win)`` (a few are enough).
+    wins: list[tuple[int, list[str]]] = field(default_factory=list)
+
+    def saw(self, seed: int, actions: list[str], steps: list[Any]) -> None:
+        """Count ``steps`` and keep the episode if it ended in a win."""
+        self.steps += len(steps)
+        if steps and steps[-1].terminated and steps[-1].reward >= self.full and len(self.wins) < _MAX_WINS:
+            self.wins.append((seed, list(actions[: len(steps)])))
 
 
 def episode(env: Instance, seed: int, actions: list[str], max_turns: int, outcome: FuzzOutcome) -> None:
@@ -59,7 +80,7 @@ def episode(env: Instance, seed: int, actions: list[str], max_turns: int, outcom
         if len(action) <= _PROBE_CHARS:
             outcome.sent.setdefault(action, None)
     steps = env.play(seed, actions)
-    outcome.steps += len(steps)
+    outcome.saw(seed, actions, steps)
     if len(steps) > max_turns or (len(steps) == max_turns and not steps[-1].done):
         raise Rejection(
             Reason.exceeds_max_turns,
@@ -136,20 +157,25 @@ def fuzz_run(run: Run, *, examples: int | None = None) -> FuzzOutcome:
         for plan in run.solution_plans(seed)[:1]:
             known += plan
             plans.append((seed, plan))
-    decoder = action_program(domain=run.domain, known=known, long_chars=cfg.long_action_chars)
+    count = examples or cfg.fuzz_examples
+    decoder = action_program(domain=run.domain, known=known, long_chars=cfg.long_action_chars,
+                             domain_count=count, seed=cfg.seed)
     max_steps = max(1, min(cfg.fuzz_max_steps, max_turns + 1))
     min_steps = min(cfg.fuzz_min_steps, max_steps)
     env = run.env()
-    outcome = FuzzOutcome()
+    outcome = FuzzOutcome(domain=decoder.domain, full=run.full_reward_threshold())
     try:
         # What the environment prints at reset (its intro text and command templates)
         # and in answer to the generic probes seeds the derived actions.
         texts = [env.reset(seed)[0] for seed in cfg.seeds] if cfg.fuzz_from_environment else []
         texts += sweep(run, decoder, outcome)
         if cfg.fuzz_from_environment:
-            derived = derived_actions(known, texts)
+            # near misses of the domain's own actions too, not only of this environment's
+            outcome.templates = tuple(templates(texts))
+            derived = derived_actions(known + list(decoder.domain[:_DOMAIN_SEEDS]), texts)
             decoder = action_program(
-                domain=run.domain, known=known, long_chars=cfg.long_action_chars, derived=derived, plans=plans
+                domain=run.domain, known=known, long_chars=cfg.long_action_chars, derived=derived, plans=plans,
+                domain_count=count, seed=cfg.seed,
             )
             _sweep_list(run, derived, outcome)
             for seed, actions in prefix_episodes(plans, max(1, min(cfg.fuzz_max_steps, max_turns))):
@@ -160,7 +186,7 @@ def fuzz_run(run: Run, *, examples: int | None = None) -> FuzzOutcome:
             return outcome
 
     @settings(
-        max_examples=examples or cfg.fuzz_examples,
+        max_examples=count,
         deadline=None,
         database=None,
         report_multiple_bugs=False,
@@ -249,7 +275,7 @@ def _play_probe(run: Run, seed: int, actions: list[str], outcome: FuzzOutcome) -
                 late += 1  # a late answer the replays did not confirm: play this chunk again
                 continue
             raise
-        outcome.steps += len(played)
+        outcome.saw(seed, actions, played)
         return played
 
 
@@ -273,14 +299,68 @@ def prefix_episodes(plans: list[tuple[int, list[str]]], max_steps: int) -> list[
     return out
 
 
-def long_episode(run: Run) -> int:
-    """One full-length episode of short probe actions: it must end within ``max_turns``."""
+def action_classes(run: Run, domain: tuple[str, ...] = (), printed: tuple[str, ...] = ()) -> dict[str, list[str]]:
+    """The actions of the long episodes, by class: *valid* (well-formed wrong moves: the
+    solution's moves with other numbers and its moves but the last, else the commands the
+    environment printed, else generic commands), *repeated* (the first valid one, again
+    and again), *command N* (each command the environment printed, repeated: one that
+    never ends the game, such as a measurement, shows a missing turn cap), *domain* (the
+    domain strategy's own) and *malformed* (garbage)."""
+    from ..probes import garbage
+
+    own = run.config.fuzz_from_environment  # moves derived from the environment itself
+    plans = [p for seed in run.config.seeds for p in run.solution_plans(seed)[:1] if p] if own else []
+    printed = printed if own else ()
+    solution = {a for p in plans for a in p}
+    # the solution's own moves with other numbers (a wrong guess is still a guess), then
+    # its moves but the last (walking about without finishing)
+    valid = [m for p in plans[:1] for a in p for m in mutations(a)[:12] if _same_shape(m, a) and m not in solution]
+    valid += [a for p in plans[:1] for a in p[:-1] if a not in valid]
+    valid = valid or [a for a in run.fuzz_actions if a.startswith("\\boxed{") and a not in solution]
+    valid = valid or [c for c in COMMANDS if c not in solution]
+    out = {"valid": valid[:8], "repeated": valid[:1], "malformed": garbage(run)}
+    for i, command in enumerate([c for c in printed if c not in solution][:_PRINTED_REPEATS]):
+        out[f"command {i + 1}"] = [command]
+    if domain:
+        out["domain"] = [a for a in domain if a not in solution][:16]
+    return {k: v for k, v in out.items() if v}
+
+
+_DIGITS = re.compile(r"[0-9]+")
+
+
+def _same_shape(mutant: str, action: str) -> bool:
+    """Whether ``mutant`` is ``action`` with only its ASCII numbers changed."""
+    return mutant != action and _DIGITS.sub("0", mutant) == _DIGITS.sub("0", action) and mutant.isascii()
+
+
+def long_episodes(run: Run, domain: tuple[str, ...] = (), printed: tuple[str, ...] = ()) -> int:
+    """Episodes longer than ``max_turns``, one per action class (:func:`action_classes`):
+    every call is checked as in any episode (no crash late in the episode, rewards in
+    range). Well-formed actions must be ended by the environment within ``max_turns``
+    (``exceeds_max_turns``); garbage is played ``max_turns`` times only, since an
+    environment may answer malformed text without spending a turn (the harness's cap
+    ends such an episode where the environment does not)."""
     env = run.env()
-    cycle = list(COMMANDS) + list(GARBAGE)
-    acts = [cycle[i % len(cycle)] for i in range(run.candidate.max_turns + 1)]
-    outcome = FuzzOutcome()
-    episode(env, run.config.seed, acts, run.candidate.max_turns, outcome)
-    return outcome.steps
+    cap = run.candidate.max_turns
+    steps = 0
+    # two seeds: a game's size (and so how long its episodes run) may depend on the seed
+    seeds = list(dict.fromkeys([run.config.seed, *run.config.seeds]))[:2]
+    for klass, actions in action_classes(run, domain, printed).items():
+        n = cap if klass == "malformed" else cap + 1
+        episode_actions = [actions[i % len(actions)] for i in range(n)]
+        for seed in seeds:
+            outcome = FuzzOutcome()
+            try:
+                if klass == "malformed":
+                    outcome.saw(seed, episode_actions, env.play(seed, episode_actions))
+                else:
+                    episode(env, seed, episode_actions, cap, outcome)
+            except Rejection as rej:
+                rej.details.setdefault("action_class", klass)
+                raise
+            steps += outcome.steps
+    return steps
 
 
 def check(run: Run, *, examples: int | None = None) -> str:
@@ -296,11 +376,12 @@ def _check(run: Run, *, examples: int | None = None) -> str:
     outcome = fuzz_run(run, examples=examples)
     run.fuzz_actions = list(outcome.sent)
     run.fuzz_steps = outcome.steps
+    run.found_wins = outcome.wins
     if outcome.failures:
         best = min(outcome.failures, key=_size)
         best = minimize(run.env(), best, run.candidate.max_turns, run.config.shrink_budget_s)
         best.details.setdefault("examples", outcome.examples)
         raise best
-    steps = long_episode(run)
+    steps = long_episodes(run, outcome.domain, outcome.templates)
     run.fuzz_steps += steps
     return f"{outcome.examples} examples, {outcome.steps + steps} steps: every invariant held"

@@ -49,6 +49,24 @@ def env_classes(tree: ast.Module) -> list[str]:
     return out
 
 
+def _no_env_class_message(tree: ast.Module) -> str:
+    """Why no class counts as the environment: the classes found and what each lacks."""
+    found = []
+    for node in tree.body:
+        if not isinstance(node, ast.ClassDef):
+            continue
+        methods = {n.name for n in node.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}
+        missing = [m for m in ("reset", "step") if m not in methods]
+        if not node.name.endswith("Env"):
+            found.append(f"{node.name} (its name does not end in 'Env')")
+        elif missing and not node.bases:
+            found.append(f"{node.name} (defines no {' or '.join(m + '()' for m in missing)} and has no base to inherit them)")
+        else:
+            found.append(f"{node.name} (a base of another environment class)")
+    head = "no top-level class named '*Env' that defines or inherits reset() and step()"
+    return f"{head}; classes found: {', '.join(found)}" if found else f"{head}; the source defines no class"
+
+
 def first_banned_import(tree: ast.Module, extra: tuple[str, ...] | list[str]) -> tuple[int, str] | None:
     """``(line, module)`` of the first absolute import outside the sandbox's allow-list.
 
@@ -121,7 +139,7 @@ def _check(run: Run, checker: StaticChecker | None) -> str:
                 f"class {run.candidate.class_name!r} is not an environment class defined at top level",
             )
     elif not classes:
-        raise Rejection(Reason.no_env_class, "no top-level class named '*Env' that defines or inherits reset() and step()")
+        raise Rejection(Reason.no_env_class, _no_env_class_message(tree))
     elif len(classes) > 1:
         raise Rejection(
             Reason.multiple_env_classes,
@@ -154,7 +172,70 @@ def _check(run: Run, checker: StaticChecker | None) -> str:
     except EnvContractError as exc:
         raise Rejection(Reason.invalid_reward_range, str(exc)) from None
     lo, hi = run.candidate.reward_range
+    literal_rewards(tree, (lo, hi), run.full_reward_threshold())
     return (
         f"{lines} lines, class {run.candidate.class_name or classes[0]}, imports allowed; "
         f"rewards checked against [{lo:g}, {hi:g}] ({run.reward_range_source})"
     )
+
+
+#: Names of a variable that holds the text an environment answers with.
+_TEXT_NAMES = ("obs", "msg", "message", "text", "feedback", "reply", "out", "result", "view", "desc")
+
+
+def _literal(node: ast.AST) -> float | None:
+    if isinstance(node, ast.Constant) and type(node.value) in (int, float):
+        return float(node.value)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        inner = _literal(node.operand)
+        return None if inner is None else -inner
+    return None
+
+
+def _texty(node: ast.AST) -> bool:
+    """Whether an expression reads as the observation text: a string literal, an f-string,
+    string formatting or concatenation, or a variable named like one."""
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, str)
+    if isinstance(node, ast.JoinedStr):
+        return True
+    if isinstance(node, ast.BinOp):
+        return _texty(node.left) or _texty(node.right)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        return node.func.attr in ("format", "join", "strip") or _texty(node.func.value)
+    if isinstance(node, ast.Name):
+        return any(w in node.id.lower() for w in _TEXT_NAMES)
+    return False
+
+
+def literal_rewards(tree: ast.Module, reward_range: tuple[float, float], full: float) -> None:
+    """Rewards written as literals in the step results a source returns, judged before
+    anything runs, so that a defect on a path no replay reaches (a win without
+    ``solution()``) is still seen: an ``(observation, reward, terminated, ...)`` tuple,
+    ``step``'s five values or a helper's first three, whose reward literal lies outside
+    the range (``reward_out_of_range``), or is full reward beside a literal
+    ``terminated=False`` (and ``truncated=False``): a win that never ends the episode
+    (``win_not_terminated``)."""
+    lo, hi = reward_range
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Return) and isinstance(node.value, ast.Tuple) and len(node.value.elts) in (3, 5)):
+            continue
+        elts = node.value.elts
+        reward = _literal(elts[1])
+        # five values are step's shape whatever the first is; three must read as text first
+        if reward is None or (len(elts) == 3 and not _texty(elts[0])):
+            continue
+        if not lo - 1e-9 <= reward <= hi + 1e-9:
+            raise Rejection(
+                Reason.reward_out_of_range,
+                f"line {node.lineno} returns the reward {reward:g}, outside the reward range [{lo:g}, {hi:g}]",
+                details={"line": node.lineno, "reward": reward},
+            )
+        flags = elts[2:4]
+        if reward >= full and flags and all(isinstance(f, ast.Constant) and f.value is False for f in flags):
+            raise Rejection(
+                Reason.win_not_terminated,
+                f"line {node.lineno} pays full reward ({reward:g}) with terminated=False: a win must end the "
+                "episode (terminated=True), or the agent is paid and plays on",
+                details={"line": node.lineno, "reward": reward},
+            )
