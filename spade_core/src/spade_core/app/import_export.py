@@ -83,7 +83,7 @@ def import_envs(
         # The whole dataset is read and checked before anything is stored.
         items = read_hub_items(parse_hub_ref(path))
     elif path.startswith("harbor:"):
-        from .harbor import harbor_path, read_harbor_items
+        from .harbor_import import harbor_path, read_harbor_items
 
         items = read_harbor_items(harbor_path(path))
     else:
