@@ -401,6 +401,7 @@ def _add_variants(store: EnvStore) -> tuple[dict[str, Callable[[AddCase], object
     translation). Driver-level variants get the input prepared (code hash, JSON) up front;
     add() does that itself (about 0.02 ms). Returns the variants and a cleanup."""
     from spade_core.store import claims, database
+    from spade_core.store.adding import add_in
 
     variants: dict[str, Callable[[AddCase], object]] = {"add(), one per transaction": lambda c: store.add(c[0], c[1])}
     if store.path is not None:
@@ -437,7 +438,7 @@ def _add_variants(store: EnvStore) -> tuple[dict[str, Callable[[AddCase], object
 
     def full_rules(case: AddCase) -> None:
         source, meta, document = case[2]
-        store._write("bench", lambda conn: store._add_in(conn, source, meta, document, False))
+        store._write("bench", lambda conn: add_in(conn, source, meta, document, False, store.where))
 
     conninfo = make_url(store.url).set(drivername="postgresql").render_as_string(hide_password=False)
     bare = psycopg.connect(conninfo, autocommit=True)

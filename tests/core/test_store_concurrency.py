@@ -144,7 +144,7 @@ def _killed_inside_a_transaction(url: str, inside: mp.Event) -> None:
     """Open a write transaction through the store's own machinery, insert half a batch with
     its real statements, announce it, and hang until killed."""
     from spade_core.store import codec
-    from spade_core.store.env_store import _INSERT_BLOB, _INSERT_ENV, _blob_row
+    from spade_core.store.adding import INSERT_BLOB, INSERT_ENV, blob_row
 
     store = EnvStore(url)
 
@@ -152,8 +152,8 @@ def _killed_inside_a_transaction(url: str, inside: mp.Event) -> None:
         for i in range(BATCH // 2):
             source = env_source(f"half-{i}")
             m = store._prepared(source, meta(f"half_{i}"))[1]
-            conn.execute(_INSERT_BLOB, _blob_row(m.code_hash, source, "now"))
-            conn.execute(_INSERT_ENV, codec.row_values(m, codec.encode(m)))
+            conn.execute(INSERT_BLOB, blob_row(m.code_hash, source, "now"))
+            conn.execute(INSERT_ENV, codec.row_values(m, codec.encode(m)))
         inside.set()
         time.sleep(600)
 

@@ -6,7 +6,7 @@ more than the database spends on these few inserts, and it was what kept one wri
 under 1,000 adds/s. So the free-id case runs as plain SQL on the driver connection of a
 pooled connection, and a taken id (idempotent re-add, refusal of other code,
 ``new_version``) leaves nothing written and takes the full rules in
-:meth:`EnvStore._add_in <spade_core.store.EnvStore._add_in>`. The statements do what the
+:func:`spade_core.store.adding.add_in`. The statements do what the
 Core ones there do, row for row.
 
 * SQLite: three plain statements inside the ``BEGIN IMMEDIATE`` transaction that

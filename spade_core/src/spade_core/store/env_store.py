@@ -20,65 +20,35 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Sequence
-from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
-from sqlalchemy import Connection, Select, bindparam, func, insert, select, text, update
-from sqlalchemy.dialects.postgresql import insert as postgresql_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy import Connection, Select, bindparam, func, select, text, update
 
 from ..errors import EnvNotFound, InvalidTransition, StoreError
-from ..metadata import TRANSITIONS, EnvMetadata, EnvStatus, StatsSnapshot, ValidationReport, code_hash
+from ..metadata import TRANSITIONS, EnvMetadata, EnvStatus, StatsSnapshot, ValidationReport
+from ..names import utcnow
 from . import codec, migrations
-from .claims import claim_postgres, claim_sqlite, name_lock_key
+from .adding import add_batch, add_in, check_parents, prepare_add
+from .claims import claim_postgres, claim_sqlite
 from .database import Database, open_database
 from .layout import ADMITTED_IDS_SQL, STORE_SCHEMA_VERSION
-from .schema import MAX_ID_LENGTH, MAX_VERSION, blobs, envs, parents
+from .schema import blobs, envs, parents
 
 if TYPE_CHECKING:
     from ..config import SpadeConfig
 
 _HASH_RE = re.compile(r"[0-9a-f]{64}")
 
-# Statements built once: constructing SQLAlchemy statements per call costs more than
-# running them on SQLite.
-_SELECT_NAME_VERSION = select(envs.c.code_hash, envs.c.document).where(
-    envs.c.name == bindparam("name"), envs.c.version == bindparam("version")
-)
-_SELECT_NAME_CODE = (
-    select(envs.c.id, envs.c.document)
-    .where(envs.c.name == bindparam("name"), envs.c.code_hash == bindparam("code_hash"))
-    .order_by(envs.c.version)
-)
-_SELECT_MAX_VERSION = select(func.max(envs.c.version)).where(envs.c.name == bindparam("name"))
-_SELECT_BLOB = select(blobs.c.code_hash).where(blobs.c.code_hash == bindparam("code_hash"))
+# Statements built once (the writes' are :mod:`.adding`'s): constructing SQLAlchemy
+# statements per call costs more than running them on SQLite.
 _SELECT_DOCUMENT = select(envs.c.document).where(envs.c.id == bindparam("id"))
 _SELECT_DOCUMENT_FOR_UPDATE = _SELECT_DOCUMENT.with_for_update()
 _SELECT_SEQ = select(envs.c.seq).where(envs.c.id == bindparam("id"))
-_INSERT_BLOB = insert(blobs)
-_LOCK_NAME = text("SELECT pg_advisory_xact_lock(:key)")
-_INSERT_ENV = insert(envs)
-_INSERT_PARENT = insert(parents)
-#: Insert an environment row only when its (name, version) is free (a returned row says so;
-#: rowcount is not reliable across drivers here).
-_INSERT_ENV_IF_NEW = {
-    "sqlite": sqlite_insert(envs).on_conflict_do_nothing().returning(envs.c.seq),
-    "postgresql": postgresql_insert(envs).on_conflict_do_nothing().returning(envs.c.seq),
-}
-#: Content addressing in one statement where the dialect has "insert or ignore".
-_UPSERT_BLOB = {
-    "sqlite": sqlite_insert(blobs).on_conflict_do_nothing(index_elements=["code_hash"]),
-    "postgresql": postgresql_insert(blobs).on_conflict_do_nothing(index_elements=["code_hash"]),
-}
 #: Rows per transaction in :meth:`EnvStore.add_many`.
 DEFAULT_BATCH = 500
-
-
-def _now() -> datetime:
-    return datetime.now(UTC)
 
 
 class EnvStore:
@@ -192,7 +162,7 @@ class EnvStore:
         if not self._driver_claims:
             pass
         elif self._db.is_sqlite:
-            _check_parents(meta)
+            check_parents(meta)
 
             def claim(driver: Any) -> None:
                 if not claim_sqlite(driver, source, meta, document):
@@ -204,10 +174,10 @@ class EnvStore:
             except _Taken:
                 pass
         elif self._db.is_psycopg:  # other PostgreSQL drivers take the full rules
-            _check_parents(meta)
+            check_parents(meta)
             if self._write_statement(action, lambda driver: claim_postgres(driver, source, meta, document)):
                 return meta
-        return self._write(action, lambda conn: self._add_in(conn, source, meta, document, new_version))
+        return self._write(action, lambda conn: add_in(conn, source, meta, document, new_version, self.where))
 
     def add_many(
         self,
@@ -235,124 +205,14 @@ class EnvStore:
         return out
 
     def _prepared(self, source: str, metadata: EnvMetadata) -> tuple[str, EnvMetadata, str]:
-        """Check the inputs of an add; return the source as stored (line endings
-        normalised, as :func:`code_hash` sees it), the metadata with its hash, and its document."""
+        """:func:`.adding.prepare_add` on an open store."""
         self._check_open()
-        if not isinstance(metadata, EnvMetadata):
-            raise StoreError(f"add() expects EnvMetadata, got {type(metadata).__name__}")
-        if not isinstance(source, str):
-            raise StoreError(f"{metadata.id}: source must be str, got {type(source).__name__}")
-        if not source.strip():
-            raise StoreError(f"{metadata.id}: source is empty")
-        if "\x00" in source:
-            raise StoreError(f"{metadata.id}: source contains NUL characters (not valid Python source)")
-        _check_columns(metadata)
-        digest = code_hash(source)
-        if metadata.code_hash and metadata.code_hash != digest:
-            raise StoreError(
-                f"{metadata.id}: metadata.code_hash {metadata.code_hash[:12]}... does not match the source "
-                f"({digest[:12]}...); leave it empty and the store fills it"
-            )
-        meta = metadata.model_copy(update={"code_hash": digest})
-        normalised = source.replace("\r\n", "\n").replace("\r", "\n")
-        return normalised, meta, codec.encode(meta)  # encode fails before the database is touched
+        return prepare_add(source, metadata)
 
     def _add_batch(self, batch: Sequence[tuple[str, EnvMetadata, str]], new_version: bool) -> list[EnvMetadata]:
-        def work(conn: Connection) -> list[EnvMetadata]:
-            _lock_names(conn, [m.name for _, m, _ in batch])
-            ids = list({m.id for _, m, _ in batch})
-            taken = set(conn.execute(select(envs.c.id).where(envs.c.id.in_(ids))).scalars())
-            hashes = list({m.code_hash for _, m, _ in batch})
-            stored = set(conn.execute(select(blobs.c.code_hash).where(blobs.c.code_hash.in_(hashes))).scalars())
-            fresh: dict[str, tuple[str, EnvMetadata, str]] = {}
-            for source, meta, document in batch:
-                if meta.id not in taken and meta.id not in fresh:
-                    _check_parents(meta)
-                    fresh[meta.id] = (source, meta, document)
-            now = _now().isoformat()
-            new_blobs = {}
-            for source, meta, _ in fresh.values():
-                if meta.code_hash not in stored and meta.code_hash not in new_blobs:
-                    new_blobs[meta.code_hash] = _blob_row(meta.code_hash, source, now)
-            if new_blobs:
-                conn.execute(_INSERT_BLOB, list(new_blobs.values()))
-            if fresh:
-                conn.execute(_INSERT_ENV, [codec.row_values(m, doc) for _, m, doc in fresh.values()])
-                edges = [row for _, m, _ in fresh.values() for row in codec.parent_rows(m)]
-                if edges:
-                    conn.execute(_INSERT_PARENT, edges)
-            out = []
-            for source, meta, document in batch:
-                if fresh.get(meta.id, (None, None, None))[1] is meta:
-                    out.append(meta)
-                else:  # already stored, or repeated in this batch: the single-item rules decide
-                    out.append(self._add_in(conn, source, meta, document, new_version))
-            return out
-
-        return self._write(f"adding {len(batch)} environments", work)
-
-    def _add_in(
-        self, conn: Connection, source: str, meta: EnvMetadata, document: str, new_version: bool
-    ) -> EnvMetadata:
-        """The rules of :meth:`add` inside a write transaction; ``document`` encodes ``meta``."""
-        prepared = meta
-        name = meta.name
-        if conn.dialect.name == "sqlite":
-            driver = conn.connection.driver_connection
-            assert driver is not None  # open inside a transaction
-            _check_parents(meta)
-            if claim_sqlite(driver, source, meta, document):
-                return meta
-            claim = None  # taken: the full rules below decide
-        else:
-            _lock_names(conn, [name])
-            claim = _INSERT_ENV_IF_NEW.get(conn.dialect.name)
-        if claim is not None:
-            # Common case first: the (name, version) is free. Claiming it in one statement
-            # saves a lookup; a conflict falls through to the full rules below (and a refusal
-            # there rolls back the code stored here).
-            _check_parents(meta)
-            self._store_code(conn, meta.code_hash, source)
-            if conn.execute(claim, codec.row_values(meta, document)).first() is not None:
-                self._store_edges(conn, meta)
-                return meta
-        row = conn.execute(_SELECT_NAME_VERSION, {"name": name, "version": meta.version}).first()
-        if row is not None:
-            if row.code_hash == meta.code_hash:
-                return codec.decode(row.document, env_id=meta.id, where=self.where)
-            if not new_version:
-                raise StoreError(
-                    f"{self.where}: {meta.id} already exists with different code "
-                    f"(stored {row.code_hash[:12]}..., new {meta.code_hash[:12]}...); "
-                    f"pass new_version=True to store it as the next version of {name!r}"
-                )
-            same = conn.execute(_SELECT_NAME_CODE, {"name": name, "code_hash": meta.code_hash}).first()
-            if same is not None:  # this code already is a version of this name
-                return codec.decode(same.document, env_id=same.id, where=self.where)
-            top = conn.execute(_SELECT_MAX_VERSION, {"name": name}).scalar_one()
-            version = int(top) + 1
-            meta = meta.model_copy(update={"version": version, "id": f"{name}-v{version}"})
-            _check_columns(meta)
-        _check_parents(meta)
-        self._store_code(conn, meta.code_hash, source)
-        conn.execute(_INSERT_ENV, codec.row_values(meta, document if meta is prepared else codec.encode(meta)))
-        self._store_edges(conn, meta)
-        return meta
-
-    @staticmethod
-    def _store_code(conn: Connection, digest: str, source: str) -> None:
-        blob = _blob_row(digest, source, _now().isoformat())
-        upsert = _UPSERT_BLOB.get(conn.dialect.name)
-        if upsert is not None:
-            conn.execute(upsert, blob)
-        elif conn.execute(_SELECT_BLOB, {"code_hash": digest}).first() is None:
-            conn.execute(_INSERT_BLOB, blob)
-
-    @staticmethod
-    def _store_edges(conn: Connection, meta: EnvMetadata) -> None:
-        edges = codec.parent_rows(meta)
-        if edges:
-            conn.execute(_INSERT_PARENT, edges)
+        return self._write(
+            f"adding {len(batch)} environments", lambda conn: add_batch(conn, batch, new_version, self.where)
+        )
 
     # --- reading -------------------------------------------------------------------
 
@@ -554,7 +414,7 @@ class EnvStore:
             if updates is None:
                 return meta
             try:
-                new = EnvMetadata.model_validate({**meta.model_dump(), **updates, "updated_at": _now()})
+                new = EnvMetadata.model_validate({**meta.model_dump(), **updates, "updated_at": utcnow()})
             except ValidationError as err:
                 raise StoreError(f"{env_id}: invalid update: {err}") from None
             conn.execute(
@@ -567,45 +427,8 @@ class EnvStore:
         return self._write(action, work)
 
 
-def _lock_names(conn: Connection, names: Iterable[str]) -> None:
-    """Serialise writers of the same names until the transaction ends (PostgreSQL).
-
-    Under READ COMMITTED each statement sees newly committed rows, so without this two
-    writers could both miss each other's "same code under this name" and then store it
-    twice as consecutive versions. SQLite needs nothing: BEGIN IMMEDIATE already admits
-    one writer at a time. Sorted keys: no two writers wait on each other in a cycle.
-    """
-    if conn.dialect.name != "postgresql":
-        return
-    keys = sorted({name_lock_key(n) for n in names})
-    for key in keys:
-        conn.execute(_LOCK_NAME, {"key": key})
-
-
-def _check_columns(meta: EnvMetadata) -> None:
-    """What every backend can index: no NUL in indexed text, parent ids that fit their column,
-    a version every backend's integer column holds."""
-    if meta.version > MAX_VERSION:
-        raise StoreError(f"{meta.id}: version {meta.version} is above the largest a store holds ({MAX_VERSION})")
-    for field_name in ("domain", "skill"):
-        if "\x00" in getattr(meta, field_name):
-            raise StoreError(f"{meta.id}: {field_name} contains a NUL character")
-    for parent in meta.parent_ids:
-        if "\x00" in parent or not 0 < len(parent) <= MAX_ID_LENGTH:
-            raise StoreError(f"{meta.id}: parent id {parent[:40]!r} must be 1-{MAX_ID_LENGTH} characters without NUL")
-
-
 class _Taken(Exception):
     """The id is taken: roll the fast claim back and apply the full rules."""
-
-
-def _check_parents(meta: EnvMetadata) -> None:
-    if meta.id in meta.parent_ids:
-        raise StoreError(f"{meta.id}: an environment cannot be its own parent")
-
-
-def _blob_row(digest: str, source: str, now: str) -> dict[str, Any]:
-    return {"code_hash": digest, "source": source, "size": len(source.encode("utf-8")), "created_at": now}
 
 
 def _status(value: EnvStatus | str) -> EnvStatus:
