@@ -79,7 +79,7 @@ def test_a_repaired_design_credits_the_repair_not_the_first_turn() -> None:
     trained = _trained("gpu", c, est)
     assert trained == {tuple(REPAIR_IDS): pytest.approx(blend)}
     # the CPU shaping option trains the broken first turn too, with its own (negative) reward
-    shaped = _trained("quickstart", c, est)
+    shaped = _trained("tiny", c, est)
     assert shaped[tuple(REPAIR_IDS)] >= blend
     assert shaped[tuple(FIRST_IDS)] == pytest.approx(-0.5 * (1 - design_progress("extract")))
 
@@ -87,7 +87,7 @@ def test_a_repaired_design_credits_the_repair_not_the_first_turn() -> None:
 def test_when_every_attempt_fails_each_is_graded_by_its_own_stage() -> None:
     c = _candidate([_attempt(0, FIRST_IDS, failed_at="extract"), _attempt(1, REPAIR_IDS, failed_at="fuzz")],
                    admitted=False)
-    shaped = _trained("quickstart", c, None)
+    shaped = _trained("tiny", c, None)
     assert shaped[tuple(FIRST_IDS)] == pytest.approx(-0.5 * (1 - design_progress("extract")))
     assert shaped[tuple(REPAIR_IDS)] == pytest.approx(-0.5 * (1 - design_progress("fuzz")))
     assert _trained("gpu", c, None) == {}  # rejection sampling: nothing invalid is trained
