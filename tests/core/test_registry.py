@@ -33,7 +33,7 @@ from spade_core.runners import EnvRunner
 from spade_core.sandbox_settings import SandboxSettings
 from spade_core.store import EnvStore
 
-from spade_core import registry
+from spade_core import registry, seed_index, stored_envs
 
 from . import test_store_backends as backends
 
@@ -284,9 +284,9 @@ def test_stored_envs_run_in_the_sandbox_with_their_domain_allowed_modules(
     from spade_core.plugins import get_plugins
 
     get_plugins().register(runner, name="recording-runner")
-    read = registry._read_stored
-    monkeypatch.setattr(registry, "_read_stored", lambda *args: (runner.events.append(("read", None)), read(*args))[1])
-    env = registry.make_stored_env("guess-v1", url, config=SpadeConfig())
+    read = stored_envs.read_stored
+    monkeypatch.setattr(stored_envs, "read_stored", lambda *args: (runner.events.append(("read", None)), read(*args))[1])
+    env = stored_envs.make_stored_env("guess-v1", url, config=SpadeConfig())
     assert env is runner
     assert runner.events == [
         ("prepare", None),
@@ -318,7 +318,7 @@ def test_import_does_not_prepare_the_runner(
     plugins = SpadePlugins(load_entry_points=False)
     plugins.register(plugin, name="recording-runner")
     reset_plugins(plugins)
-    monkeypatch.setattr(registry, "_indexed_runners", None)
+    monkeypatch.setattr(seed_index, "_indexed_runners", None)
     events = plugin.events
     read = registry._admitted_gym_ids
     monkeypatch.setattr(registry, "_admitted_gym_ids", lambda *args: (events.append(("store", None)), read(*args))[1])
@@ -359,7 +359,7 @@ def test_a_runner_without_prepare_still_runs_store_code(
     from spade_core.plugins import get_plugins
 
     get_plugins().register(runner, name="recording-runner")
-    assert registry.make_stored_env("guess-v1", url, config=SpadeConfig()) is runner
+    assert stored_envs.make_stored_env("guess-v1", url, config=SpadeConfig()) is runner
     assert [kind for kind, _ in runner.events] == ["make"]
     made = runner.events[0][1]
     assert isinstance(made, dict) and made["source"] == GUESS.read_text()
@@ -369,7 +369,7 @@ def test_in_process_execution_of_store_code_is_an_explicit_opt_in(tmp_path: Path
     url = f"sqlite:///{tmp_path / 'store.db'}"
     with EnvStore(url) as store:
         store.add(GUESS.read_text(), guess_meta("guess"))
-    env = registry.make_stored_env("guess-v1", url, config=SpadeConfig(store_envs_run="in-process"))
+    env = stored_envs.make_stored_env("guess-v1", url, config=SpadeConfig(store_envs_run="in-process"))
     assert isinstance(env, ReferenceEnvAdapter)
     obs, _ = env.reset(seed=5)
     assert "thinking of an integer" in obs
@@ -382,7 +382,7 @@ def test_make_of_an_unknown_stored_env_names_it(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'store.db'}"
     EnvStore(url).close()
     with pytest.raises(EnvNotFound, match="'ghost-v1'"):
-        registry.make_stored_env("ghost-v1", url, config=SpadeConfig(store_envs_run="in-process"))
+        stored_envs.make_stored_env("ghost-v1", url, config=SpadeConfig(store_envs_run="in-process"))
 
 
 # --- register() -----------------------------------------------------------------------------
@@ -490,7 +490,7 @@ def test_registration_inserts_specs_without_gym_register(monkeypatch: pytest.Mon
 )
 def test_a_stored_spec_equals_the_spec_gymnasium_would_construct(name: str, version: int, url: str) -> None:
     env_id = f"{name}-v{version}"
-    (cheap,) = registry._stored_specs([f"spade/{env_id}"], url)
+    (cheap,) = stored_envs.stored_specs([f"spade/{env_id}"], url)
     full = EnvSpec(
         id=f"spade/{env_id}", entry_point=registry.STORED_ENTRY_POINT, kwargs={"env_id": env_id, "store_url": url}
     )
@@ -522,7 +522,7 @@ def test_gym_make_of_one_stored_env_does_not_expand_every_spec(tmp_path: Path) -
     with EnvStore(url) as store:
         store.add_many((GUESS.read_text() + f"\n# {i}", guess_meta(f"many{i}", status="admitted")) for i in range(300))
     registry.register(url, seeds=False)
-    env = registry.make_stored_env("many7-v1", url, config=SpadeConfig(store_envs_run="in-process"))
+    env = stored_envs.make_stored_env("many7-v1", url, config=SpadeConfig(store_envs_run="in-process"))
     assert env.reset(seed=1)[0]
     made = gym.make("spade/many7-v1", config=SpadeConfig(store_envs_run="in-process"))
     assert made.reset(seed=1)[0]
@@ -612,8 +612,8 @@ def test_a_make_reads_the_store_document_once(tmp_path: Path, monkeypatch: pytes
         store.add(GUESS.read_text(), guess_meta("once", status="admitted", max_turns=5))
     registry.register(url, seeds=False)
     reads: list[str] = []
-    real = registry._read_stored
-    monkeypatch.setattr(registry, "_read_stored", lambda u, env_id: reads.append(env_id) or real(u, env_id))
+    real = stored_envs.read_stored
+    monkeypatch.setattr(stored_envs, "read_stored", lambda u, env_id: reads.append(env_id) or real(u, env_id))
     env = gym.make("spade/once-v1", config=SpadeConfig(store_envs_run="in-process"))
     assert _time_limits(env) == [5]
     assert reads == ["once-v1"]

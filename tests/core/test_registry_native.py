@@ -27,7 +27,7 @@ from spade_core.metadata import EnvStatus
 from spade_core.store import EnvStore
 from spade_core.store.id_snapshot import names_of
 
-from spade_core import native, registry
+from spade_core import native, registry, stored_envs
 
 from .test_registry import GUESS, clean_registry, guess_meta, home_with_store, puzzle_domain, run_python
 
@@ -71,12 +71,12 @@ def described(spec: EnvSpec) -> tuple[Any, ...]:
 
 
 def python_specs(gym_ids: list[str], names: list[str], url: str = URL) -> dict[str, EnvSpec]:
-    return dict(zip(gym_ids, registry._stored_specs(gym_ids, url, names), strict=True))
+    return dict(zip(gym_ids, stored_envs.stored_specs(gym_ids, url, names), strict=True))
 
 
 def c_specs(gym_ids: list[str], names: list[str], url: str = URL) -> dict[str, EnvSpec]:
     made: dict[str, EnvSpec] = {}
-    _speedups.register_specs(made, registry._spec_class(url), gym_ids, names)
+    _speedups.register_specs(made, stored_envs.spec_class(url), gym_ids, names)
     return made
 
 
@@ -117,7 +117,7 @@ def test_a_later_id_replaces_an_earlier_one_as_dict_update_does() -> None:
     names = names_of(gym_ids, "spade/")
     before = {"spade/b-v1": "kept key order", "x": 1}
     made, expected = dict(before), dict(before)
-    _speedups.register_specs(made, registry._spec_class(URL), gym_ids, names)
+    _speedups.register_specs(made, stored_envs.spec_class(URL), gym_ids, names)
     expected.update(python_specs(gym_ids, names))
     assert list(made) == list(expected) == ["spade/b-v1", "x", "spade/a-v1"]
     assert [described(s) for s in made.values() if isinstance(s, EnvSpec)] == [
@@ -129,7 +129,7 @@ def test_a_later_id_replaces_an_earlier_one_as_dict_update_does() -> None:
 def test_repeated_registration_leaks_no_reference() -> None:
     gym_ids = [f"spade/leak{i}-v{i % 7 + 1}" for i in range(2_000)]
     names = names_of(gym_ids, "spade/")
-    cls = registry._spec_class("sqlite:///leak.db")
+    cls = stored_envs.spec_class("sqlite:///leak.db")
     probes = [cls, gym_ids[0], gym_ids[-1], names[0], names[-1]]
     c_specs(gym_ids, names)  # first use: nothing is cached lazily afterwards
     before, cls_refs = [sys.getrefcount(obj) for obj in probes], sys.getrefcount(cls)
@@ -148,7 +148,7 @@ def test_repeated_registration_leaks_no_reference() -> None:
 @needs_c
 @pytest.mark.parametrize("enabled", [True, False])
 def test_bad_items_are_named_and_what_came_before_stays_consistent(enabled: bool) -> None:
-    cls = registry._spec_class(URL)
+    cls = stored_envs.spec_class(URL)
     gym_ids: list[Any] = ["spade/a-v1", "spade/b-v1", 3, "spade/d-v1"]
     names = ["a", "b", "c", "d"]
     refs = sys.getrefcount(cls)
@@ -178,11 +178,11 @@ def test_bad_items_are_named_and_what_came_before_stays_consistent(enabled: bool
     ],
 )
 def test_wrong_arguments_are_refused_with_what_is_wrong(args: tuple[Any, ...], error: type, message: str) -> None:
-    args = tuple(registry._spec_class(URL) if a == "cls" else a for a in args)
+    args = tuple(stored_envs.spec_class(URL) if a == "cls" else a for a in args)
     with pytest.raises(error, match=message):
         _speedups.register_specs(*args)
     with pytest.raises(TypeError, match="takes 4 arguments"):
-        _speedups.register_specs({}, registry._spec_class(URL), [])
+        _speedups.register_specs({}, stored_envs.spec_class(URL), [])
 
 
 @needs_c

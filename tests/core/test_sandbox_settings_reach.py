@@ -10,8 +10,8 @@ import gymnasium as gym
 import pytest
 from spade_core.config import load_config
 from spade_core.metadata import EnvMetadata, EnvStatus
-from spade_core.registry import make_stored_env
 from spade_core.sandbox_settings import InvalidSandboxSettings, SandboxSettings
+from spade_core.stored_envs import make_stored_env
 
 from .cli_support import open_store, spade
 
@@ -56,7 +56,7 @@ def test_the_active_file_reaches_make_stored_env(spade_home: Path, memory_hog_so
 def test_gym_make_runs_under_the_active_file(spade_home: Path, memory_hog_source: str, tight_sandbox_table: str) -> None:
     env_id = _store_hog(memory_hog_source)
     (spade_home / "spade.toml").write_text(tight_sandbox_table)
-    gym.register(id=f"spade/{env_id}-reach", entry_point="spade_core.registry:make_stored_env", kwargs={"env_id": env_id})
+    gym.register(id=f"spade/{env_id}-reach", entry_point="spade_core.stored_envs:make_stored_env", kwargs={"env_id": env_id})
     try:
         env = gym.make(f"spade/{env_id}-reach")
         with pytest.raises(SandboxMemoryError):

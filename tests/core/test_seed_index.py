@@ -18,10 +18,10 @@ PROBE = """
 import sys, json
 import spade_core
 import gymnasium as gym
-from spade_core import registry
+from spade_core import registry, seed_index
 seeds = sorted(k for k, s in gym.registry.items() if s.entry_point == registry.SEED_ENTRY_POINT)
 plugins_loaded = "pluggy" in sys.modules or "importlib.metadata" in sys.modules
-allowed = registry._allowed_modules("games")
+allowed = seed_index.allowed_modules("games")
 from spade_core.plugins import get_plugins
 expected = tuple(sorted(get_plugins().domains()["games"].allowed_modules))
 print(json.dumps({"seeds": seeds, "plugins_loaded": plugins_loaded, "allowed_ok": allowed == expected}))

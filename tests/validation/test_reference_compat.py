@@ -127,7 +127,7 @@ def test_a_reference_tool_use_source_fuzzes_unchanged():
 
 
 def test_a_reference_tool_use_source_runs_as_gymnasium_makes_a_stored_one():
-    # what registry.make_stored_env builds for a store entry of the tool-use domain
+    # what stored_envs.make_stored_env builds for a store entry of the tool-use domain
     allowed = sorted(get_plugins().domain("tooluse").allowed_modules)
     env = SandboxedEnv(ext("good", "tool_ref_lookup"), allowed_modules=allowed, reward_range=(-0.1, 1.0), max_turns=10)
     try:

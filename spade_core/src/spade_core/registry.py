@@ -6,7 +6,8 @@
   opens it through :func:`spade_core.seeds.make_seed_env`, in a worker process under the
   sandbox's call deadline, or in this process with ``in_process=True``; a seed the plugin
   got wrong is registered to refuse with why, :func:`spade_core.seeds.refused_seed_env`), and
-* every admitted environment of the active store (untrusted code: :func:`make_stored_env`
+* every admitted environment of the active store (untrusted code:
+  :func:`spade_core.stored_envs.make_stored_env`
   hands it to the env runner ``store_envs_run`` names, spade-sandbox's ``sandbox`` by
   default, or runs it in-process only when ``store_envs_run = "in-process"``).
 
@@ -41,11 +42,8 @@ sandbox boots its zygote) runs at the first make from the store.
 from __future__ import annotations
 
 import atexit
-import dataclasses
 import gc
-import sys
 import warnings
-from collections import deque
 from dataclasses import dataclass, field
 from itertools import compress, repeat
 from operator import not_
@@ -56,148 +54,17 @@ from gymnasium.envs.registration import EnvSpec
 from gymnasium.envs.registration import registry as gym_registry
 
 from . import native, seed_index
-from .runners import IN_PROCESS, EnvRunner
 from .store.id_snapshot import names_of
+from .stored_envs import NAMESPACE, PREFIX, STORED_ENTRY_POINT, StoredEnvSpec, read_stored, spec_class, stored_specs
 
 if TYPE_CHECKING:
-    from .config import SpadeConfig
-    from .env import TextEnv
     from .store import EnvStore
 
-NAMESPACE = "spade"
 SEED_ENTRY_POINT = "spade_core.seeds:make_seed_env"
-STORED_ENTRY_POINT = "spade_core.registry:make_stored_env"
 REFUSED_ENTRY_POINT = "spade_core.seeds:refused_seed_env"
 
-_PREFIX = NAMESPACE + "/"
-
-
-class _Derived:
-    """``version`` and ``kwargs`` of a :class:`StoredEnvSpec`: computed from its id on first
-    access and cached in the instance dict (a non-data descriptor: the cached value then
-    shadows it). A descriptor rather than ``__getattr__``: a class with ``__getattr__``
-    makes every attribute read of its instances take the slow path, and ``gymnasium.make``
-    reads ``namespace`` and ``name`` of every registered spec (``find_highest_version``)."""
-
-    def __set_name__(self, owner: type, name: str) -> None:
-        self.name = name
-
-    def __get__(self, spec: StoredEnvSpec | None, owner: type | None = None) -> Any:
-        if spec is None:
-            return self
-        env_id = spec.id[len(_PREFIX) :]
-        values = spec.__dict__
-        values.setdefault("version", int(env_id.rpartition("-v")[2]))
-        values.setdefault("kwargs", {"env_id": env_id, "store_url": type(spec)._store_url})
-        return values[self.name]
-
-
-class _MaxEpisodeSteps:
-    """``max_episode_steps`` of a :class:`StoredEnvSpec`: the environment's ``max_turns``,
-    as a seed spec carries it (the environment truncates there itself; ``TimeLimit`` then
-    agrees with it). Registration reads no document, so the value is read on first access
-    (one indexed row) and cached in the instance dict, like :class:`_Derived`.
-    ``gymnasium.make`` calls the entry point before it reads the field, and
-    :func:`make_stored_env` records the ``max_turns`` of the document it read on the
-    registered spec, so a make reads the store once. A store that cannot be read answers
-    ``None`` (no ``TimeLimit``; the make itself reports the problem)."""
-
-    def __get__(self, spec: StoredEnvSpec | None, owner: type | None = None) -> Any:
-        if spec is None:
-            return self
-        values = spec.__dict__
-        if "max_episode_steps" not in values:
-            values["max_episode_steps"] = _stored_max_turns(type(spec)._store_url, spec.id[len(_PREFIX) :])
-        return values["max_episode_steps"]
-
-
-def _max_steps(max_turns: Any) -> int | None:
-    """A document's ``max_turns`` as a spec's ``max_episode_steps`` (a positive int, else ``None``)."""
-    return max_turns if type(max_turns) is int and max_turns > 0 else None
-
-
-def _stored_max_turns(url: str | None, env_id: str) -> int | None:
-    import json
-
-    if url is None:
-        return None
-    try:
-        return _max_steps(json.loads(_read_stored(url, env_id)[0]).get("max_turns"))
-    except Exception:  # an attribute read must not raise: the make reports what went wrong
-        return None
-
-
-def _note_max_turns(url: str, env_id: str, max_turns: Any) -> None:
-    """Record the ``max_turns`` a make read on the registered spec of ``env_id`` (see
-    :class:`_MaxEpisodeSteps`), unless it was read already."""
-    spec = gym_registry.get(_PREFIX + env_id)
-    if isinstance(spec, StoredEnvSpec) and type(spec)._store_url == url:
-        spec.__dict__.setdefault("max_episode_steps", _max_steps(max_turns))
-
-
-class StoredEnvSpec(EnvSpec):
-    """The spec of an admitted store environment, cheap enough to build 100,000 at import.
-
-    An instance is created without ``EnvSpec.__init__`` and holds only its ``id`` and
-    ``name``, in slots (no per-instance dict is allocated until a derived field is cached:
-    a third of the cost of building one); the store URL is an attribute of its class (one
-    subclass per store, see :func:`_spec_class`); ``version`` and ``kwargs`` are derived on
-    first access (and cached in the instance dict); ``max_episode_steps`` is read from the
-    store on first access (see :class:`_MaxEpisodeSteps`); every other field is the
-    class-level default. It is a real ``EnvSpec``: ``gymnasium.make``, ``pprint_registry``,
-    ``to_json`` and ``dataclasses.replace`` see the values a constructed spec would have, and pickling
-    or copying gives a plain ``EnvSpec`` with those values.
-    """
-
-    # ``EnvSpec`` declares ``id`` and ``name`` without class-level defaults, so slots of the
-    # same names take their place; the base class still provides ``__dict__``.
-    __slots__ = ("id", "name")
-
-    entry_point = STORED_ENTRY_POINT
-    namespace = NAMESPACE
-    additional_wrappers = ()
-    version = _Derived()
-    kwargs = _Derived()
-    max_episode_steps = _MaxEpisodeSteps()
-    _store_url: str | None = None
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        init = {f.name: getattr(self, f.name) for f in dataclasses.fields(EnvSpec) if f.init}
-        return (_plain_spec, (init,))
-
-
-def _plain_spec(init: dict[str, Any]) -> EnvSpec:
-    return EnvSpec(**init)
-
-
-_spec_classes: dict[str | None, type[StoredEnvSpec]] = {}
-
-
-def _spec_class(store_url: str) -> type[StoredEnvSpec]:
-    """The StoredEnvSpec subclass of one store (a handful per process at most)."""
-    cls = _spec_classes.get(store_url)
-    if cls is None:
-        cls = type("StoredEnvSpec", (StoredEnvSpec,), {"_store_url": store_url, "__module__": __name__})
-        _spec_classes[store_url] = cls
-    return cls
-
-
-_set_id = vars(StoredEnvSpec)["id"].__set__  # the slot descriptors
-_set_name = vars(StoredEnvSpec)["name"].__set__
-
-
-def _stored_specs(gym_ids: list[str], store_url: str, names: list[str] | None = None) -> list[StoredEnvSpec]:
-    """Specs for ``spade/<id>`` ids (and their names, derived when not given): the hot
-    path of registration.
-
-    One object per id holding ``id`` and ``name``, created and filled by C-level iteration
-    (no Python frame per id). ``name`` is set eagerly because ``gymnasium.make`` reads the
-    namespace and name of every registered spec (``find_highest_version``) on each call.
-    """
-    specs = list(map(object.__new__, repeat(_spec_class(store_url), len(gym_ids))))
-    deque(map(_set_id, specs, gym_ids), maxlen=0)
-    deque(map(_set_name, specs, names if names is not None else names_of(gym_ids, _PREFIX)), maxlen=0)
-    return specs
+__all__ = ["NAMESPACE", "REFUSED_ENTRY_POINT", "SEED_ENTRY_POINT", "STORED_ENTRY_POINT", "Registration", "register",
+           "register_on_import"]
 
 
 @dataclass
@@ -297,16 +164,16 @@ def _admitted_gym_ids(
             if path is not None:
                 if not path.exists():
                     return [], []  # no store yet: nothing admitted, and do not create one
-                found = sqlite_reader.admitted_snapshot(path, _PREFIX)
+                found = sqlite_reader.admitted_snapshot(path, PREFIX)
                 if found is not None:
                     return found
             from .store import EnvStore
 
             with EnvStore(url, create=False) as opened:  # other databases; stores to migrate
-                gym_ids = [_PREFIX + env_id for env_id in opened.admitted_ids()]
+                gym_ids = [PREFIX + env_id for env_id in opened.admitted_ids()]
         else:
-            gym_ids = [_PREFIX + env_id for env_id in store.admitted_ids()]
-        return gym_ids, names_of(gym_ids, _PREFIX)
+            gym_ids = [PREFIX + env_id for env_id in store.admitted_ids()]
+        return gym_ids, names_of(gym_ids, PREFIX)
     except StoreError as exc:
         result.problem(f"spade_core: environments of the store were not registered: {exc}")
     except Exception as exc:
@@ -386,10 +253,10 @@ def _register_stored_specs(gym_ids: list[str], names: list[str] | None, url: str
                 del gym_registry[gym_id]
                 removed += 1
     if _speedups is None:
-        gym_registry.update(zip(gym_ids, _stored_specs(gym_ids, url, names), strict=True))
+        gym_registry.update(zip(gym_ids, stored_specs(gym_ids, url, names), strict=True))
     else:  # the same specs in the same order, made and inserted in one C loop
         _speedups.register_specs(
-            gym_registry, _spec_class(url), gym_ids, names_of(gym_ids, _PREFIX) if names is None else names
+            gym_registry, spec_class(url), gym_ids, names_of(gym_ids, PREFIX) if names is None else names
         )
     _registered_stored[:] = gym_ids
     clashes = sorted(gym_id for gym_id, spec in seed_specs.items() if gym_registry[gym_id] is not spec)
@@ -412,7 +279,7 @@ def _stores_the_seed(url: str, gym_id: str, seed: EnvSpec) -> bool:
     registered under the same id (line endings normalised, as the store keeps code). Any
     problem reading either answers ``False``, so the clash is reported."""
     try:
-        _, stored = _read_stored(url, gym_id[len(_PREFIX) :])
+        _, stored = read_stored(url, gym_id[len(PREFIX) :])
         source = Path(seed.kwargs["path"]).read_text(encoding="utf-8")
     except Exception:
         return False
@@ -486,23 +353,10 @@ def _register_seed(
     result.seeds.append(gym_id)
 
 
-def _plugins_loaded() -> bool:
-    """Whether the process-wide plugin set is loaded (without importing pluggy to ask)."""
-    module = sys.modules.get(f"{__package__}.plugins")
-    return module is not None and getattr(module, "_plugins", None) is not None
-
-
-#: Allowed modules per domain and the env runners, from the seed index while the plugins
-#: are not loaded.
-_indexed_allowed_modules: dict[str, list[str]] | None = None
-_indexed_runners: dict[str, EnvRunner] | None = None
-
-
 def _register_indexed_seeds(indexed: dict[str, Any], result: Registration) -> bool:
     """Register the seeds of a valid seed index; ``False`` (nothing registered) when the
     plugins are already loaded or the index names an id that is taken."""
-    global _indexed_allowed_modules, _indexed_runners
-    if _plugins_loaded():
+    if seed_index.plugins_loaded():
         return False
     seeds = indexed["seeds"]
     if any(seed["gym_id"] in gym_registry for seed in seeds):
@@ -510,8 +364,7 @@ def _register_indexed_seeds(indexed: dict[str, Any], result: Registration) -> bo
     for seed in seeds:
         _register_seed(seed["gym_id"], seed["path"], seed["class_name"], seed["max_turns"], seed["domain"], result,
                        tuple(seed["reward_range"]))
-    _indexed_allowed_modules = indexed["allowed_modules"]
-    _indexed_runners = indexed["runners"]
+    seed_index.remember(indexed)
     return True
 
 
@@ -540,100 +393,3 @@ def _save_seed_index() -> None:
 # --- entry points: called by gymnasium.make -------------------------------------------------
 
 
-def make_stored_env(
-    env_id: str, store_url: str | None = None, render_mode: str | None = None, config: SpadeConfig | None = None
-) -> TextEnv:
-    """An admitted store environment, run by the env runner ``store_envs_run`` names
-    (``"sandbox"`` by default: spade-sandbox's, see :mod:`spade_core.runners`), or in this
-    process when the configuration says ``store_envs_run = "in-process"``.
-
-    ``config`` is the configuration the caller loaded (``None``: the active one, as
-    ``gymnasium.make`` from a fresh interpreter has it). Raises
-    :class:`~spade_core.errors.UntrustedCodeError` when no loaded plugin provides the runner
-    and in-process execution was not chosen.
-    """
-    import json
-
-    if config is None:
-        from .run_settings import run_settings  # pydantic only when the config needs it
-
-        settings = run_settings()
-        default_url, run, sandbox = settings.store_url, settings.store_envs_run, settings.sandbox
-    else:
-        default_url, run, sandbox = config.resolved_store_url, config.store_envs_run, config.sandbox
-    url = store_url or default_url
-    runner = None if run == IN_PROCESS else env_runner(run)
-    if runner is not None:
-        runner.run_prepare()  # before the store is read: its work overlaps ours
-    document, source = _read_stored(url, env_id)
-    info = json.loads(document)
-    max_turns = info.get("max_turns")
-    _note_max_turns(url, env_id, max_turns)
-    reward_range = tuple(info.get("reward_range") or (0.0, 1.0))
-    if run == IN_PROCESS:
-        from .env import ReferenceEnvAdapter
-        from .source import instantiate, load_trusted_class
-
-        cls = load_trusted_class(source, info.get("class_name"), source_name=env_id)
-        return ReferenceEnvAdapter(
-            lambda: instantiate(cls), max_turns=max_turns, reward_range=reward_range, render_mode=render_mode
-        )
-    if runner is None:
-        from .errors import UntrustedCodeError
-
-        raise UntrustedCodeError(
-            f"{env_id} comes from the store and is untrusted: it runs only in the {run}, and no loaded "
-            f"plugin provides the {run!r} env runner (spade-sandbox is not installed, or SPADE_PLUGINS / "
-            "the config's 'plugins' leaves it out). Install it (pip install spade-sandbox), or, for code "
-            'you trust, opt in with store_envs_run = "in-process" under [spade] in spade.toml.'
-        )
-    return runner.make_env(
-        source,
-        max_turns=max_turns,
-        allowed_modules=_allowed_modules(info.get("domain")),
-        reward_range=reward_range,
-        class_name=info.get("class_name"),
-        render_mode=render_mode,
-        sandbox=sandbox,
-    )
-
-
-def env_runner(name: str) -> EnvRunner | None:
-    """The env runner registered as ``name`` (:mod:`spade_core.runners`), or ``None``: from
-    the seed index while the plugins are not loaded (no plugin is imported), else from the
-    process-wide plugin set."""
-    if _indexed_runners is not None and not _plugins_loaded():
-        return _indexed_runners.get(name)
-    from .plugins import get_plugins
-
-    return get_plugins().env_runners().get(name)
-
-
-def _read_stored(url: str, env_id: str) -> tuple[str, str]:
-    from .store import sqlite_reader
-
-    path = sqlite_reader.sqlite_path(url)
-    if path is not None:
-        if not path.exists():
-            from .errors import StoreError
-
-            raise StoreError(f"{path}: store file does not exist")
-        found = sqlite_reader.document_and_source(path, env_id)
-        if found is not None:
-            return found
-    from .store import EnvStore
-
-    with EnvStore(url, create=False) as store:
-        meta = store.get(env_id)
-        return meta.model_dump_json(), store.get_source(meta.code_hash)
-
-
-def _allowed_modules(domain: str | None) -> tuple[str, ...]:
-    if not domain:
-        return ()
-    if _indexed_allowed_modules is not None and not _plugins_loaded():
-        return tuple(_indexed_allowed_modules.get(domain, ()))
-    from .plugins import get_plugins
-
-    found = get_plugins().domains().get(domain)
-    return tuple(sorted(found.allowed_modules)) if found is not None else ()

@@ -1,6 +1,7 @@
 """What the plugins gave ``import spade_core`` last time, kept so the next interpreter need
 not load them: the seed environments to register, each domain's allowed modules and the
-runners of store code (:mod:`spade_core.runners`).
+runners of store code (:mod:`spade_core.runners`); and what this process answers from it
+while the plugins are not loaded (:func:`env_runner`, :func:`allowed_modules`).
 
 Loading the plugins costs a fresh interpreter about 0.08 s (``importlib.metadata`` to find
 the entry points, pluggy, every plugin package), more than registering 100,000 store
@@ -28,7 +29,10 @@ from __future__ import annotations
 import json
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .runners import EnvRunner
 
 FORMAT = 3  # 2: the env runners are kept too; 3: each seed's reward range
 DISABLE_VAR = "SPADE_SEED_INDEX"
@@ -170,3 +174,48 @@ def save(
             os.unlink(tmp)
         except OSError:
             pass
+
+
+def plugins_loaded() -> bool:
+    """Whether the process-wide plugin set is loaded (without importing pluggy to ask)."""
+    module = sys.modules.get(f"{__package__}.plugins")
+    return module is not None and getattr(module, "_plugins", None) is not None
+
+
+#: Allowed modules per domain and the env runners, from the seed index while the plugins
+#: are not loaded (:func:`remember`).
+_indexed_allowed_modules: dict[str, list[str]] | None = None
+_indexed_runners: dict[str, EnvRunner] | None = None
+
+
+def remember(indexed: dict[str, Any]) -> None:
+    """Answer :func:`env_runner` and :func:`allowed_modules` from ``indexed`` (what
+    :func:`load` returned, its seeds registered) while the plugins are not loaded."""
+    global _indexed_allowed_modules, _indexed_runners
+    _indexed_allowed_modules = indexed["allowed_modules"]
+    _indexed_runners = indexed["runners"]
+
+
+def env_runner(name: str) -> EnvRunner | None:
+    """The env runner registered as ``name`` (:mod:`spade_core.runners`), or ``None``: from
+    the seed index while the plugins are not loaded (no plugin is imported), else from the
+    process-wide plugin set."""
+    if _indexed_runners is not None and not plugins_loaded():
+        return _indexed_runners.get(name)
+    from .plugins import get_plugins
+
+    return get_plugins().env_runners().get(name)
+
+
+def allowed_modules(domain: str | None) -> tuple[str, ...]:
+    """The modules environments of ``domain`` may import: from the seed index while the
+    plugins are not loaded, else from the process-wide plugin set (none for an unknown or
+    empty domain)."""
+    if not domain:
+        return ()
+    if _indexed_allowed_modules is not None and not plugins_loaded():
+        return tuple(_indexed_allowed_modules.get(domain, ()))
+    from .plugins import get_plugins
+
+    found = get_plugins().domains().get(domain)
+    return tuple(sorted(found.allowed_modules)) if found is not None else ()

@@ -73,7 +73,7 @@ def open_trusted_env(
     except (SyntaxError, ValueError, RecursionError, MemoryError, EnvContractError):
         declared = None  # the load reports a source that does not parse
     reward_range = declared or (tuple(reward_range) if reward_range else None)  # type: ignore[assignment]
-    from .registry import env_runner
+    from .seed_index import env_runner
 
     runner = None if in_process else env_runner(SANDBOX)
     if runner is None:

@@ -3,7 +3,7 @@
 A fresh interpreter's first ``gymnasium.make`` of a stored environment waits for the
 zygote's boot (~0.1 s, mostly pre-importing the allowed modules). :func:`prepare`, the
 ``prepare`` of the sandbox's runner (:data:`spade_sandbox.plugin.RUNNER`), is called by
-:func:`spade_core.registry.make_stored_env` before it reads the store: the boot then
+:func:`spade_core.stored_envs.make_stored_env` before it reads the store: the boot then
 overlaps reading the store and importing the pool instead of following them. Nothing is
 started before that first make: importing a package starts no process. The core calls
 :func:`prepare` through the runner: it never imports this package itself.
