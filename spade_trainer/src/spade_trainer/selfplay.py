@@ -534,6 +534,9 @@ class SelfPlayRun:
     def update(self, samples: Sequence[PolicySample], record: IterationRecord) -> StepReport:
         """One GRPO step of the shared policy on both roles' samples (the learner's)."""
         self._phase("updating the policy")
+        release = getattr(self.policy, "release", None)
+        if release is not None:
+            release()  # no key/value cache computed by these weights may outlive them
         return_freed_memory()  # what the rollouts freed, before the update's own peak
         t0 = time.perf_counter()
         report = self.learner.step(samples)
