@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from spade_sandbox.errors import SandboxCrash, SandboxRequestError, StaticCheckError
 from spade_sandbox.static import check_source
-from spade_sandbox.worker import Instances
+from spade_sandbox.worker_instances import Instances
 
 from spade_sandbox import SandboxPool
 

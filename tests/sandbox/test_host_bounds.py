@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from spade_sandbox.errors import EnvContractViolation
 from spade_sandbox.replies import check_info_size
 
-from spade_sandbox import protocol, worker
+from spade_sandbox import protocol, worker_replies
 
 scalars = st.one_of(
     st.none(), st.booleans(), st.integers(-(2**63), 2**63 - 1), st.floats(allow_nan=False),
@@ -49,8 +49,8 @@ def _roundtrip(value: Any) -> Any:
 
 def _worker_accepts(info: dict[str, Any], limit: int) -> bool:
     try:
-        worker.wire_value(info, text_limit=limit)
-    except worker.ContractBroken:
+        worker_replies.wire_value(info, text_limit=limit)
+    except worker_replies.ContractBroken:
         return False
     return True
 
@@ -108,7 +108,7 @@ def test_every_valid_single_reply_fits_the_frame_limit(limit, data):
     wide = st.characters(min_codepoint=0x10000, max_codepoint=0x10FFFF)
     obs = data.draw(st.text(wide, min_size=limit, max_size=limit))
     note = data.draw(st.text(wide, min_size=limit, max_size=limit))
-    info = worker.wire_value({"note": note, "more": list(range(100))}, text_limit=limit)
+    info = worker_replies.wire_value({"note": note, "more": list(range(100))}, text_limit=limit)
     frame = protocol.encode(["ok", [obs, 1.0, False, False, info]])
     assert len(frame) <= protocol.reply_bytes_limit(limit)
     solution = protocol.encode(["ok", [note[i : i + 1] for i in range(limit)]])

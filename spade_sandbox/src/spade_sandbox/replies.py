@@ -4,7 +4,7 @@ again before the pool returns it.
 The worker applied the environment contract (:mod:`spade_core.contract`) before it
 converted a value; these check the decoded reply as a worker that follows the protocol
 sends it (exact msgpack types: a float reward, bool flags, a dict info within the size
-budget of ``worker.wire_value``), with the contract's messages where the rule is the
+budget of ``worker_replies.wire_value``), with the contract's messages where the rule is the
 contract's. A reply that is no reply the request allows is described by
 :func:`what_came`, never by its content.
 
@@ -39,7 +39,7 @@ def _check_info(value: Any, method: str, limit: int = 65_536) -> dict[str, Any]:
 
 
 def check_info_size(info: Any, method: str, limit: int) -> None:
-    """The worker's budget (``worker.wire_value``) applied again to the decoded value:
+    """The worker's budget (``worker_replies.wire_value``) applied again to the decoded value:
     at most :data:`protocol.MAX_INFO_ITEMS` values (containers included, keys not), no
     deeper than :data:`protocol.MAX_INFO_DEPTH` below ``info``, at most ``limit``
     characters of str/bytes values. Iterative: the value came from an untrusted worker."""

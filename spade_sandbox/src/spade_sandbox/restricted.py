@@ -57,7 +57,7 @@ from .errors import (
     SandboxUnavailable,
 )
 from .limits import SandboxLimits
-from .worker import Interrupt
+from .worker_replies import Interrupt
 
 _UNDERSCORE_ERROR = re.compile(r'"(\w+)" is an invalid (?:variable|attribute) name because it starts with "_"')
 
@@ -302,7 +302,8 @@ class RestrictedBackend:
     def start_worker(
         self, worker_id: int, key: protocol.WorkerKey, spec: dict[str, Any], limits: SandboxLimits
     ) -> InProcessLink:
-        from .worker import Instances, classify
+        from .worker_instances import Instances
+        from .worker_replies import classify
 
         if spec.get("require_secure", True):
             raise SandboxUnavailable(
