@@ -208,14 +208,77 @@ def rejections(console: Console) -> None:
     console.print(table)
 
 
-def main(argv: list[str] | None = None) -> None:
+#: Files ``commands`` times: seed games and environments written elsewhere, as files.
+COMMAND_FILES = (
+    "plugins/games/src/spade_games/envs/code_breaker.py",
+    "plugins/games/src/spade_games/envs/fog_maze.py",
+    "tests/validation/corpus_ext/good/ref_high_low.py",
+    "tests/validation/corpus_ext/good/tool_ref_lookup.py",
+)
+
+
+def _baseline_env(baseline: Path | None) -> dict[str, str] | None:
+    """An environment whose PYTHONPATH puts a baseline checkout's packages first."""
+    if baseline is None:
+        return None
+    paths = sorted(str(p) for p in baseline.glob("*/src")) + sorted(str(p) for p in baseline.glob("plugins/*/src"))
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
+
+
+def commands(console: Console, baseline: Path | None = None, repeats: int = REPEATS) -> None:
+    """``spade validate FILE`` and ``spade fuzz FILE`` (200 examples) as whole processes, as
+    a user runs them: median wall seconds of ``repeats`` runs each; with a baseline checkout
+    (``--baseline DIR``), its run alternates with this one's and the ratio is taken pair by
+    pair (the machine's speed drifts, a pair shares it)."""
+    import subprocess
     import sys
 
-    parts = {"rejections": rejections, "latency": latency, "throughput": throughput, "seeding": seeding}
-    chosen = [a for a in (argv if argv is not None else sys.argv[1:]) if a in parts] or list(parts)
+    root = Path(__file__).resolve().parent.parent
+    spade = [sys.executable, "-c", "from spade_core.app.cli import main; main()"]
+    base_env = _baseline_env(baseline)
+    table = Table(title=f"spade validate / spade fuzz FILE, whole process (median of {repeats})")
+    for col in ("file", "command", "this s", "baseline s", "ratio"):
+        table.add_column(col, justify="left" if col in ("file", "command") else "right")
+
+    def run(cmd: list[str], env: dict[str, str] | None) -> float:
+        t0 = time.perf_counter()
+        subprocess.run(cmd, cwd=root, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+        return time.perf_counter() - t0
+
+    for rel in COMMAND_FILES:
+        for verb in ("validate", "fuzz"):
+            cmd = [*spade, verb, rel, "--json"]
+            run(cmd, None)  # warm the page cache and the seed index
+            ours, theirs, ratios = [], [], []
+            for _ in range(repeats):
+                ours.append(run(cmd, None))
+                if base_env is not None:
+                    theirs.append(run(cmd, base_env))
+                    ratios.append(ours[-1] / theirs[-1])
+            table.add_row(Path(rel).stem, verb, f"{statistics.median(ours):.2f}",
+                          f"{statistics.median(theirs):.2f}" if theirs else "-",
+                          f"{statistics.median(ratios):.2f}x" if ratios else "-")
+    console.print(table)
+    console.print(f"load average at the end: {' / '.join(f'{x:.1f}' for x in os.getloadavg())}")
+
+
+def main(argv: list[str] | None = None) -> None:
+    import argparse
+    import sys
+
+    parts = {"rejections": rejections, "latency": latency, "throughput": throughput, "seeding": seeding,
+             "commands": commands}
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("parts", nargs="*", default=[], help=f"any of {', '.join(parts)} (default: all but commands)")
+    parser.add_argument("--baseline", type=Path, default=None, help="a checkout to time `commands` against")
+    args = parser.parse_args(argv if argv is not None else sys.argv[1:])
+    chosen = [p for p in args.parts if p in parts]  # `python -m bench validation` passes its own words
     console = Console()
-    for name in chosen:
-        parts[name](console)
+    for name in chosen or [p for p in parts if p != "commands"]:
+        if name == "commands":
+            commands(console, args.baseline)
+        else:
+            parts[name](console)
 
 
 if __name__ == "__main__":

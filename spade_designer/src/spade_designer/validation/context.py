@@ -7,10 +7,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from spade_core.domains import Domain
+from spade_core.errors import PluginError
 from spade_core.metadata import EnvMetadata, Finding
 
 from .codes import Reason, Stage
 from .config import ValidationConfig
+from .errors import ValidationInputError
 from .runner import FATAL, Bounds, EnvRunner, Instance, Rejection
 
 
@@ -185,3 +187,100 @@ class Run:
     def full_reward_threshold(self) -> float:
         lo, hi = self.candidate.reward_range
         return lo + self.config.full_reward_fraction * (hi - lo)
+
+
+def new_run(
+    source: str,
+    *,
+    metadata: EnvMetadata | None,
+    domain: Domain | str | None,
+    hint: str | None,
+    config: ValidationConfig,
+) -> Run:
+    """The run of one candidate: what the pipeline knows of it (:class:`Candidate`: its
+    turn cap, the reward range enforced, its class, modules, declarations and hint) from
+    the source, its metadata and its domain. Raises :class:`ValidationInputError` on
+    arguments of the wrong type."""
+    from spade_core.env import declares_fixed_instance
+
+    if not isinstance(source, str):
+        raise ValidationInputError(f"source must be str, got {type(source).__name__}")
+    if metadata is not None and not isinstance(metadata, EnvMetadata):
+        raise ValidationInputError(f"metadata must be EnvMetadata, got {type(metadata).__name__}")
+    dom = resolve_domain(domain, metadata, source=source)
+    reward_range, where = reward_range_for(source, metadata, dom, config)
+    candidate = Candidate(
+        source=source,
+        max_turns=metadata.max_turns if metadata else config.default_max_turns,
+        reward_range=reward_range,
+        class_name=metadata.class_name if metadata else None,
+        allowed_modules=tuple(sorted(dom.allowed_modules)) if dom else (),
+        nondeterministic=metadata.nondeterministic if metadata else False,
+        fixed_instance=(metadata.fixed_instance if metadata else False) or declares_fixed_instance(source),
+        hint=hint if hint is not None else (metadata.hint if metadata else None),
+        env_id=metadata.id if metadata else None,
+        description=metadata.description if metadata else "",
+    )
+    run = Run(candidate=candidate, config=config, runner=None, domain=dom, metadata=metadata)
+    run.reward_range_source = where
+    return run
+
+
+def resolve_domain(domain: Domain | str | None, metadata: EnvMetadata | None, *, source: str | None = None) -> Domain | None:
+    """The domain object for a name (or the metadata's domain); ``None`` when not installed.
+
+    With neither (or a metadata domain that no plugin provides) and a ``source``, the
+    domain whose helper module provides a base the source subclasses without importing
+    it (:func:`spade_core.domains.domain_for_source`: a reference tool-use environment
+    subclassing ``ToolUseBaseEnv`` is the tool-use domain's), so such a source loads
+    unchanged without ``--domain``.
+    """
+    if isinstance(domain, Domain):
+        return domain
+    name = domain if isinstance(domain, str) else (metadata.domain if metadata else None)
+    from spade_core.plugins import get_plugins
+
+    if name is not None:
+        try:
+            return get_plugins().domain(name)
+        except PluginError as exc:
+            if isinstance(domain, str):  # asked for explicitly: the caller must know
+                raise ValidationInputError(str(exc)) from None
+            # metadata names a domain whose plugin is not installed: inferred, or generic probes
+    if source is None:
+        return None
+    from spade_core.domains import domain_for_source
+
+    try:
+        return domain_for_source(source, get_plugins().domains().values())
+    except PluginError:
+        return None
+
+
+def reward_range_for(
+    source: str, metadata: EnvMetadata | None, domain: Domain | None, config: ValidationConfig
+) -> tuple[tuple[float, float], str]:
+    """The reward range the validator enforces, and where it comes from.
+
+    In order: the class attribute ``reward_range`` the source declares
+    (:func:`spade_core.env.declared_reward_range`, the old Gym convention, inherited from
+    bases in the same source); the metadata's, when it was set explicitly; the domain's
+    (the tool-use domain's [-0.1, 1], as its reference base gives -0.1 for a format error);
+    ``config.default_reward_range``. A malformed declaration is the static stage's to report.
+    """
+    from spade_core.env import declared_reward_range
+    from spade_core.errors import EnvContractError
+
+    try:
+        declared = declared_reward_range(source, metadata.class_name if metadata else None)
+    except (SyntaxError, ValueError, RecursionError, MemoryError, EnvContractError):
+        declared = None
+    if declared is not None:
+        return declared, "class attribute"
+    if metadata is not None and "reward_range" in metadata.model_fields_set:
+        return tuple(metadata.reward_range), "metadata"  # type: ignore[return-value]
+    if domain is not None:
+        return tuple(domain.reward_range), "domain"  # type: ignore[return-value]
+    return tuple(config.default_reward_range), "default"  # type: ignore[return-value]
+
+

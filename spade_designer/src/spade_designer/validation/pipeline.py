@@ -23,9 +23,8 @@ from spade_core.metadata import EnvMetadata, Finding, ValidationReport
 
 from .codes import STAGE_ORDER, Reason, Stage
 from .config import ValidationConfig
-from .context import Candidate, Run
+from .context import Run, new_run, resolve_domain, reward_range_for  # noqa: F401 (re-exported)
 from .descriptions import plugin_embedder
-from .errors import ValidationInputError
 from .minhash import MinHasher, NoveltyIndex
 from .processes import CALLER_STAGES, PoolRecipe, SandboxJob, ValidatorProcesses, pool_recipe, sandbox_stages
 from .runner import EnvRunner, Rejection
@@ -276,26 +275,6 @@ class Validator:
 
     # ------------------------------------------------------------------------------------
 
-    def _candidate(self, source: Any, metadata: EnvMetadata | None, domain: Domain | None, hint: str | None, config: ValidationConfig) -> Candidate:
-        from spade_core.env import declares_fixed_instance
-
-        if not isinstance(source, str):
-            raise ValidationInputError(f"source must be str, got {type(source).__name__}")
-        if metadata is not None and not isinstance(metadata, EnvMetadata):
-            raise ValidationInputError(f"metadata must be EnvMetadata, got {type(metadata).__name__}")
-        return Candidate(
-            source=source,
-            max_turns=metadata.max_turns if metadata else config.default_max_turns,
-            reward_range=reward_range_for(source, metadata, domain, config)[0],
-            class_name=metadata.class_name if metadata else None,
-            allowed_modules=tuple(sorted(domain.allowed_modules)) if domain else (),
-            nondeterministic=metadata.nondeterministic if metadata else False,
-            fixed_instance=(metadata.fixed_instance if metadata else False) or declares_fixed_instance(source),
-            hint=hint if hint is not None else (metadata.hint if metadata else None),
-            env_id=metadata.id if metadata else None,
-            description=metadata.description if metadata else "",
-        )
-
     def _run(
         self,
         source: str,
@@ -305,11 +284,8 @@ class Validator:
         hint: str | None,
         config: ValidationConfig,
     ) -> Run:
-        dom = resolve_domain(domain, metadata, source=source if isinstance(source, str) else None)
-        run = Run(candidate=self._candidate(source, metadata, dom, hint, config), config=config, runner=None, domain=dom)
-        run.reward_range_source = reward_range_for(source, metadata, dom, config)[1] if isinstance(source, str) else "default"
+        run = new_run(source, metadata=metadata, domain=domain, hint=hint, config=config)
         run.novelty = self.novelty
-        run.metadata = metadata
         run.alternate = self.alternate_pool
         return run
 
@@ -362,64 +338,6 @@ def combine(parts: Sequence[ValidationReport]) -> ValidationReport:
         feasibility_proven=any(p.feasibility_proven for p in parts),
         duplicate_of=next((p.duplicate_of for p in parts if p.duplicate_of), None),
     )
-
-
-def resolve_domain(domain: Domain | str | None, metadata: EnvMetadata | None, *, source: str | None = None) -> Domain | None:
-    """The domain object for a name (or the metadata's domain); ``None`` when not installed.
-
-    With neither (or a metadata domain that no plugin provides) and a ``source``, the
-    domain whose helper module provides a base the source subclasses without importing
-    it (:func:`spade_core.domains.domain_for_source`: a reference tool-use environment
-    subclassing ``ToolUseBaseEnv`` is the tool-use domain's), so such a source loads
-    unchanged without ``--domain``.
-    """
-    if isinstance(domain, Domain):
-        return domain
-    name = domain if isinstance(domain, str) else (metadata.domain if metadata else None)
-    from spade_core.plugins import get_plugins
-
-    if name is not None:
-        try:
-            return get_plugins().domain(name)
-        except PluginError as exc:
-            if isinstance(domain, str):  # asked for explicitly: the caller must know
-                raise ValidationInputError(str(exc)) from None
-            # metadata names a domain whose plugin is not installed: inferred, or generic probes
-    if source is None:
-        return None
-    from spade_core.domains import domain_for_source
-
-    try:
-        return domain_for_source(source, get_plugins().domains().values())
-    except PluginError:
-        return None
-
-
-def reward_range_for(
-    source: str, metadata: EnvMetadata | None, domain: Domain | None, config: ValidationConfig
-) -> tuple[tuple[float, float], str]:
-    """The reward range the validator enforces, and where it comes from.
-
-    In order: the class attribute ``reward_range`` the source declares
-    (:func:`spade_core.env.declared_reward_range`, the old Gym convention, inherited from
-    bases in the same source); the metadata's, when it was set explicitly; the domain's
-    (the tool-use domain's [-0.1, 1], as its reference base gives -0.1 for a format error);
-    ``config.default_reward_range``. A malformed declaration is the static stage's to report.
-    """
-    from spade_core.env import declared_reward_range
-    from spade_core.errors import EnvContractError
-
-    try:
-        declared = declared_reward_range(source, metadata.class_name if metadata else None)
-    except (SyntaxError, ValueError, RecursionError, MemoryError, EnvContractError):
-        declared = None
-    if declared is not None:
-        return declared, "class attribute"
-    if metadata is not None and "reward_range" in metadata.model_fields_set:
-        return tuple(metadata.reward_range), "metadata"  # type: ignore[return-value]
-    if domain is not None:
-        return tuple(domain.reward_range), "domain"  # type: ignore[return-value]
-    return tuple(config.default_reward_range), "default"  # type: ignore[return-value]
 
 
 def execute(
