@@ -1,8 +1,11 @@
 """One view over every environment a user can name: the store's and the plugins' seeds.
 
-``spade list``, ``spade show`` and ``spade play`` resolve ids here. Store environments are
-untrusted generated code; seed environments ship with an installed plugin and are
-trusted. :class:`CatalogEntry` keeps that difference visible (``kind``).
+``spade list``, ``spade show`` and ``spade play`` resolve ids here; :class:`Catalog` is the
+same view as one object (the plugins and the store together), handed whole to what lists,
+resolves and reads environments beyond a single command: ``spade serve``'s served
+environments, the browser page, the TRL adapter. Store environments are untrusted generated
+code; seed environments ship with an installed plugin and are trusted. :class:`CatalogEntry`
+keeps that difference visible (``kind``).
 """
 
 from __future__ import annotations
@@ -113,6 +116,54 @@ def learnability_of(m: EnvMetadata) -> dict[str, Any] | None:
     """The newest learnability measurement recorded with ``m`` (``spade experiment learn``), as JSON."""
     found = next((s.learnability for s in reversed(m.stats) if s.learnability is not None), None)
     return found.model_dump(mode="json") if found is not None else None
+
+
+@dataclass(frozen=True)
+class Catalog:
+    """Every environment a user can name, the plugins' seeds and the store's, as one object:
+    whoever lists, resolves or reads environments holds this, never the plugins and the
+    store apart (``spade_serve.catalog.build_catalog`` serves a selection of it)."""
+
+    plugins: SpadePlugins
+    store: EnvStore
+
+    def resolve(self, env_ref: str, *, seeds: bool = True) -> CatalogEntry:
+        """:func:`resolve`; ``seeds=False`` looks in the store alone, for ``env_ref`` as
+        given (``spade serve --all`` lists every seed up front). :class:`EnvNotFound` when
+        nothing answers to it."""
+        if seeds:
+            return resolve(env_ref, self.plugins, self.store)
+        return CatalogEntry("store", self.store.resolve(_strip_namespace(env_ref)))
+
+    def seeds(self, *, domain: str | None = None, skill: str | None = None) -> list[CatalogEntry]:
+        """The seed environments of every installed domain (:func:`seed_entries`)."""
+        return seed_entries(self.plugins, domain=domain, skill=skill)
+
+    def stored(
+        self,
+        *,
+        domain: str | None = None,
+        skill: str | None = None,
+        status: EnvStatus | None = None,
+        after: str | None = None,
+        limit: int | None = None,
+    ) -> list[CatalogEntry]:
+        """The store's environments that match the filters, in its order, at most ``limit``
+        of them past the id ``after`` (:meth:`~spade_core.store.EnvStore.find`)."""
+        found = self.store.find(domain=domain, skill=skill, status=status, after=after, limit=limit)
+        return [CatalogEntry("store", meta) for meta in found]
+
+    def source(self, entry: CatalogEntry) -> str:
+        """The entry's code: the seed's file, or the store's row."""
+        return entry.source(self.store)
+
+    def allowed_modules(self, entry: CatalogEntry) -> tuple[str, ...]:
+        """The helper modules the entry's domain allows its code, sorted; none beyond the
+        sandbox's standard allow-list when that domain is not installed."""
+        try:
+            return tuple(sorted(self.plugins.domain(entry.metadata.domain).allowed_modules))
+        except SpadeError:
+            return ()
 
 
 def seed_metadata(domain: Domain, seed: SeedEnv, *, with_hash: bool = False) -> EnvMetadata:
