@@ -16,8 +16,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from spade_core.env import check_reset_result, check_step_result
 from spade_core.errors import EnvContractError
-from spade_sandbox.channel import zygote_path
 from spade_sandbox.worker_replies import ContractBroken, wire_reset, wire_step
+from spade_sandbox.zygote_process import zygote_path
 
 from spade_core import c_extensions, contract
 from spade_sandbox import core_rules

@@ -15,8 +15,8 @@ import pytest
 from conftest import home_with_stored_counter, run_fresh
 from envsrc import COUNTER
 from spade_sandbox.backends import ZygoteBackend
-from spade_sandbox.channel import ZygoteProcess
 from spade_sandbox.errors import SandboxUnavailable
+from spade_sandbox.zygote_process import ZygoteProcess
 
 from spade_sandbox import SandboxLimits, SandboxPool
 

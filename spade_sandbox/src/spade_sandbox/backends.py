@@ -23,9 +23,10 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from . import prestart, protocol
-from .channel import WorkerLink, ZygoteProcess
+from .channel import WorkerLink
 from .errors import SandboxUnavailable
 from .limits import SandboxLimits
+from .zygote_process import ZygoteProcess
 
 
 class Backend(Protocol):

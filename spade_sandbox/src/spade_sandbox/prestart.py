@@ -11,7 +11,7 @@ started before that first make: importing a package starts no process. The core 
 The default pool's backend adopts the started zygote (:func:`take`) when it would run the
 same command; otherwise it is told to leave. A child made by ``os.fork`` forgets a zygote
 its parent started (the parent's, not the child's to use). This module imports only
-:mod:`spade_sandbox.channel` (and that only when it starts a zygote).
+:mod:`spade_sandbox.zygote_process` (and that only when it starts a zygote).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .channel import ZygoteProcess
+    from .zygote_process import ZygoteProcess
 
 _lock = threading.Lock()
 _started: ZygoteProcess | None = None
@@ -78,7 +78,7 @@ def prepare() -> None:
                 return
         except ConfigError:  # reported by the pool's own lookup, as before
             return
-        from .channel import ZygoteProcess
+        from .zygote_process import ZygoteProcess
 
         prefix, spare, cgroups = _DEFAULT_OPTIONS
         _started = ZygoteProcess(prefix, spare=spare, cgroups=cgroups)

@@ -1,6 +1,6 @@
 """The zygote: a warm process that forks one worker per environment code version.
 
-Started by the pool (:func:`spade_sandbox.channel.zygote_command`: ``python -I -S`` with
+Started by the pool (:func:`spade_sandbox.zygote_process.zygote_command`: ``python -I -S`` with
 the module path passed explicitly, then :func:`main` with ``FD [--no-spare]``) with an empty
 environment, where FD is its end of the control socket. Unless ``--no-spare`` is given it
 keeps one *spare* worker forked and hardened ahead of time, so a spawn only has to hand the
