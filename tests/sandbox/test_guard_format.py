@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from spade_sandbox.allowlist import FRAME_ATTRIBUTES, SAFE_DUNDER_ATTRIBUTES
 from spade_sandbox.errors import EnvCodeError
-from spade_sandbox.guard import check_format_string, checked_attribute, checked_format, checked_format_map
+from spade_sandbox.guard_format import check_format_string, checked_attribute, checked_format, checked_format_map
 
 from spade_sandbox import SandboxPool
 

@@ -4,11 +4,10 @@ Environment code runs with a ``__builtins__`` that lacks eval/exec/open/... and 
 ``__import__`` hands out *wrappers* of pre-imported allow-listed modules. A wrapper exposes
 only a module's public, non-module attributes, closing escapes such as ``dataclasses.sys``,
 ``json.codecs`` or ``typing.sys``. ``getattr``/``hasattr`` refuse dunder and frame names.
-``str.format``/``str.format_map`` are reached only through :func:`checked_format` and
-:func:`checked_format_map`, which refuse format fields that walk to dunder or frame
-attributes (``"{0.__class__}"`` built at run time, which the static layer cannot see):
-:func:`guard_format_access` rewrites every ``.format``/``.format_map`` attribute read of
-the environment's source into a call that hands out the checked versions.
+``str.format``/``str.format_map`` are reached only through the checked versions of
+:mod:`spade_sandbox.guard_format`, which refuse format fields that walk to dunder or frame
+attributes: :func:`guard_format_access` rewrites every ``.format``/``.format_map``
+attribute read of the environment's source into a call that hands them out.
 Like the static layer, this is a filter; the OS layers are the boundary.
 
 Imported by the zygote and workers: standard library only.
@@ -17,7 +16,6 @@ Imported by the zygote and workers: standard library only.
 from __future__ import annotations
 import __future__
 
-import _string
 import ast
 import builtins
 import gc
@@ -42,79 +40,15 @@ from .allowlist import (
     is_dunder,
     module_allowed,
 )
+from .guard_format import (
+    FORMAT_ATTRIBUTE_GUARD,
+    FORMAT_METHODS,
+    checked_attribute,
+    checked_format,
+    checked_format_map,
+    format_attribute,
+)
 from .prelude import reference_namespace
-
-#: The builtin through which rewritten ``.format``/``.format_map`` reads go.
-FORMAT_ATTRIBUTE_GUARD = "__spade_format_attribute__"
-_FORMAT_METHODS = frozenset({"format", "format_map"})
-_STR_FORMAT = str.format
-_STR_FORMAT_MAP = str.format_map
-_BUILTIN_METHOD = type("".format)
-
-
-def check_format_string(fmt: str, depth: int = 0) -> None:
-    """Raise :class:`AttributeError` if a replacement field of ``fmt`` (or of a nested
-    field inside a format spec) reads an attribute that untrusted code may not read.
-    Malformed strings pass: ``str.format`` itself reports them."""
-    try:
-        fields = list(_string.formatter_parser(fmt))
-    except ValueError:
-        return
-    for _literal, field, spec, _conversion in fields:
-        if field:
-            try:
-                _first, rest = _string.formatter_field_name_split(field)
-                parts = list(rest)
-            except ValueError:
-                parts = []
-            for is_attribute, key in parts:
-                if is_attribute and not attribute_allowed(str(key)):
-                    raise AttributeError(f"format field {field!r} reaches attribute {key!r}, which is not accessible in the sandbox")
-        if spec and "{" in spec and depth < 2:
-            check_format_string(spec, depth + 1)
-
-
-def checked_format(fmt: str, /, *args: Any, **kwargs: Any) -> str:
-    """``str.format`` after :func:`check_format_string`."""
-    if isinstance(fmt, str):
-        check_format_string(fmt)
-    return _STR_FORMAT(fmt, *args, **kwargs)
-
-
-def checked_format_map(fmt: str, mapping: Any, /) -> str:
-    """``str.format_map`` after :func:`check_format_string`."""
-    if isinstance(fmt, str):
-        check_format_string(fmt)
-    return _STR_FORMAT_MAP(fmt, mapping)
-
-
-def _bound(method: Any, fmt: str) -> Any:
-    def bound(*args: Any, **kwargs: Any) -> str:
-        return method(fmt, *args, **kwargs)
-
-    bound.__name__ = method.__name__.replace("checked_", "")
-    return bound
-
-
-def checked_attribute(value: Any) -> Any:
-    """``value`` itself, unless it is ``str.format``/``str.format_map`` (unbound, or bound
-    to a string): then the checked equivalent."""
-    if value is _STR_FORMAT:
-        return checked_format
-    if value is _STR_FORMAT_MAP:
-        return checked_format_map
-    if type(value) is _BUILTIN_METHOD and value.__name__ in _FORMAT_METHODS:
-        owner = value.__self__  # type: ignore[attr-defined]  # a builtin method's receiver
-        if isinstance(owner, str):
-            method = checked_format if value.__name__ == "format" else checked_format_map
-            if getattr(type(owner), value.__name__, None) in (_STR_FORMAT, _STR_FORMAT_MAP):
-                return _bound(method, owner)
-    return value
-
-
-def format_attribute(obj: Any, name: str) -> Any:
-    """What ``obj.format`` / ``obj.format_map`` evaluates to in environment code."""
-    return checked_attribute(getattr(obj, name))
 
 
 class GuardRefusal(Exception):
@@ -128,7 +62,7 @@ class GuardRefusal(Exception):
 #: it is, with no extra parse (substring tests and a scan for ``__``: about 10 us for a
 #: typical source, against 300 us for one pattern trying every alternative at each
 #: character).
-_PLAIN_WORDS = tuple(sorted(FRAME_ATTRIBUTES | FORBIDDEN_PRIVATE_ATTRIBUTES | _FORMAT_METHODS))
+_PLAIN_WORDS = tuple(sorted(FRAME_ATTRIBUTES | FORBIDDEN_PRIVATE_ATTRIBUTES | FORMAT_METHODS))
 _DUNDER_WORD = re.compile(r"__\w*")
 _HARMLESS_WORDS = SAFE_DUNDER_ATTRIBUTES | SAFE_DUNDER_NAMES | {"__future__"}
 
@@ -181,7 +115,7 @@ def _guard_tree(tree: ast.AST) -> None:
         if (
             parent is not None
             and type(node) is ast.Attribute
-            and node.attr in _FORMAT_METHODS
+            and node.attr in FORMAT_METHODS
             and isinstance(node.ctx, ast.Load)
         ):
             found.append((parent, field, index, node))
