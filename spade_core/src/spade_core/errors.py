@@ -5,6 +5,8 @@ Every error a user can cause carries what they need to act: the file, the id, th
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class SpadeError(Exception):
     """Base class of every error SPADE raises on purpose."""
@@ -59,3 +61,10 @@ class ConfigError(SpadeError):
 
 class PluginError(SpadeError):
     """A plugin failed to load or registered something invalid."""
+
+
+def field_errors(exc: Any, *, prefix: str = "", root: str = "(root)", suffix: str = "") -> list[str]:
+    """One line per problem of a pydantic ``ValidationError`` ``exc``: ``{prefix}{field}:
+    {message}{suffix}``, the field being the problem's dotted location (``root`` when it has
+    none): how every configuration table, plugin option and imported row names a bad field."""
+    return [f"{prefix}{'.'.join(str(p) for p in e['loc']) or root}: {e['msg']}{suffix}" for e in exc.errors()]

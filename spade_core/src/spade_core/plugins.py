@@ -25,7 +25,7 @@ import pluggy
 
 from . import hookspecs
 from .domains import DesignGuide, Domain
-from .errors import ConfigError, PluginError
+from .errors import ConfigError, PluginError, field_errors
 from .names import ActionFormat
 from .plugin_checks import PluginProblem, checked_seeds, refuse_shared_names
 from .runners import EnvRunner, resolve
@@ -363,9 +363,7 @@ class SpadePlugins:
             try:
                 typed[table] = model.model_validate(raw)
             except ValidationError as exc:
-                for err in exc.errors():
-                    loc = ".".join(str(p) for p in err["loc"]) or "(table)"
-                    problems.append(f"  {table}.{loc}: {err['msg']} (plugin {plugin!r})")
+                problems += field_errors(exc, prefix=f"  {table}.", root="(table)", suffix=f" (plugin {plugin!r})")
             except (ValueError, TypeError, ConfigError) as exc:
                 problems.append(f"  [{table}]: {exc} (plugin {plugin!r})")
         if problems:
@@ -414,8 +412,7 @@ class SpadePlugins:
             try:
                 spec.model_validate(rest)
             except ValidationError as exc:
-                lines = [f"{who}: invalid options"]
-                lines += [f"  {'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()]
+                lines = [f"{who}: invalid options", *field_errors(exc, prefix="  ", root="")]
                 raise ConfigError("\n".join(lines)) from None
             return
         theirs, theirs_open = _accepted(spec)

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from ..errors import EnvLoadError, SpadeError
+from ..errors import EnvLoadError, SpadeError, field_errors
 from ..metadata import EnvMetadata, EnvStatus, code_hash
 from ..source import env_class_node, parse_source
 from .dataset_files import MAX_SOURCE_BYTES, JSONSyntaxError, load_json, nesting_error
@@ -151,11 +151,7 @@ def _first(row: Mapping[str, Any], keys: tuple[str, ...]) -> tuple[str | None, A
 
 
 def _validation_reason(exc: ValidationError) -> str:
-    parts = []
-    for err in exc.errors():
-        loc = ".".join(str(x) for x in err["loc"]) or "metadata"
-        parts.append(f"{loc}: {err['msg']}")
-    return "invalid metadata: " + "; ".join(parts)
+    return "invalid metadata: " + "; ".join(field_errors(exc, root="metadata"))
 
 
 def prepare(item: RawItem, options: ImportOptions = ImportOptions()) -> PreparedItem:
