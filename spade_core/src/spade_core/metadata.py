@@ -56,9 +56,17 @@ __all__ = [
     "StatsSnapshot",
     "ValidationReport",
     "code_hash",
+    "identity",
     "json_schema",
     "utcnow",
 ]
+
+
+def identity(meta: EnvMetadata) -> dict[str, Any]:
+    """What names an environment and where it belongs (``id``, ``name``, ``version``,
+    ``domain``, ``skill``), in that order: how every row, table and summary of one begins
+    (a store row, a Hub row, a Harbor task's ``[metadata.spade]``)."""
+    return {"id": meta.id, "name": meta.name, "version": meta.version, "domain": meta.domain, "skill": meta.skill}
 
 
 def __getattr__(name: str) -> Any:

@@ -48,7 +48,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .._version import __version__
-from ..metadata import EnvMetadata
+from ..metadata import EnvMetadata, identity
 from .atif import ATIF_VERSION, EpisodeTurn, atif_trajectory, trajectory_from_episode, trajectory_from_transcript
 from .file_writes import write_inside
 from .harbor_episode import (
@@ -154,11 +154,7 @@ def task_summary(meta: EnvMetadata, seed: int) -> dict[str, Any]:
     return {
         "kind": TASK_KIND,
         "layout": LAYOUT_VERSION,
-        "id": meta.id,
-        "name": meta.name,
-        "version": meta.version,
-        "domain": meta.domain,
-        "skill": meta.skill,
+        **identity(meta),
         "code_hash": meta.code_hash,
         "action_format": meta.action_format.value,
         "max_turns": meta.max_turns,

@@ -29,7 +29,7 @@ from typing import Any
 
 from .._version import __version__
 from ..errors import SpadeError
-from ..metadata import EnvMetadata
+from ..metadata import EnvMetadata, identity
 from ..names import SCHEMA_VERSION
 from .dataset_files import (
     DecodeBudget,
@@ -98,11 +98,7 @@ def hub_row(source: str, meta: EnvMetadata) -> dict[str, Any]:
     latest = meta.latest_stats
     report = meta.validation
     return {
-        "id": meta.id,
-        "name": meta.name,
-        "version": meta.version,
-        "domain": meta.domain,
-        "skill": meta.skill,
+        **identity(meta),
         "status": meta.status.value,
         "action_format": meta.action_format.value,
         "description": meta.description,

@@ -8,7 +8,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from ..errors import StoreError
-from ..metadata import EnvMetadata
+from ..metadata import EnvMetadata, identity
 
 
 def encode(meta: EnvMetadata) -> str:
@@ -62,11 +62,7 @@ def row_tuple(meta: EnvMetadata, document: str) -> tuple[Any, ...]:
 def row_values(meta: EnvMetadata, document: str) -> dict[str, Any]:
     """Column values of the ``envs`` row of ``meta`` (without ``seq``)."""
     return {
-        "id": meta.id,
-        "name": meta.name,
-        "version": meta.version,
-        "domain": meta.domain,
-        "skill": meta.skill,
+        **identity(meta),
         "status": meta.status.value,
         "code_hash": meta.code_hash,
         "created_at": meta.created_at.isoformat(),
