@@ -53,9 +53,9 @@ def leaked_payloads(hint: str, solution: list[str] | str) -> list[str] | None:
 
 # --- answers shown in observations -----------------------------------------------------------
 
-#: Words that name a hidden value: a plain-word answer (a name, a word) counts as shown
-#: only where one of these stands right before it (a word also appears where it is just
-#: part of the scene: "you see a key"); a number or a code needs no such cue.
+#: Words that name a hidden value: an answer of one plain word (a name, a word) counts as
+#: shown only where one of these stands right before it (a word also appears where it is
+#: just part of the scene: "you see a key"); a number, a code or several words need no cue.
 SECRET_CUES = frozenset({
     "secret", "answer", "solution", "code", "hidden", "password", "culprit", "word", "correct",
     "combination", "pin", "debug", "cheat", "psst", "truth",
@@ -69,32 +69,38 @@ def answer_candidates(solution: list[str] | str) -> list[list[str]]:
     text of a ``\boxed{...}``), its argument after a leading verb (``guess 4821`` ->
     ``4821``), and the payloads of a plan of several steps in a row (``\boxed{3}``,
     ``\boxed{1}``, ``\boxed{4}`` -> ``3 1 4``); for tool use, the ``<answer>`` to the first
-    request only. Runs with fewer than two word characters are left out."""
+    request only. A run of one character is left out, but for the last payload's digit (the
+    final answer of a number game; a letter is as often an option's label as an answer,
+    and the digits of intermediate moves are everywhere)."""
     actions = [solution] if isinstance(solution, str) else list(solution)
     pays = [tokens(p) for p in payloads(solution)]
     if any("<answer>" in a or "<tool_call>" in a for a in actions):
         # tool use: one answer per user request, and only the first request is asked
         # before the agent acts (a later one may rightly repeat what an earlier one said)
         pays = [tokens(a) for a in _ANSWER.findall(next((a for a in actions if "<answer>" in a), ""))[:1]]
-    runs = [run for toks in pays for run in (toks, toks[1:] if len(toks) > 1 and toks[0].isalpha() else [])]
+    runs = [(i == len(pays) - 1, run) for i, toks in enumerate(pays)
+            for run in (toks, toks[1:] if len(toks) > 1 and toks[0].isalpha() else [])]
     if len(pays) > 1:
-        runs.append([t for toks in pays for t in toks])
+        runs.append((False, [t for toks in pays for t in toks]))
     out: list[list[str]] = []
-    for run in runs:
-        if len("".join(run)) >= 2 and run not in out:
+    for final, run in runs:
+        text = "".join(run)
+        if (len(text) >= 2 or (final and text.isdigit())) and run not in out:
             out.append(run)
     return out
 
 
 def _wordy(run: list[str]) -> bool:
-    """A run of plain words (no digit anywhere): shown only with a cue before it."""
-    return not any(ch.isdigit() for t in run for ch in t)
+    """One plain word (no digit): shown only with a cue before it. A number, a code or a
+    run of several words standing at one place on every seed needs none."""
+    return len(run) == 1 and not any(ch.isdigit() for ch in run[0])
 
 
 def shown_answer(texts: dict[int, list[str]], answers: dict[int, list[list[str]]],
                  sent: dict[int, list[set[str]]] | None = None,
-                 only: tuple[int, tuple[str, ...]] | None = None) -> tuple[int, int, list[str], tuple[str, ...]] | None:
-    """Where an observation shows the answer: ``(seed, slot, run, left context)``, or ``None``.
+                 only: tuple[int, tuple[str, ...]] | None = None) -> tuple[int, tuple[str, ...], dict[int, list[str]]] | None:
+    """Where an observation shows the answer: ``(slot, left context, {seed: the run shown})``,
+    or ``None``.
 
     ``texts[seed][slot]`` are the observations the agent reads before it has acted
     meaningfully (slot 0: after ``reset``; then after each garbage action), ``answers``
@@ -108,8 +114,8 @@ def shown_answer(texts: dict[int, list[str]], answers: dict[int, list[list[str]]
     with at least two different answers among the seeds. A value listed among others of
     its kind (``pick one of 23, 45, 67``) has a seed-varying neighbour and never counts; an
     example that happens to be the answer on some seeds (``for example \\boxed{23}``, the
-    first listed) is another seed's non-answer, so it does not count either. Plain words
-    count only after a cue (:data:`SECRET_CUES`). ``only`` restricts the search to one
+    first listed) is another seed's non-answer, so it does not count either. A single plain
+    word counts only after a cue (:data:`SECRET_CUES`). ``only`` restricts the search to one
     ``(slot, left context)``, to confirm a finding on further seeds.
     """
     seeds = sorted(texts)
@@ -134,9 +140,27 @@ def shown_answer(texts: dict[int, list[str]], answers: dict[int, list[list[str]]
                     found.setdefault(left, {}).setdefault(s, tuple(run))
         for left, hits in found.items():
             if len(hits) == len(present) and len(set(hits.values())) >= 2:
-                s = present[0]
-                return s, slot, list(hits[s]), left
+                return slot, left, {s: list(r) for s, r in hits.items()}
     return None
+
+
+def named_actions(plan: list[str], run: list[str]) -> list[str]:
+    """The actions of ``plan`` that ``run`` spells out: those whose payload (whole, or after
+    its verb) stands in ``run`` as a contiguous run of tokens. What an agent that copied the
+    shown text would send."""
+    out = []
+    for action in plan:
+        for p in payloads([action]):
+            toks = tokens(p)
+            for part in (toks, toks[1:] if len(toks) > 1 else []):
+                n = len(part)
+                if n and any(run[i : i + n] == part for i in range(len(run) - n + 1)):
+                    out.append(action)
+                    break
+            else:
+                continue
+            break
+    return out
 
 
 def _fixed_places(toks: list[str], run: list[str], common: set[str]) -> list[tuple[str, ...]]:

@@ -20,7 +20,7 @@ import json
 
 from ..codes import Reason, Stage
 from ..context import Run
-from ..leakage import answer_candidates, leaked_payloads, shown_answer, tokens
+from ..leakage import answer_candidates, leaked_payloads, named_actions, shown_answer, tokens
 from ..probes import MAGIC, first_actions, garbage, mixed_sequence, solution_firsts
 from ..runner import Instance, Rejection, Step
 from .determinism import first_difference, trajectory
@@ -189,27 +189,39 @@ def judging_seeds(run: Run) -> list[int]:
 
 def _answer_shown(run: Run, env: Instance, seeds: list[int]) -> None:
     """``answer_leak``: an observation shows the solution's answer before the agent has
-    sent it (:func:`..leakage.shown_answer` states the rule): the reset observation, and
-    those answering the first garbage actions, on every judging seed with a replayable
-    solution; a finding is confirmed on :data:`_LEAK_CONFIRM_SEEDS` further seeds (chance
-    must not make an example that is sometimes the answer look like one that always is)."""
+    sent it (:func:`..leakage.shown_answer` states where), on every judging seed with a
+    replayable solution, and then on :data:`_LEAK_CONFIRM_SEEDS` further seeds (chance must
+    not make an example that is sometimes the answer look like one that always is); and
+    copying it wins: the solution's actions the shown text names, sent right there, win on
+    every judging seed (a goal the task states, such as the item to craft, is named by
+    the solution's last action too, but sending that action alone does not win)."""
     neutral = garbage(run)[:_LEAK_STEPS]
     texts, answers, sent = _leak_views(run, env, seeds, neutral)
     hit = shown_answer(texts, answers, sent)
     if hit is None:
         return
-    sd, slot, run_tokens, left = hit
+    slot, left, shown = hit
     more = [max(seeds) + 1 + i for i in range(_LEAK_CONFIRM_SEEDS)]
     if shown_answer(*_leak_views(run, env, more, neutral), only=(slot, left)) is None:
         return
+    full = run.full_reward_threshold()
+    copied: dict[int, list[str]] = {}
+    for sd, tokens_shown in shown.items():
+        copy = named_actions(run.solution_plans(sd)[0], tokens_shown)
+        played = env.play(sd, neutral[:slot] + copy) if copy else []
+        if not any(s.terminated and s.reward >= full for s in played[slot:]):
+            return
+        copied[sd] = copy
+    sd = min(shown)
     where = "the reset observation" if slot == 0 else f"the observation after garbage action {slot}"
     raise Rejection(
         Reason.answer_leak,
-        f"{where} of seed {sd} shows the solution's answer {' '.join(run_tokens)!r} before the agent has sent "
-        f"it, after {' '.join(left)!r}, as it shows every seed's own answer there: the agent can copy it",
-        actions=neutral[:slot],
+        f"{where} of seed {sd} shows the solution's answer {' '.join(shown[sd])!r} before the agent has sent "
+        f"it, after {' '.join(left)!r}, as it shows every seed's own answer there; sending what it names wins "
+        "at once: the agent can copy it",
+        actions=neutral[:slot] + copied[sd],
         seed=sd,
-        details={"observation": texts[sd][slot][:400], "answer": " ".join(run_tokens)},
+        details={"observation": texts[sd][slot][:400], "answer": " ".join(shown[sd])},
     )
 
 
