@@ -14,13 +14,15 @@ Reported, medians over ``REPEATS`` alternating rounds (the machine is shared):
 * episodes per second: the engine's whole rollout against the bare calls on the same prompts;
 * tokens per second: tokens each side generated (the engine's model tokens; the bare calls'
   tokens up to and including the end-of-sequence token) over its time;
-* the ratio engine / bare of each (goal: at least 0.8).
+* the ratio engine / bare of each (goal: at least 0.8);
+* the engine again with its cache across turns off (every turn reads the whole
+  conversation, as the bare calls do): what the engine's own work costs beside the model.
 
 The engine stops sampling a row once its action is complete and the bare calls do not, so
 the bare side generates more tokens for the same prompts: episodes per second compares the
 work the loop needs done, tokens per second the raw sampling speed.
 
-Run: ``python -m bench.bench_generation [--model embedded|tiny] [--episodes N] [--repeats R]``.
+Run: ``python -m bench.bench_generation [--model embedded|tiny] [--episodes N] [--repeats R] [--threads T]``.
 """
 
 from __future__ import annotations
@@ -60,13 +62,16 @@ def _engine(model: Any, tok: Any, policy: Any) -> Any:
                          sampling=Sampling(1.0, 1.0), reply=ReplyShape(prefill="\\boxed{", cut_at_action=True))
 
 
-def engine_round(model: Any, tok: Any, episodes: int, seed: int) -> tuple[float, int, list[list[list[int]]]]:
-    """Seconds, model tokens and the prompt batches of one rollout of ``episodes`` episodes."""
+def engine_round(model: Any, tok: Any, episodes: int, seed: int,
+                 reuse_cache: bool = True) -> tuple[float, int, list[list[list[int]]]]:
+    """Seconds, model tokens and the prompt batches of one rollout of ``episodes`` episodes
+    (``reuse_cache=False``: every turn reads its whole conversation again, as before the
+    policy kept its cache across turns)."""
     from spade_trainer.envrefs import seed_playable
     from spade_trainer.policy import TransformersPolicy
     from spade_trainer.rollout import EpisodeSpec
 
-    policy = RecordingPolicy(TransformersPolicy(model, tok))
+    policy = RecordingPolicy(TransformersPolicy(model, tok, reuse_cache=reuse_cache))
     engine = _engine(model, tok, policy)
     env = seed_playable("higher_lower")
     specs = [EpisodeSpec(env, False, 1_000_000_000 + i) for i in range(episodes)]
@@ -102,22 +107,26 @@ def bare_round(model: Any, tok: Any, batches: list[list[list[int]]], seed: int) 
 
 
 def measure(model: Any, tok: Any, episodes: int, repeats: int) -> dict[str, Any]:
-    rows: dict[str, list[float]] = {"engine_s": [], "engine_tokens": [], "bare_s": [], "bare_tokens": []}
+    rows: dict[str, list[float]] = {"engine_s": [], "engine_tokens": [], "bare_s": [], "bare_tokens": [],
+                                    "uncached_s": []}
     turns = []
     for r in range(repeats):
         seconds, tokens, batches = engine_round(model, tok, episodes, seed=r)
         bare_s, bare_tokens = bare_round(model, tok, batches, seed=r)
+        uncached_s, _, _ = engine_round(model, tok, episodes, seed=r, reuse_cache=False)
         rows["engine_s"].append(seconds)
         rows["engine_tokens"].append(tokens)
         rows["bare_s"].append(bare_s)
         rows["bare_tokens"].append(bare_tokens)
+        rows["uncached_s"].append(uncached_s)
         turns.append(sum(len(b) for b in batches))
     med = {k: statistics.median(v) for k, v in rows.items()}
     eps = episodes / med["engine_s"], episodes / med["bare_s"]
     tps = (statistics.median(t / s for t, s in zip(rows["engine_tokens"], rows["engine_s"], strict=True)),
            statistics.median(t / s for t, s in zip(rows["bare_tokens"], rows["bare_s"], strict=True)))
     return {**med, "episodes": episodes, "prompts": statistics.median(turns), "episodes_per_s": eps,
-            "tokens_per_s": tps, "ratio_episodes": eps[0] / eps[1], "ratio_tokens": tps[0] / tps[1]}
+            "tokens_per_s": tps, "ratio_episodes": eps[0] / eps[1], "ratio_tokens": tps[0] / tps[1],
+            "uncached_ratio_episodes": med["bare_s"] / med["uncached_s"]}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -125,8 +134,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model", choices=("embedded", "tiny"), default="embedded")
     parser.add_argument("--episodes", type=int, default=EPISODES)
     parser.add_argument("--repeats", type=int, default=REPEATS)
+    parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's own)")
     args = parser.parse_args(argv)
     torch.set_flush_denormal(True)
+    if args.threads:
+        torch.set_num_threads(args.threads)
     console = Console()
     if args.model == "embedded":
         from spade_trainer.config import ModelSettings
@@ -151,6 +163,8 @@ def main(argv: list[str] | None = None) -> int:
                   f"{m['ratio_episodes']:.2f}")
     table.add_row("tokens / s", f"{m['tokens_per_s'][0]:.1f}", f"{m['tokens_per_s'][1]:.1f}", f"{m['ratio_tokens']:.2f}")
     table.add_row("tokens", f"{m['engine_tokens']:.0f}", f"{m['bare_tokens']:.0f}", "")
+    table.add_row("engine without its cache: seconds (episodes / s)", f"{m['uncached_s']:.1f} "
+                  f"({args.episodes / m['uncached_s']:.2f})", "", f"{m['uncached_ratio_episodes']:.2f}")
     console.print(table)
     return 0
 
