@@ -17,6 +17,10 @@ executed. Two rules:
   of a literal name: a private module is its own package's business.
 * the sandbox settings have one type (one ``class SandboxSettings`` in the packages) and
   pools have one maker (``SandboxPool(`` is called only by ``spade_sandbox.launcher``).
+* sizes: no module over :data:`MAX_MODULE_LINES` lines and no function over
+  :data:`MAX_FUNCTION_LINES` beyond the known ones (:data:`KNOWN_LONG_MODULES`,
+  :data:`KNOWN_LONG_FUNCTIONS`, being split), which may only shrink, and at most
+  :data:`MAX_LONG_MODULES` modules over the limit.
 
 The checker itself is tested on throwaway package trees, so a rule it cannot see fails here.
 """
@@ -375,6 +379,83 @@ def test_every_known_cycle_is_still_there() -> None:
     assert not gone, f"no longer a cycle, delete from KNOWN_CYCLES: {gone}"
 
 
+# --- sizes -----------------------------------------------------------------------------------
+
+#: A module has one reason to change: at most this many lines.
+MAX_MODULE_LINES = 500
+#: At most this many lines in a function (``end_lineno - lineno``, nested ones counted apart).
+MAX_FUNCTION_LINES = 150
+#: At most this many modules over :data:`MAX_MODULE_LINES`, the known ones included.
+MAX_LONG_MODULES = 10
+
+#: Modules still over :data:`MAX_MODULE_LINES`, being split, with the lines each had when it
+#: was listed: one may only shrink (lower its number when it does), and one that is down to
+#: the limit is deleted from here.
+KNOWN_LONG_MODULES: dict[str, int] = {
+    "spade_designer.designer": 724,
+    "spade_trainer.report": 545,
+    "spade_trainer.selfplay": 800,
+}
+#: Functions still over :data:`MAX_FUNCTION_LINES` (``module:qualified name`` -> lines),
+#: likewise (none today).
+KNOWN_LONG_FUNCTIONS: dict[str, int] = {}
+
+
+def long_modules(tree: SourceTree, limit: int = MAX_MODULE_LINES) -> dict[str, int]:
+    """Every module of ``tree`` over ``limit`` lines, with its lines."""
+    sizes = {module: len(file.read_text(encoding="utf-8").splitlines()) for module, file in tree.modules.items()}
+    return {module: n for module, n in sizes.items() if n > limit}
+
+
+def long_functions(tree: SourceTree, limit: int = MAX_FUNCTION_LINES) -> dict[str, int]:
+    """Every function of ``tree`` (methods and nested functions included) over ``limit``
+    lines, as ``module:qualified name`` -> lines."""
+    found: dict[str, int] = {}
+
+    def visit(node: ast.AST, module: str, prefix: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                name = f"{prefix}{child.name}"
+                if not isinstance(child, ast.ClassDef) and (lines := child.end_lineno - child.lineno) > limit:
+                    found[f"{module}:{name}"] = lines
+                visit(child, module, f"{name}.")
+            else:
+                visit(child, module, prefix)
+
+    for module, file in tree.modules.items():
+        visit(ast.parse(file.read_text(encoding="utf-8"), filename=str(file)), module, "")
+    return found
+
+
+def test_no_module_is_over_the_size_limit_beyond_the_known_ones_and_none_grows() -> None:
+    over = long_modules(TREE)
+    unknown = sorted(f"{m} ({n} lines)" for m, n in over.items() if m not in KNOWN_LONG_MODULES)
+    assert not unknown, f"split by job, {MAX_MODULE_LINES} lines at most each: {unknown}"
+    grown = sorted(f"{m} ({n} lines, listed at {KNOWN_LONG_MODULES[m]})" for m, n in over.items()
+                   if n > KNOWN_LONG_MODULES.get(m, n))
+    assert not grown, f"a module being split may only shrink: {grown}"
+    assert len(over) <= MAX_LONG_MODULES, sorted(over)
+
+
+def test_every_known_long_module_is_still_over_the_limit() -> None:
+    """A module split under the limit is deleted from KNOWN_LONG_MODULES, so the list says
+    what is left, as KNOWN_CYCLES does."""
+    over = long_modules(TREE)
+    gone = sorted(m for m in KNOWN_LONG_MODULES if m not in over)
+    assert not gone, f"{MAX_MODULE_LINES} lines at most now, delete from KNOWN_LONG_MODULES: {gone}"
+    assert len(KNOWN_LONG_MODULES) <= MAX_LONG_MODULES
+
+
+def test_no_function_is_over_the_size_limit_beyond_the_known_ones_and_none_grows() -> None:
+    found = long_functions(TREE)
+    unknown = sorted(f"{f} ({n} lines)" for f, n in found.items() if f not in KNOWN_LONG_FUNCTIONS)
+    assert not unknown, f"split, {MAX_FUNCTION_LINES} lines at most each: {unknown}"
+    grown = sorted(f for f, n in found.items() if n > KNOWN_LONG_FUNCTIONS.get(f, n))
+    assert not grown, f"a function being split may only shrink: {grown}"
+    gone = sorted(f for f in KNOWN_LONG_FUNCTIONS if f not in found)
+    assert not gone, f"{MAX_FUNCTION_LINES} lines at most now, delete from KNOWN_LONG_FUNCTIONS: {gone}"
+
+
 # --- the checker, on throwaway trees --------------------------------------------------------
 
 
@@ -521,6 +602,17 @@ def test_the_checker_finds_private_modules_of_another_package(tmp_path: Path) ->
         "high.c": [("low._hidden", 1)],
         "high.d": [("low._hidden", 3)],
     }
+
+
+def test_the_size_checker_measures_modules_and_every_function_by_its_lines(tmp_path: Path) -> None:
+    six = [f"x{i} = {i}" for i in range(6)]
+    big = ["class C:", "    def m(self):", "        def inner():", *(" " * 12 + x for x in six), "        return inner",
+           "", "", "async def g():", *(" " * 4 + x for x in six)]
+    tree = _write(tmp_path, {"pkg/__init__.py": "", "pkg/small.py": "def f():\n    return 1\n",
+                             "pkg/big.py": "\n".join(big) + "\n"})
+    assert long_modules(tree, limit=5) == {"pkg.big": 19}
+    assert long_functions(tree, limit=5) == {"pkg.big:C.m": 8, "pkg.big:C.m.inner": 6, "pkg.big:g": 6}
+    assert long_functions(tree, limit=6) == {"pkg.big:C.m": 8}
 
 
 def test_the_rules_are_read_from_the_table(tmp_path: Path) -> None:
