@@ -79,7 +79,8 @@ class SandboxLauncher:
 
         limits = self.limits(namespaces=False, drop_uid=False, landlock=False, seccomp=False, **limit_overrides)
         # Its own zygote, started on first use: it finds the modules of this process's
-        # module path then (a zygote started ahead at import knows the path of that moment).
+        # module path then (the default pool's, started ahead by the first make, knows the path
+        # of that moment).
         return SandboxPool(limits, backend=ZygoteBackend("trusted", spare=False, adopt=False), allow_insecure=True,
                            unsafe_skip_static_check=True)
 
