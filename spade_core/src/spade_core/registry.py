@@ -388,8 +388,3 @@ def _save_seed_index() -> None:
     allowed = {name: sorted(domain.allowed_modules) for name, domain in domains.items()}
     runners = [runner.to_json() for runner in plugins.env_runners().values()]
     seed_index.save(seeds, allowed, plugins.module_names(), runners)
-
-
-# --- entry points: called by gymnasium.make -------------------------------------------------
-
-

@@ -294,12 +294,6 @@ def play(
         env.close()
 
 
-# --- spade import ---------------------------------------------------------------------
-
-
-# --- spade export ---------------------------------------------------------------------
-
-
 def register(cli: typer.Typer) -> None:
     """Add the core commands to ``cli`` (called by the built-in plugin)."""
     cli.command("list")(list_envs)
