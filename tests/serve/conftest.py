@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from spade_sandbox.launcher import SandboxLauncher
 from spade_serve.catalog import EnvCatalog, ServedEnv
+from spade_serve.env_factory import SandboxEnvFactory
 from spade_serve.server import running
 from spade_serve.sessions import SessionManager
 from spade_serve.settings import ServeSettings
@@ -37,7 +38,8 @@ def serve(pool: SandboxPool) -> Serve:
     @contextmanager
     def start(envs: list[ServedEnv] | None = None, **overrides: Any) -> Iterator[tuple[str, SessionManager]]:
         catalog = EnvCatalog(envs if envs is not None else [served()])
-        manager = SessionManager(catalog, ServeSettings(port=0, **overrides), pool=pool)
+        settings = ServeSettings(port=0, **overrides)
+        manager = SessionManager(catalog, settings, factory=SandboxEnvFactory.for_server(settings, pool=pool))
         with running(manager) as url:
             yield url, manager
 

@@ -17,6 +17,7 @@ from typing import Any
 
 import httpx
 import pytest
+from spade_core.app.catalog import Catalog
 from spade_core.config import load_config
 from spade_core.evaluation import SuiteContext
 from spade_core.metadata import EnvMetadata, EnvStatus
@@ -70,7 +71,7 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EnvStore]:
 def everything(plugins: SpadePlugins, store: EnvStore) -> Iterator[str]:
     """``spade serve --all`` over the store (in this process)."""
     settings = ServeSettings(port=0, cursor_secret=SECRET)
-    manager = SessionManager(build_catalog(plugins, store, whole_registry=True), settings)
+    manager = SessionManager(build_catalog(Catalog(plugins, store), whole_registry=True), settings)
     with running(manager) as url:
         yield url
 
@@ -105,7 +106,7 @@ def _ids(pages: list[list[dict[str, Any]]]) -> list[str]:
 def test_pages_list_the_whole_registry_once_in_spade_evals_order(everything: str, plugins: SpadePlugins,
                                                                    store: EnvStore) -> None:
     expected = _spade_eval_order(plugins, store)
-    seeds = [e.id for e in build_catalog(plugins, store, whole_registry=True).listed()]
+    seeds = [e.id for e in build_catalog(Catalog(plugins, store), whole_registry=True).listed()]
     admitted = [m.id for m in store.find(status=EnvStatus.admitted)]
     assert expected == seeds + admitted
     assert len(admitted) == FILLER + sum(status == EnvStatus.admitted for *_, status in FEATURED)
@@ -174,7 +175,7 @@ def test_the_trl_adapter_pages_a_domain_and_looks_up_ids_it_is_not_listed(
 def test_a_whole_registry_server_keeps_a_bounded_number_of_resolved_environments(
         plugins: SpadePlugins, store: EnvStore) -> None:
     kept = KeptEnvs(max_entries=3)
-    served_catalog = build_catalog(plugins, store, whole_registry=True, kept=kept)
+    served_catalog = build_catalog(Catalog(plugins, store), whole_registry=True, kept=kept)
     first = served_catalog.get("filler0-v1")
     for i in range(1, 6):  # a client naming ids one after another
         served_catalog.get(f"filler{i}-v1")
@@ -246,7 +247,7 @@ def test_paging_holds_while_statuses_change_and_lists_named_ids_once(plugins: Sp
     with EnvStore(f"sqlite:///{tmp_path / 'store.db'}") as store:
         store.add_many([(COUNTER, _meta(f"env{i}", "games", "paging", EnvStatus.candidate if i == 1 else
                                         EnvStatus.admitted)) for i in range(8)])
-        catalog = build_catalog(plugins, store, ids=["env5-v1", "env1"], whole_registry=True)
+        catalog = build_catalog(Catalog(plugins, store), ids=["env5-v1", "env1"], whole_registry=True)
         ids = [e.id for e in catalog.listed()]
         assert ids[:2] == ["env5-v1", "env1-v1"]  # named at start, any status, first
         first = listing.page(catalog, listing.Query(skill="paging", limit=3), KEY)

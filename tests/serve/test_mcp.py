@@ -23,7 +23,7 @@ from mcp.client.session import ClientSession
 # ``create_mcp_http_client`` makes the right one in both.
 from mcp.client.streamable_http import create_mcp_http_client, streamable_http_client
 from spade_core.actions import ToolCall, format_tool_calls, parse_boxed, parse_tool_action
-from spade_core.app.catalog import open_store, resolve
+from spade_core.app.catalog import Catalog, open_store
 from spade_core.config import load_config
 from spade_core.metadata import ActionFormat
 from spade_core.plugins import get_plugins
@@ -52,7 +52,8 @@ def seeds() -> dict[str, ServedEnv]:
     """The game and the tool-use seed, as ``spade serve`` serves them."""
     plugins = get_plugins()
     with open_store(load_config(), read_only=True) as store:
-        return {ref: served_env(resolve(ref, plugins, store), plugins, store) for ref in (GAME, TOOLS)}
+        catalog = Catalog(plugins, store)
+        return {ref: served_env(catalog.resolve(ref), catalog) for ref in (GAME, TOOLS)}
 
 
 @pytest.fixture

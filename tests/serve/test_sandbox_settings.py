@@ -25,6 +25,7 @@ from spade_sandbox.backends import nsjail_binary
 from spade_sandbox.errors import SandboxMemoryError
 from spade_sandbox.launcher import SandboxLauncher
 from spade_serve.catalog import EnvCatalog
+from spade_serve.env_factory import SandboxEnvFactory
 from spade_serve.server import free_port, running
 from spade_serve.sessions import SessionManager
 from spade_serve.settings import ServeSettings
@@ -63,10 +64,11 @@ def test_the_launcher_given_to_the_server_sets_its_sessions_memory(memory_hog_so
     hog = dataclasses.replace(counter_like, metadata=counter_like.metadata.model_copy(update={"class_name": "MemoryHogEnv"}))
     catalog = EnvCatalog([hog])
     tight = SandboxLauncher().overridden(memory_mb=128)
-    with running(SessionManager(catalog, ServeSettings(port=0), launcher=tight)) as url:
+    settings = ServeSettings(port=0)
+    with running(SessionManager(catalog, settings, factory=SandboxEnvFactory.for_server(settings, tight))) as url:
         assert _ws_reset_error(url, hog.id)["kind"] == "memory"
         assert "memory" in json.dumps(_http_reset_error(url, hog.id))
-    with running(SessionManager(catalog, ServeSettings(port=0), launcher=SandboxLauncher())) as url:
+    with running(SessionManager(catalog, settings, factory=SandboxEnvFactory.for_server(settings, SandboxLauncher()))) as url:
         with connect(url.replace("http://", "ws://") + f"/envs/{hog.id}/ws") as ws:
             ws.send(json.dumps({"type": "reset", "data": {"seed": 1}}))
             assert json.loads(ws.recv(timeout=60))["type"] == "observation", "the default memory_mb lets it eat"
@@ -109,7 +111,8 @@ def test_spade_serve_runs_sessions_in_the_configured_backend(tmp_path: Path) -> 
     config_file.write_text('[spade.sandbox]\nbackend = "nsjail"\n')
     launcher = SandboxLauncher.from_config(load_config(config_file))
     counter = served("counter", COUNTER)
-    manager = SessionManager(EnvCatalog([counter]), ServeSettings(port=0), launcher=launcher)
+    settings = ServeSettings(port=0)
+    manager = SessionManager(EnvCatalog([counter]), settings, factory=SandboxEnvFactory.for_server(settings, launcher))
     with running(manager) as url:
         with connect(url.replace("http://", "ws://") + f"/envs/{counter.id}/ws") as ws:
             ws.send(json.dumps({"type": "reset", "data": {"seed": 1}}))

@@ -407,7 +407,7 @@ def test_close_closes_every_instance_and_the_owned_pool() -> None:
     made = [chosen.factory()() for _ in range(3)]
     for instance in made:
         instance.reset(seed=0)
-    pool = chosen._pool
+    pool = chosen.sandbox.pool
     assert pool is not None and not pool.closed
     chosen.close()
     assert pool.closed and all(i._env is None for i in made)
@@ -440,13 +440,14 @@ def test_remote_environments_play_through_a_spade_serve_server(serve: Serve) -> 
 
 
 def test_a_remote_tool_use_environment_gets_its_tools_from_the_first_reset(serve: Serve) -> None:
-    from spade_core.app.catalog import open_store, resolve
+    from spade_core.app.catalog import Catalog, open_store
     from spade_core.plugins import get_plugins
     from spade_serve.catalog import served_env
 
     plugins = get_plugins()
     with open_store(load_config(), read_only=True) as store:
-        tool_env = served_env(resolve(TOOLS, plugins, store), plugins, store)
+        catalog = Catalog(plugins, store)
+        tool_env = served_env(catalog.resolve(TOOLS), catalog)
     with serve(envs=[tool_env]) as (url, _manager), TrlEnvironments(domain="tooluse", url=url) as chosen:
         assert chosen.env_ids == [TOOLS]
         instance = chosen.factory()()

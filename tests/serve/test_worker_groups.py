@@ -8,6 +8,7 @@ import asyncio
 
 from spade_core.metadata import code_hash
 from spade_serve.catalog import EnvCatalog
+from spade_serve.env_factory import SandboxEnvFactory
 from spade_serve.sessions import SessionManager
 from spade_serve.settings import ServeSettings
 
@@ -17,7 +18,8 @@ from .envs import served
 
 
 def test_sessions_of_different_clients_never_share_a_worker(pool: SandboxPool) -> None:
-    manager = SessionManager(EnvCatalog([served()]), ServeSettings(port=0, sessions_per_worker=4), pool=pool)
+    settings = ServeSettings(port=0, sessions_per_worker=4)
+    manager = SessionManager(EnvCatalog([served()]), settings, factory=SandboxEnvFactory.for_server(settings, pool=pool))
 
     def worker(session) -> int:  # type: ignore[no-untyped-def]
         return pool.worker_of(session.instance.handle).pid
@@ -51,7 +53,8 @@ def test_sessions_of_different_clients_never_share_a_worker(pool: SandboxPool) -
 def test_a_closed_session_leaves_the_table_only_once_its_worker_is_free(pool: SandboxPool) -> None:
     """While the close runs on its thread the session is still listed (and counted against
     the limits), so an empty table means every worker is free again."""
-    manager = SessionManager(EnvCatalog([served("gone")]), ServeSettings(port=0), pool=pool)
+    settings = ServeSettings(port=0)
+    manager = SessionManager(EnvCatalog([served("gone")]), settings, factory=SandboxEnvFactory.for_server(settings, pool=pool))
 
     async def go() -> None:
         session = await manager.open("gone-v1", "10.0.0.1", "http")

@@ -5,9 +5,9 @@
 shapes), and as MCP tools at ``/mcp`` (:mod:`spade_serve.mcp_tools`), each session a
 sandboxed instance. Public API (imported lazily)::
 
-    from spade_serve import (ServeSettings, SessionManager, create_app, build_catalog,
-                             SpadeEnvClient, SpadeAction, SpadeObservation, SpadeState,
-                             RemoteTextEnv)
+    from spade_serve import (ServeSettings, SessionManager, SandboxEnvFactory, create_app,
+                             build_catalog, SpadeEnvClient, SpadeAction, SpadeObservation,
+                             SpadeState, RemoteTextEnv)
 
 Importing this package registers the Gymnasium id ``spade/remote``:
 ``gym.make("spade/remote", url="http://host:8000", env_id="...")``.
@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from .app import create_app
     from .catalog import EnvCatalog, ServedEnv, build_catalog
     from .client import SpadeEnvClient
+    from .env_factory import SandboxEnvFactory
     from .errors import RemoteError, ServeError
     from .gym_remote import RemoteTextEnv
     from .models import SpadeAction, SpadeObservation, SpadeState
@@ -34,6 +35,7 @@ _EXPORTS = {
     "ServedEnv": "catalog",
     "build_catalog": "catalog",
     "SpadeEnvClient": "client",
+    "SandboxEnvFactory": "env_factory",
     "RemoteError": "errors",
     "ServeError": "errors",
     "RemoteTextEnv": "gym_remote",
@@ -48,6 +50,7 @@ __all__ = [
     "EnvCatalog",
     "RemoteError",
     "RemoteTextEnv",
+    "SandboxEnvFactory",
     "ServeError",
     "ServeSettings",
     "ServedEnv",

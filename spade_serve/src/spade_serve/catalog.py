@@ -1,9 +1,12 @@
-"""Which environments a server offers, resolved once at start-up (or on first use for the
-whole registry), and what each session needs to open one.
+"""Which environments a server offers: a selection of the one catalog
+(:class:`spade_core.app.catalog.Catalog`, the plugins' seeds and the store's environments),
+resolved once at start-up (or on first use for the whole registry), and what each session
+needs to open one.
 
 A :class:`ServedEnv` is everything the session layer needs: the code, where it may run
 (seeds are trusted plugin code, store environments are untrusted), the domain's allowed
-modules and the metadata clients see.
+modules and the metadata clients see. Everything here reads the one catalog; nothing
+resolves an id or reads the store on its own.
 """
 
 from __future__ import annotations
@@ -15,11 +18,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
-    from spade_core.plugins import SpadePlugins
-    from spade_core.store import EnvStore
+    from spade_core.app.catalog import Catalog, CatalogEntry
 
-from spade_core.app.catalog import CatalogEntry, resolve, seed_entries
-from spade_core.errors import EnvNotFound, SpadeError
+from spade_core.errors import EnvNotFound
 from spade_core.metadata import ActionFormat, EnvMetadata, EnvStatus
 
 from .errors import UnknownEnv
@@ -76,14 +77,9 @@ def summary_of(kind: Literal["store", "seed"], m: EnvMetadata) -> dict[str, Any]
     }
 
 
-def served_env(entry: CatalogEntry, plugins: SpadePlugins, store: EnvStore) -> ServedEnv:
-    """The :class:`ServedEnv` of a catalog entry (reads its code now)."""
-    allowed: frozenset[str] = frozenset()
-    try:
-        allowed = plugins.domain(entry.metadata.domain).allowed_modules
-    except SpadeError:
-        pass  # an uninstalled domain gets the sandbox's standard allow-list only
-    return ServedEnv(entry.kind, entry.metadata, entry.source(store), tuple(sorted(allowed)))
+def served_env(entry: CatalogEntry, catalog: Catalog) -> ServedEnv:
+    """The :class:`ServedEnv` of an entry of ``catalog`` (reads its code now)."""
+    return ServedEnv(entry.kind, entry.metadata, catalog.source(entry), catalog.allowed_modules(entry))
 
 
 #: Reads the registry's admitted environments for the listing: ``(domain, skill, after,
@@ -157,16 +153,15 @@ class EnvCatalog:
 
 
 def build_catalog(
-    plugins: SpadePlugins,
-    store: EnvStore,
+    catalog: Catalog,
     *,
     ids: Iterable[str] = (),
     domain: str | None = None,
     whole_registry: bool = False,
     kept: KeptEnvs | None = None,
 ) -> EnvCatalog:
-    """The catalog for ``spade serve``: named ids (any status, as ``spade play`` takes
-    them), every admitted environment and seed of ``domain``, and with
+    """What ``spade serve`` serves of ``catalog``: named ids (any status, as ``spade play``
+    takes them), every admitted environment and seed of ``domain``, and with
     ``whole_registry`` every admitted one (the store's resolved on first use: a registry
     of 100,000 environments is not read at start-up), kept in ``kept`` (default: a budget of
     :data:`spade_serve.kept.MAX_ENTRIES` entries and :data:`spade_serve.kept.MAX_BYTES` bytes).
@@ -177,33 +172,32 @@ def build_catalog(
     entries: list[ServedEnv] = []
     for ref in ids:
         try:
-            entries.append(served_env(resolve(ref, plugins, store), plugins, store))
+            entries.append(served_env(catalog.resolve(ref), catalog))
         except EnvNotFound as exc:
             raise UnknownEnv(str(exc), env_id=ref) from None
     if domain is not None:
-        found = [served_env(e, plugins, store) for e in seed_entries(plugins, domain=domain)]
-        for meta in store.find(domain=domain, status=EnvStatus.admitted, limit=None):
-            found.append(served_env(CatalogEntry("store", meta), plugins, store))
+        found = catalog.seeds(domain=domain) + catalog.stored(domain=domain, status=EnvStatus.admitted)
         if not found:
             raise UnknownEnv(f"domain {domain!r} has no admitted environment or seed to serve", domain=domain)
-        entries.extend(found)
-    if whole_registry:
-        entries.extend(served_env(e, plugins, store) for e in seed_entries(plugins))
+        entries.extend(served_env(e, catalog) for e in found)
+    if not whole_registry:
+        return EnvCatalog(entries, kept=kept)
+    entries.extend(served_env(e, catalog) for e in catalog.seeds())
 
-        def lookup(ref: str) -> ServedEnv:
-            try:
-                meta = store.resolve(ref)
-            except EnvNotFound:
-                raise UnknownEnv(f"no admitted environment {ref!r} in the registry", env_id=ref) from None
-            if meta.status != EnvStatus.admitted:
-                raise UnknownEnv(f"{meta.id} is {meta.status.value}, not admitted: it is not served", env_id=ref)
-            return served_env(CatalogEntry("store", meta), plugins, store)
+    def lookup(ref: str) -> ServedEnv:
+        try:
+            entry = catalog.resolve(ref, seeds=False)  # every seed is listed up front
+        except EnvNotFound:
+            raise UnknownEnv(f"no admitted environment {ref!r} in the registry", env_id=ref) from None
+        if entry.metadata.status != EnvStatus.admitted:
+            raise UnknownEnv(f"{entry.id} is {entry.metadata.status.value}, not admitted: it is not served", env_id=ref)
+        return served_env(entry, catalog)
 
-        def registry(of_domain: str | None, of_skill: str | None, after: str | None, limit: int) -> list[EnvMetadata]:
-            return store.find(domain=of_domain, skill=of_skill, status=EnvStatus.admitted, after=after, limit=limit)
+    def registry(of_domain: str | None, of_skill: str | None, after: str | None, limit: int) -> list[EnvMetadata]:
+        found = catalog.stored(domain=of_domain, skill=of_skill, status=EnvStatus.admitted, after=after, limit=limit)
+        return [e.metadata for e in found]
 
-        return EnvCatalog(entries, lookup=lookup, registry=registry, kept=kept)
-    return EnvCatalog(entries, kept=kept)
+    return EnvCatalog(entries, lookup=lookup, registry=registry, kept=kept)
 
 
 __all__ = ["EnvCatalog", "RegistryReader", "ServedEnv", "build_catalog", "served_env", "summary_of"]

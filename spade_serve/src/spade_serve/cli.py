@@ -65,7 +65,9 @@ def register(cli: typer.Typer) -> None:
             None, "--cursor-secret-file", help="File holding the secret GET /envs cursors are signed from (replicas share "
             "it; default: a random key per start)."
         ),
-        seeds_in_process: bool = typer.Option(False, "--seeds-in-process", help="Run seed environments (trusted) in this process."),
+        seeds_in_process: bool = typer.Option(
+            False, "--seeds-in-process", help="Trust seed environments (plugin code): run them in workers without the sandbox's confinement, under the call deadline."
+        ),
         log_level: str = typer.Option("info", "--log-level"),
         space: Path | None = typer.Option(
             None,
@@ -83,7 +85,7 @@ def register(cli: typer.Typer) -> None:
         environment served) and under /envs/<id>/ (any served environment).
         """
         from rich.console import Console
-        from spade_core.app.catalog import open_store
+        from spade_core.app.catalog import Catalog, open_store
         from spade_core.app.cli import command_config, command_plugins
         from spade_core.errors import SpadeError
 
@@ -126,7 +128,7 @@ def register(cli: typer.Typer) -> None:
         config = command_config(ctx)
         plugins = command_plugins(ctx)
         with open_store(config, read_only=True) as store:
-            catalog = build_catalog(plugins, store, ids=env_ids or (), domain=domain, whole_registry=whole_registry)
+            catalog = build_catalog(Catalog(plugins, store), ids=env_ids or (), domain=domain, whole_registry=whole_registry)
             if space is not None:
                 _write_space(console, space, catalog, plugins, store, force=force, lock=lock)
                 return

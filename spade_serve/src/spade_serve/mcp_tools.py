@@ -41,12 +41,8 @@ tool's own error), when the step failed or the episode is over; arguments are ch
 against a schema by the environment itself, so a call costs the step it would cost
 through ``/step`` and earns the same reward.
 
-Protocol errors are JSON-RPC errors: ``-32700`` (not JSON), ``-32600`` (not a request),
-``-32601`` (unknown method), ``-32602`` (bad params, unknown tool or session id named in
-params, an unknown split or a task index out of range: nothing is opened), ``-32000``
-(the server's own errors; ``data`` is the error payload of every other route: ``code``,
-``message``...), ``-32001`` with HTTP 404 (the ``Mcp-Session-Id`` names no open session:
-initialize again), ``-32000`` with HTTP 400 (no session named).
+Protocol errors are JSON-RPC errors, framed by :mod:`spade_serve.mcp_rpc` (which lists
+their codes).
 """
 
 from __future__ import annotations
@@ -63,18 +59,30 @@ from spade_core.metadata import ActionFormat
 
 from . import json_input
 from .catalog import ServedEnv
-from .errors import EnvFailed, EpisodeStateError, InvalidRequest, ServeError, SessionNotFound
+from .errors import EnvFailed, EpisodeStateError, InvalidRequest, ServeError
+from .mcp_rpc import (
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    PARSE_ERROR,
+    SERVER_ERROR,
+    SESSION_UNKNOWN,
+    McpAnswer,
+    McpRequestContext,
+    RpcFailure,
+    negotiate,
+    rpc_error,
+    rpc_result,
+    serve_error,
+    whole_number,
+)
 from .models import SpadeObservation
-from .sessions import MAX_SEED, Session, SessionManager
+from .session import MAX_SEED, Session
+from .sessions import SessionManager
 from .tasks import Task, TaskCatalog
 
 #: The header carrying the session id (MCP's streamable HTTP transport).
 MCP_SESSION_HEADER = "Mcp-Session-Id"
-#: MCP revisions whose ``initialize`` handshake this server speaks, oldest first.
-PROTOCOL_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
-
-PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS = -32700, -32600, -32601, -32602
-SERVER_ERROR, SESSION_UNKNOWN = -32000, -32001
 
 ACT_INSTRUCTIONS = (
     "Act by calling the tool `act` with one action: what you would write inside \\boxed{...}. "
@@ -90,12 +98,6 @@ ANSWER_INSTRUCTIONS = (
     "call `answer` with your reply to the user. Each result holds the step's reward, terminated and truncated "
     "in structuredContent."
 )
-
-
-def negotiate(requested: Any) -> str:
-    """The revision to answer ``initialize`` with: the client's when this server speaks it,
-    else the newest this server speaks (the client then decides whether to go on)."""
-    return requested if requested in PROTOCOL_VERSIONS else PROTOCOL_VERSIONS[-1]
 
 
 def _server_version() -> str:
@@ -231,46 +233,6 @@ def tool_error(message: str, **structured: Any) -> dict[str, Any]:
     return result
 
 
-# --- JSON-RPC ----------------------------------------------------------------------------
-@dataclass
-class McpAnswer:
-    """An HTTP answer of the endpoint: status, JSON body (``None``: no body) and headers."""
-
-    status: int = 200
-    body: dict[str, Any] | None = None
-    headers: dict[str, str] = field(default_factory=dict)
-
-
-def rpc_error(rid: Any, code: int, message: str, data: Any = None, *, status: int = 200) -> McpAnswer:
-    error: dict[str, Any] = {"code": code, "message": message}
-    if data is not None:
-        error["data"] = data
-    return McpAnswer(status, {"jsonrpc": "2.0", "id": rid, "error": error})
-
-
-def _result(rid: Any, result: dict[str, Any], headers: dict[str, str] | None = None) -> McpAnswer:
-    return McpAnswer(200, {"jsonrpc": "2.0", "id": rid, "result": result}, headers or {})
-
-
-class _RpcFailure(Exception):
-    def __init__(self, answer: McpAnswer) -> None:
-        self.answer = answer
-
-
-@dataclass(frozen=True)
-class McpRequestContext:
-    """What the route knows of one HTTP request: the environment it names (``None``: the
-    default), the ``Mcp-Session-Id`` header, a ``seed`` and a Task API task (``split`` and
-    ``index``) from the URL, and the client."""
-
-    env_ref: str | None
-    session_header: str | None
-    seed: str | None
-    client: str
-    split: str | None = None
-    index: str | None = None
-
-
 class McpEndpoint:
     """The JSON-RPC side of ``/mcp``; ``resolve_env(env_ref)`` is the app's own choice of
     environment for a route (the default one, or the one named); ``tasks``, the app's Task
@@ -312,7 +274,7 @@ class McpEndpoint:
         try:
             answer: McpAnswer = await handler(self, rid, params, ctx)
             return answer
-        except _RpcFailure as failure:
+        except RpcFailure as failure:
             return failure.answer
 
     async def delete(self, ctx: McpRequestContext) -> McpAnswer:
@@ -341,13 +303,13 @@ class McpEndpoint:
         if ctx.session_header:
             session = self.manager.sessions.get(ctx.session_header)
             if session is None:
-                raise _RpcFailure(self._unknown_header(rid, ctx.session_header))
+                raise RpcFailure(self._unknown_header(rid, ctx.session_header))
         elif named is not None:
             if not isinstance(named, str) or named not in self.manager.sessions:
-                raise _RpcFailure(rpc_error(rid, INVALID_PARAMS, f"Unknown session_id: {named}"))
+                raise RpcFailure(rpc_error(rid, INVALID_PARAMS, f"Unknown session_id: {named}"))
             session = self.manager.sessions[named]
         else:
-            raise _RpcFailure(rpc_error(
+            raise RpcFailure(rpc_error(
                 rid, SERVER_ERROR,
                 f"Bad Request: no session: send initialize first, then its {MCP_SESSION_HEADER} header",
                 status=400,
@@ -355,7 +317,7 @@ class McpEndpoint:
         if ctx.env_ref is not None:
             env = self._env(rid, ctx.env_ref)
             if env.id != session.env.id:
-                raise _RpcFailure(rpc_error(
+                raise RpcFailure(rpc_error(
                     rid, INVALID_PARAMS, f"session {session.id} is a session of {session.env.id}, not of {env.id}"
                 ))
         return session
@@ -364,7 +326,7 @@ class McpEndpoint:
         try:
             return self.resolve_env(env_ref)
         except ServeError as exc:
-            raise _RpcFailure(_serve_error(rid, exc)) from None
+            raise RpcFailure(serve_error(rid, exc)) from None
 
     async def _open(
         self, rid: Any, seed: Any, ctx: McpRequestContext, split: Any = None, index: Any = None
@@ -372,14 +334,14 @@ class McpEndpoint:
         """A new session on the route's environment, reset with ``seed``; at the Task API's
         task ``split``/``index`` when either is given (its knob setting and seed; a ``seed``
         beside them must be the task's)."""
-        seed = _whole_number(rid, "seed", seed, f"an integer from 0 to {MAX_SEED}")
-        index = _whole_number(rid, "index", index, "a task index (an integer >= 0)")
+        seed = whole_number(rid, "seed", seed, f"an integer from 0 to {MAX_SEED}")
+        index = whole_number(rid, "index", index, "a task index (an integer >= 0)")
         if split is not None and not isinstance(split, str):
-            raise _RpcFailure(rpc_error(rid, INVALID_PARAMS, f"split must be a split's name, got {json.dumps(split)}"))
+            raise RpcFailure(rpc_error(rid, INVALID_PARAMS, f"split must be a split's name, got {json.dumps(split)}"))
         try:
             self.manager.check_room(ctx.client)  # refused before anything is resolved or made
         except ServeError as exc:
-            raise _RpcFailure(_serve_error(rid, exc)) from None
+            raise RpcFailure(serve_error(rid, exc)) from None
         env = self._env(rid, ctx.env_ref)
         task: Task | None = None
         try:
@@ -388,12 +350,12 @@ class McpEndpoint:
                 task, seed = chosen, chosen.seed
             session = await self.manager.open(env, ctx.client, "mcp")
         except ServeError as exc:
-            raise _RpcFailure(_serve_error(rid, exc)) from None
+            raise RpcFailure(serve_error(rid, exc)) from None
         try:
             obs = await self.manager.reset(session, seed)
         except ServeError as exc:
             await self.manager.close(session)
-            raise _RpcFailure(_serve_error(rid, exc)) from None
+            raise RpcFailure(serve_error(rid, exc)) from None
         return session, obs, task
 
     # --- methods ------------------------------------------------------------------------
@@ -405,7 +367,7 @@ class McpEndpoint:
             "serverInfo": {"name": "spade-serve", "title": f"spade serve: {session.env.id}", "version": _server_version()},
             "instructions": instructions(session.env, obs.text),
         }
-        return _result(rid, result, {MCP_SESSION_HEADER: session.id})
+        return rpc_result(rid, result, {MCP_SESSION_HEADER: session.id})
 
     async def _create(self, rid: Any, params: dict[str, Any], ctx: McpRequestContext) -> McpAnswer:
         seed = params.get("seed", ctx.seed)
@@ -413,7 +375,7 @@ class McpEndpoint:
         result: dict[str, Any] = {"session_id": session.id, "observation": obs.text}
         if task is not None:
             result["task"] = task.spec()
-        return _result(rid, result, {MCP_SESSION_HEADER: session.id})
+        return rpc_result(rid, result, {MCP_SESSION_HEADER: session.id})
 
     async def _close(self, rid: Any, params: dict[str, Any], ctx: McpRequestContext) -> McpAnswer:
         sid = params.get("session_id")
@@ -423,17 +385,17 @@ class McpEndpoint:
         if session is None:
             return rpc_error(rid, INVALID_PARAMS, f"Unknown session_id: {sid}")
         await self.manager.close(session)
-        return _result(rid, {"session_id": sid, "closed": True})
+        return rpc_result(rid, {"session_id": sid, "closed": True})
 
     async def _ping(self, rid: Any, params: dict[str, Any], ctx: McpRequestContext) -> McpAnswer:
         if ctx.session_header and ctx.session_header not in self.manager.sessions:
             return self._unknown_header(rid, ctx.session_header)
-        return _result(rid, {})
+        return rpc_result(rid, {})
 
     async def _list(self, rid: Any, params: dict[str, Any], ctx: McpRequestContext) -> McpAnswer:
         session = self._session(rid, params, ctx)
         tools = session_tools(session.env, session.tools)
-        return _result(rid, {"tools": [t.listing() for t in tools.values()]})
+        return rpc_result(rid, {"tools": [t.listing() for t in tools.values()]})
 
     async def _call(self, rid: Any, params: dict[str, Any], ctx: McpRequestContext) -> McpAnswer:
         session = self._session(rid, params, ctx)
@@ -452,19 +414,19 @@ class McpEndpoint:
         try:
             action = tool.encode(arguments)
         except ToolArgumentError as exc:
-            return _result(rid, tool_error(str(exc)))
+            return rpc_result(rid, tool_error(str(exc)))
         try:
             obs = await self.manager.step(session, action)
         except (EpisodeStateError, EnvFailed, InvalidRequest) as exc:
             # the model's to read: the episode is over, the environment failed on this step
             state = session.state()
-            return _result(rid, tool_error(
+            return rpc_result(rid, tool_error(
                 exc.message, error=exc.payload(), terminated=state.terminated, truncated=state.truncated,
                 done=state.terminated or state.truncated or session.closed, step_count=state.step_count,
             ))
         except ServeError as exc:
-            return _serve_error(rid, exc)
-        return _result(rid, step_result(obs, session))
+            return serve_error(rid, exc)
+        return rpc_result(rid, step_result(obs, session))
 
     _methods: dict[str, Callable[..., Any]] = {
         "initialize": _initialize,
@@ -476,37 +438,5 @@ class McpEndpoint:
     }
 
 
-def _whole_number(rid: Any, name: str, value: Any, what: str) -> int | None:
-    """``value`` (a JSON integer, or the text of one from the URL) as a whole number from 0
-    to :data:`~spade_serve.sessions.MAX_SEED`; a JSON-RPC ``-32602`` naming ``name``
-    otherwise (Unicode digits, signs and spaces included: the URL's number is ASCII digits)."""
-    if value is None:
-        return None
-    if isinstance(value, str) and value.isascii() and value.isdigit() and len(value) <= len(str(MAX_SEED)):
-        value = int(value)
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_SEED:
-        shown = json.dumps(value) if isinstance(value, (str, int, float)) else type(value).__name__
-        shown = shown if len(shown) <= 40 else shown[:40] + "..."
-        raise _RpcFailure(rpc_error(rid, INVALID_PARAMS, f"{name} must be {what}, got {shown}"))
-    return value
-
-
-def _serve_error(rid: Any, exc: ServeError) -> McpAnswer:
-    """A server error as JSON-RPC: ``data`` is the error payload the other routes answer."""
-    if isinstance(exc, SessionNotFound):
-        return rpc_error(rid, INVALID_PARAMS, exc.message, exc.payload())
-    code = INVALID_PARAMS if isinstance(exc, InvalidRequest) else SERVER_ERROR
-    return rpc_error(rid, code, exc.message, exc.payload())
-
-
-__all__ = [
-    "MCP_SESSION_HEADER",
-    "PROTOCOL_VERSIONS",
-    "McpAnswer",
-    "McpEndpoint",
-    "McpRequestContext",
-    "SessionTool",
-    "ToolArgumentError",
-    "negotiate",
-    "session_tools",
-]
+__all__ = ["MCP_SESSION_HEADER", "McpEndpoint", "SessionTool", "ToolArgumentError", "instructions", "session_tools",
+           "step_result", "tool_error"]

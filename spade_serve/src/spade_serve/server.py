@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from .app import create_app
 from .catalog import EnvCatalog
+from .env_factory import SandboxEnvFactory
 from .sessions import SessionManager
 from .settings import ServeSettings
 
@@ -57,10 +58,10 @@ def run(
     catalog: EnvCatalog, settings: ServeSettings, *, launcher: SandboxLauncher | None = None, log_level: str = "info"
 ) -> None:
     """Serve until SIGINT/SIGTERM; then every session, worker and the zygote are closed.
-    ``launcher`` (the ``[spade.sandbox]`` settings loaded at the edge) makes the sessions' pool."""
+    ``launcher`` (the ``[spade.sandbox]`` settings loaded at the edge) makes the sessions' pools."""
     import uvicorn
 
-    manager = SessionManager(catalog, settings, launcher=launcher)
+    manager = SessionManager(catalog, settings, factory=SandboxEnvFactory.for_server(settings, launcher))
     uvicorn.Server(uvicorn_config(create_app(manager), settings, log_level=log_level)).run()
 
 

@@ -57,8 +57,11 @@ class ServeSettings(BaseModel):
     #: With shared workers: how long a session waits for its worker while another
     #: session's call runs there before moving to a worker of its own.
     move_after_s: float = Field(0.5, gt=0, le=3600)
-    #: Seed environments (trusted plugin code) run in the sandbox like store code unless
-    #: this is set; in-process calls cannot be killed, so a hung seed would hold a thread.
+    #: Seed environments (plugin code) run in the sandbox like store code unless this is
+    #: set; then they are trusted: each runs in a worker of a trusted pool (its plugin's
+    #: modules importable, none of the confinement), under the same call deadline
+    #: (:mod:`spade_serve.env_factory`). The name is the option's of old, when they ran in
+    #: the server's process.
     seeds_in_process: bool = False
     #: Wall-clock deadline of one environment call in the sandbox (the worker is killed);
     #: ``None``: ``[spade.sandbox]``'s ``call_timeout_s``.

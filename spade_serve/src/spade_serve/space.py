@@ -312,6 +312,7 @@ class SpaceServer:
     """The server a Space folder runs: see the module docstring."""
 
     def __init__(self, root: Path) -> None:
+        from spade_core.app.catalog import Catalog
         from spade_core.app.hub import read_hub_items
         from spade_core.app.importer import ImportOptions, import_items
         from spade_core.config import load_config
@@ -320,6 +321,7 @@ class SpaceServer:
 
         from .app import create_app
         from .catalog import build_catalog
+        from .env_factory import SandboxEnvFactory
         from .sessions import SessionManager
         from .settings import ServeSettings
 
@@ -339,10 +341,11 @@ class SpaceServer:
         self.settings = ServeSettings.model_validate(
             {"host": "0.0.0.0", "port": int(spec.get("port", PORT)), "allow_hosts": hosts}
         )
-        catalog = build_catalog(get_plugins(), self.store, ids=spec["env_ids"])
+        catalog = build_catalog(Catalog(get_plugins(), self.store), ids=spec["env_ids"])
         from spade_sandbox.launcher import SandboxLauncher
 
-        self.app = create_app(SessionManager(catalog, self.settings, launcher=SandboxLauncher.from_config(config)))
+        factory = SandboxEnvFactory.for_server(self.settings, SandboxLauncher.from_config(config))
+        self.app = create_app(SessionManager(catalog, self.settings, factory=factory))
 
     def run(self, argv: list[str] | None = None) -> None:
         import argparse
