@@ -17,6 +17,8 @@ executed. Two rules:
   of a literal name: a private module is its own package's business.
 * the sandbox settings have one type (one ``class SandboxSettings`` in the packages) and
   pools have one maker (``SandboxPool(`` is called only by ``spade_sandbox.launcher``).
+* the serving edge (``spade_serve``, ``spade_ui``) opens environments only through
+  ``spade_sandbox.opener.open_env``, from ``spade_serve.env_factory`` alone.
 * sizes: no module over :data:`MAX_MODULE_LINES` lines and no function over
   :data:`MAX_FUNCTION_LINES` beyond the known ones (:data:`KNOWN_LONG_MODULES`,
   :data:`KNOWN_LONG_FUNCTIONS`, being split), which may only shrink, and at most
@@ -369,6 +371,35 @@ def test_the_sandbox_settings_have_one_type_and_pools_one_maker() -> None:
                 makers.append(module)
     assert classes == ["spade_core.sandbox_settings"]
     assert sorted(set(makers)) == ["spade_sandbox.launcher"], "make pools with spade_sandbox.launcher.SandboxLauncher"
+
+
+#: What builds or runs an environment by itself, past the one opener.
+OPENING_ON_ITS_OWN = frozenset({"SandboxedEnv", "SandboxPool", "load_trusted_class", "instantiate", "ReferenceEnvAdapter"})
+
+
+def calls_in(module: str, names: Iterable[str]) -> list[str]:
+    """``module:line: name(`` for every call of one of ``names`` (a name or an attribute) in ``module``."""
+    wanted = set(names)
+    found = []
+    for node in ast.walk(ast.parse(TREE.modules[module].read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Call):
+            name = getattr(node.func, "id", getattr(node.func, "attr", None))
+            if name in wanted:
+                found.append(f"{module}:{node.lineno}: {name}(")
+    return found
+
+
+def test_the_serving_edge_opens_environments_only_through_the_opener() -> None:
+    """``spade serve``, the ui and the TRL adapter open every instance through
+    ``spade_sandbox.opener.open_env``, called in one place (``spade_serve.env_factory``, the
+    factory a server is handed): none builds a sandboxed environment or a pool, or loads a
+    trusted class and runs it in its own process."""
+    edge = sorted(m for m in TREE.modules if m.split(".")[0] in ("spade_serve", "spade_ui"))
+    assert "spade_serve.env_factory" in edge
+    found = [hit for module in edge for hit in calls_in(module, OPENING_ON_ITS_OWN)]
+    assert not found, "open environments through spade_serve.env_factory.SandboxEnvFactory:\n" + "\n".join(found)
+    openers = sorted({hit.split(":")[0] for module in edge for hit in calls_in(module, {"open_env"})})
+    assert openers == ["spade_serve.env_factory"]
 
 
 def test_every_known_cycle_is_still_there() -> None:

@@ -13,7 +13,7 @@ import time
 
 from websockets.sync.client import connect
 
-from .envs import served
+from .envs import COUNTER, served
 
 
 def ws_url(url: str, env: str = "counter-v1") -> str:
@@ -117,3 +117,26 @@ def test_a_client_that_disconnects_mid_episode_frees_its_worker(serve, pool) -> 
         ws.socket.shutdown(socket.SHUT_RDWR)  # gone without a close frame, as a crashed client
         assert wait_until(lambda: not manager.sessions)
         assert all(w.instances == 0 for w in pool.workers())
+
+
+#: A seed that imports what the sandbox's allow-list refuses (a plugin's own modules), and
+#: hangs on "hang".
+TRUSTED_SEED = "import spade_core.actions  # not on the sandbox's allow-list\n" + COUNTER
+
+
+def test_a_trusted_seed_plays_in_a_trusted_worker_and_a_hang_is_stopped_at_the_deadline(serve) -> None:
+    seed = served("trusted_counter", TRUSTED_SEED, kind="seed")
+    with serve(envs=[seed], seeds_in_process=True, call_timeout_s=1.5) as (url, manager):
+        with connect(ws_url(url, seed.id)) as ws:
+            assert ask(ws, "reset", {"seed": 1})["type"] == "observation"
+            (session,) = manager.sessions.values()
+            assert manager.factory.trusted_pool.worker_of(session.instance.handle) is not None
+            assert ask(ws, "step", {"message": "a"})["data"]["observation"]["text"].startswith("turn 1")
+            started = time.monotonic()
+            err = ask(ws, "step", {"message": "hang"})["data"]
+            assert err["kind"] == "timeout" and err["session_closed"] is True
+            assert time.monotonic() - started < 10, "stopped at the server's call deadline"
+            assert ask(ws, "reset", {"seed": 1})["type"] == "observation", "a fresh trusted worker"
+    with serve(envs=[seed]) as (url, _manager), connect(ws_url(url, seed.id)) as ws:
+        refused = ask(ws, "reset", {"seed": 1})
+        assert refused["type"] == "error" and refused["data"]["kind"] == "static", "untrusted, the allow-list refuses it"
