@@ -1,12 +1,13 @@
 """The web app: OpenEnv's routes over SPADE sessions (FastAPI, as OpenEnv's server).
 
-:func:`create_app` wires the routes of :mod:`spade_serve.routes` (one module per
-protocol: plain HTTP, the listing, the Task API, MCP, the WebSocket) around a
-:class:`~spade_serve.sessions.SessionManager`, which was handed the way its sessions'
+:func:`create_app` wires the routes of :mod:`spade_serve.routes` (plain HTTP: ``/reset``,
+``/step``, ``/state``, ``/metadata``, ``/schema``, ``/health``; the listing ``GET /envs``;
+OpenEnv's Task API; MCP at ``/mcp``; the WebSocket at ``/ws``), at the root (for a server of
+one environment, or naming ``env_id`` in the reset body) and under ``/envs/{env_id}`` (so
+OpenEnv's clients reach any served environment with ``base_url=http://host:port/envs/<id>``),
+around a :class:`~spade_serve.sessions.SessionManager` that was handed the way its sessions'
 instances are opened (:class:`~spade_serve.env_factory.SandboxEnvFactory`), as OpenEnv's
-server is handed its environment factory. Routes are at the root (for a server of one
-environment, or naming ``env_id`` in the reset body) and under ``/envs/{env_id}`` (so
-OpenEnv's clients reach any served environment with ``base_url=http://host:port/envs/<id>``).
+server is handed its environment factory.
 
 Every error is ``{"type": "error", "data": {"code", "message", ...}}`` with an HTTP status
 that matches it (see :mod:`spade_serve.errors`), but ``/mcp``'s, which are JSON-RPC errors

@@ -1,14 +1,6 @@
-"""Which sandbox worker each session's instance lives in, and what happens to a session
-when another session's call loses their shared worker (:class:`WorkerGroups`; the rules are
-:mod:`spade_serve.sessions`' docstring).
-
-Sessions of one environment and one client are grouped ``sessions_per_worker`` to a
-worker; each group has its own isolation key in the pool. Within a shared group one call
-at a time goes to the worker, each session keeps its episode's seed and actions with a
-digest of every result, and a session whose worker another call killed (or held past
-``move_after_s``) is restored on a fresh worker by replaying its episode, each result
-checked against the digest of what the client was sent.
-"""
+"""Which sandbox worker each session's instance lives in, and how a session whose shared
+worker another session's call killed or held is restored on a fresh one by replaying its
+episode (:class:`WorkerGroups`; the rules are :mod:`spade_serve.sessions`' docstring)."""
 
 from __future__ import annotations
 
