@@ -6,13 +6,14 @@ from __future__ import annotations
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from spade_core.plugins import get_plugins
 from spade_trainer.config import load_selfplay_config
 from spade_trainer.design_protocol import DesignedCandidate
 from spade_trainer.regret import RegretEstimator, RegretMeasurement
 from spade_trainer.rewards import bound_shaping
+from spade_trainer.role_samples import agent_samples, designer_samples
 from spade_trainer.rollout import Episode, EpisodeSpec, PlayableEnv
 from spade_trainer.samples import PolicySample, Role, with_advantages
-from spade_trainer.selfplay import IterationRecord, SelfPlayRun
 
 values = st.floats(-1.0, 1.0, allow_nan=False, allow_subnormal=False)
 pairs = st.lists(st.tuples(values, st.floats(-0.5, 0.5, allow_nan=False, allow_subnormal=False)), min_size=1,
@@ -97,12 +98,11 @@ def test_a_hanging_environment_costs_the_designer_and_not_the_agent() -> None:
     measurement = RegretMeasurement(RegretEstimator.summarise([ENV], episodes), episodes)
     (est,) = measurement.estimates
     assert est.regret == 0.0 and est.hung == 4  # the hangs raise no regret
-    run = SelfPlayRun(load_selfplay_config(preset="gpu"))
-    record = IterationRecord(1)
+    cfg, plugins, data = load_selfplay_config(preset="gpu"), get_plugins(), {}
     design = DesignedCandidate("logical_deduction", True, True, ENV.env_id, None, (), None, [1], [5], [-1.0])
-    (designer,) = run._designer_samples([design], {ENV.env_id: est}, record)
+    (designer,) = designer_samples([design], {ENV.env_id: est}, data, config=cfg, plugins=plugins)
     assert designer.reward == -0.5 and designer.valid
-    agent = run._agent_samples(measurement, record)
+    agent = agent_samples(measurement, data, config=cfg, plugins=plugins)
     assert len(agent) == 12 and all(s.reward == 0.0 for s in agent)  # hung plays are not trained
 
 
@@ -111,5 +111,5 @@ def test_without_a_hang_penalty_the_design_is_rewarded_from_its_remaining_plays(
     episodes = [_episode(True, n) for n in range(4)] + [_episode(False, n, hung=n == 0) for n in range(4)]
     (est,) = RegretEstimator.summarise([ENV], episodes)
     design = DesignedCandidate("logical_deduction", True, True, ENV.env_id, None, (), None, [1], [5], [-1.0])
-    (designer,) = SelfPlayRun(cfg)._designer_samples([design], {ENV.env_id: est}, IterationRecord(1))
+    (designer,) = designer_samples([design], {ENV.env_id: est}, {}, config=cfg, plugins=get_plugins())
     assert designer.reward == 0.0  # regret 0, win rate 0: blend 0

@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 from spade_core.metadata import EnvMetadata, ValidationReport
+from spade_core.plugins import get_plugins
 from spade_designer.llm.base import Completion
 from spade_designer.records import Attempt, CandidateResult
 from spade_trainer.config import load_selfplay_config
@@ -25,9 +26,9 @@ from spade_trainer.inprocess import TrustedEnvPool
 from spade_trainer.policy import Sampling, VLLMPolicy
 from spade_trainer.regret import RegretEstimate, RegretEstimator
 from spade_trainer.rewards import designer_reward
+from spade_trainer.role_samples import designer_samples
 from spade_trainer.rollout import PlayableEnv, RolloutEngine
 from spade_trainer.samples import PolicySample, Role, with_advantages
-from spade_trainer.selfplay import IterationRecord, SelfPlayRun
 from spade_trainer.shaping_signals import design_progress
 
 from .envs import GUESS_ENV
@@ -57,10 +58,9 @@ def _candidate(attempts: list[Attempt], *, admitted: bool) -> CandidateResult:
 
 
 def _trained(preset: str, c: CandidateResult, est: RegretEstimate | None) -> dict[tuple[int, ...], float]:
-    run = SelfPlayRun(load_selfplay_config(preset=preset))
     dc = candidate(c, SKILL)
     by_id = {est.env_id: est} if est is not None else {}
-    samples = run._designer_samples([dc], by_id, IterationRecord(1))
+    samples = designer_samples([dc], by_id, {}, config=load_selfplay_config(preset=preset), plugins=get_plugins())
     return {tuple(s.completion_ids): s.reward for s in samples}
 
 

@@ -18,6 +18,7 @@ import pytest
 from spade_trainer.config import load_selfplay_config
 from spade_trainer.design_protocol import DesignedCandidate
 from spade_trainer.regret import RegretEstimator, RegretMeasurement
+from spade_trainer.role_samples import agent_samples, designer_samples
 from spade_trainer.rollout import Episode, EpisodeSpec, PlayableEnv
 from spade_trainer.samples import Role, with_advantages
 from spade_trainer.selfplay import IterationRecord, SelfPlayRun
@@ -87,7 +88,8 @@ def test_the_gpu_preset_computes_the_reference_recipe_term_by_term() -> None:
     measurement = RegretMeasurement(RegretEstimator.summarise(envs, episodes), episodes)
     by_id = {e.env_id: e for e in measurement.estimates}
     record = IterationRecord(1)
-    samples = run._designer_samples(_candidates(), by_id, record) + run._agent_samples(measurement, record)
+    samples = (designer_samples(_candidates(), by_id, record.data, config=cfg, plugins=run.plugins)
+               + agent_samples(measurement, record.data, config=cfg, plugins=run.plugins))
     trained = with_advantages(samples, designer_scale=cfg.designer_reward_scale)
 
     # env_reward_scale: 6 environments x 4 unhinted plays per iteration / (2 skills x 4 designs), interval 1

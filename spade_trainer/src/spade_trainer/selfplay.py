@@ -31,7 +31,6 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from spade_core.app.eval_harness import EVALS_FILE
 from spade_core.metadata import EnvMetadata, EnvStatus
 from spade_core.returns import is_win
-from spade_core.shaping import AgentRewardContext, DesignerRewardContext
 
 from .adaptive import AdaptivePool
 from .config import SelfPlayConfig
@@ -44,13 +43,12 @@ from .periodic_eval import PeriodicEvaluation
 from .plan import CHECKPOINTS, plan_run
 from .policy import Sampling, TokenPolicy
 from .ranks import collection_seed, process_rank, rank_folder, rng_digest
-from .regret import RegretEstimate, RegretEstimator, RegretMeasurement
-from .rewards import designer_reward
+from .regret import RegretEstimator, RegretMeasurement
+from .role_samples import agent_samples, designer_samples, win_rate_of
 from .rollout import EnvBackend, PlayableEnv, ReplyShape, RolloutEngine, TokenBudget
 from .run_archive import ArchiveLimits, RunArchive
 from .run_pool import import_named_pool, import_seed_pool, import_store_pool
-from .samples import PolicySample, Role
-from .shaping import agent_terms, designer_terms
+from .samples import PolicySample
 from .threads import apply_threads
 
 if TYPE_CHECKING:
@@ -524,8 +522,11 @@ class SelfPlayRun:
                measurement: RegretMeasurement, record: IterationRecord) -> list[PolicySample]:
         """Both roles' samples with their rewards; the iteration's numbers into ``record``."""
         by_id = {e.env_id: e for e in measurement.estimates}
-        samples = self._designer_samples(candidates, by_id, record) + self._agent_samples(measurement, record)
-        record_designs(self.stage, candidates, by_id, self.config.reward.spec(), record.data, win_rate=self._win_rate)
+        cfg = self.config
+        samples = (designer_samples(candidates, by_id, record.data, config=cfg, plugins=self.plugins)
+                   + agent_samples(measurement, record.data, config=cfg, plugins=self.plugins))
+        record_designs(self.stage, candidates, by_id, cfg.reward.spec(), record.data,
+                       win_rate=lambda est: win_rate_of(est, cfg.reward))
         self._summarise(record, candidates, chosen, measurement)
         self.archive.record_designs(record.iteration, candidates)
         self.archive.record_episodes(record.iteration, measurement.episodes)
@@ -554,98 +555,6 @@ class SelfPlayRun:
             "param_delta_max": report.param_delta_max,
         }
         return report
-
-    def _win_rate(self, est: RegretEstimate) -> float:
-        return est.solve_rate if self.config.reward.win_rate == "solve_rate" else est.win_rate
-
-    def _measured_reward(self, est: RegretEstimate | None) -> float | None:
-        """Base reward of an admitted design from its plays, or ``None`` when nothing usable
-        was measured (it is then credited as a design that did not pass)."""
-        spec = self.config.reward.spec()
-        penalty = self.config.reward.designer_hang_penalty
-        if est is None:
-            return None
-        if est.hung and penalty != "from_plays":
-            return float(penalty)  # its environment hung: it costs the designer (and is retired)
-        if not est.measured:
-            return None
-        return designer_reward(est.regret, self._win_rate(est), spec)
-
-    def _designer_samples(
-        self, candidates: Sequence[DesignedCandidate], by_id: dict[str, RegretEstimate], record: IterationRecord
-    ) -> list[PolicySample]:
-        """One sample per design turn, rewarded by what that turn produced: the admitted
-        turn earns the measured reward; every other turn (a broken first design before its
-        repair, a candidate that never passed) earns its own failure, graded by its own stage
-        and code, and is trained only under ``reward.invalid_designs = "shape"``."""
-        rcfg = self.config.reward
-        spec = rcfg.spec()
-        shape = rcfg.invalid_designs == "shape"
-        # train_designer = false: rewarded and logged as usual, but nothing enters the update
-        rcfg_train = self.config.train_designer
-        out: list[PolicySample] = []
-        rewards, terms_total = [], Counter[str]()
-        skipped = 0
-        for c in candidates:
-            est = by_id.get(c.env_id) if c.admitted and c.env_id else None
-            earning = c.earning_turn()
-            for n, t in enumerate(c.trained_turns()):
-                base = self._measured_reward(est) if n == earning else None
-                valid = base is not None
-                failed_stage = None if valid else (t.failed_stage or c.failed_stage or "admission")
-                ctx = DesignerRewardContext(
-                    env_id=c.env_id, domain=self.config.domain, skill=c.skill, valid=valid,
-                    base_reward=base if valid else spec.invalid_reward,
-                    regret=est.regret if valid and est is not None and est.measured else None,
-                    win_rate=self._win_rate(est) if valid and est is not None and est.measured else None,
-                    novelty=t.novelty, failed_stage=failed_stage,
-                    extra={"shaping": dict(rcfg.shaping), "code_structure": t.code_structure},
-                )
-                if not valid and not shape:
-                    skipped += 1  # rejection sampling: only valid designs are trained
-                    continue
-                terms = designer_terms(self.plugins, ctx)
-                terms_total.update(terms)
-                shaping = sum(terms.values())
-                reward = ctx.base_reward + shaping
-                rewards.append(reward)
-                if t.trainable and rcfg_train:
-                    out.append(PolicySample(Role.designer, list(t.prompt_ids or []), list(t.completion_ids or []),
-                                            list(t.logprobs or []), reward, c.skill, shaping=shaping, valid=valid))
-        record.data["designer_reward_mean"] = sum(rewards) / len(rewards) if rewards else None
-        record.data["designer_shaping"] = dict(terms_total)
-        record.data["designer_turns_rejected"] = skipped
-        record.data["designer_samples_trained"] = len(out)
-        return out
-
-    def _agent_samples(self, measurement: RegretMeasurement, record: IterationRecord) -> list[PolicySample]:
-        episodes = measurement.episodes if self.config.train_on_hinted else measurement.unhinted()
-        out: list[PolicySample] = []
-        returns = []
-        terms_total = Counter[str]()
-        for ep in episodes:
-            if not ep.usable:
-                continue  # the environment failed or hung: its bug, not the agent's doing
-            ctx = AgentRewardContext(
-                env_id=ep.spec.env.env_id, domain=ep.spec.env.domain, episode_return=ep.episode_return,
-                turns=ep.turns, terminated=ep.terminated, hinted=ep.spec.hinted,
-                extra={"shaping": dict(self.config.reward.shaping), "well_formed_turns": ep.well_formed_turns},
-            )
-            # shaping terms enter the training reward only, bounded to break ties
-            # (samples.with_advantages): ep.episode_return (and the regret) keeps REFERENCE.md's definition
-            terms = agent_terms(self.plugins, ctx)
-            terms_total.update(terms)
-            shaping = sum(terms.values())
-            reward = ep.episode_return + shaping
-            returns.append(reward)
-            if ep.model_tokens == 0 or not ep.prompt_ids:
-                continue  # the environment failed before the agent spoke: nothing to learn from
-            group = ep.spec.env.env_id + ("/hinted" if ep.spec.hinted else "")
-            out.append(PolicySample(Role.agent, ep.prompt_ids, ep.completion_ids, ep.logprobs, reward, group,
-                                    env_mask=ep.env_mask, shaping=shaping))
-        record.data["agent_reward_mean"] = sum(returns) / len(returns) if returns else None
-        record.data["agent_shaping"] = dict(terms_total)
-        return out
 
     def _summarise(
         self, record: IterationRecord, candidates: Sequence[DesignedCandidate], chosen: Sequence[EnvMetadata],
