@@ -425,7 +425,7 @@ MAX_LONG_MODULES = 10
 KNOWN_LONG_MODULES: dict[str, int] = {
     "spade_designer.designer": 724,
     "spade_trainer.report": 545,
-    "spade_trainer.selfplay": 800,
+    "spade_trainer.selfplay": 709,
 }
 #: Functions still over :data:`MAX_FUNCTION_LINES` (``module:qualified name`` -> lines),
 #: likewise (none today).
