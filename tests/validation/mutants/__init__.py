@@ -1,0 +1,1 @@
+"""A mutation corpus for the validator: sound environments and their hand-made defects."""
