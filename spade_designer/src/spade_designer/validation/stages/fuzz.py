@@ -319,7 +319,8 @@ def action_classes(run: Run, domain: tuple[str, ...] = (), printed: tuple[str, .
     valid = valid or [a for a in run.fuzz_actions if a.startswith("\\boxed{") and a not in solution]
     valid = valid or [c for c in COMMANDS if c not in solution]
     out = {"valid": valid[:8], "repeated": valid[:1], "malformed": garbage(run)}
-    for i, command in enumerate([c for c in printed if c not in solution][:_PRINTED_REPEATS]):
+    played = [c for c in printed if c not in solution and not _asks_for_information(c)]
+    for i, command in enumerate(played[:_PRINTED_REPEATS]):
         out[f"command {i + 1}"] = [command]
     if domain:
         out["domain"] = [a for a in domain if a not in solution][:16]
@@ -327,6 +328,14 @@ def action_classes(run: Run, domain: tuple[str, ...] = (), printed: tuple[str, .
 
 
 _DIGITS = re.compile(r"[0-9]+")
+#: Commands that only ask (an environment may answer them without spending a turn; the
+#: harness's cap ends an episode of them): not played alone for a long episode.
+_INFORMATION = frozenset({"look", "help", "hint", "status", "inventory", "inv", "map", "rules", "info", "score"})
+
+
+def _asks_for_information(action: str) -> bool:
+    words = re.findall(r"[a-z]+", action.lower().replace("\\boxed", " "))
+    return bool(words) and words[0] in _INFORMATION
 
 
 def _same_shape(mutant: str, action: str) -> bool:
