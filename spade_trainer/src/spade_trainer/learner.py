@@ -53,6 +53,10 @@ class StepReport:
     param_delta_max: float | None
 
 
+#: Elements of a parameter read back at a time by :class:`ParameterDelta` (8 MB in float64).
+_DELTA_SLICE = 1 << 20
+
+
 class ParameterDelta:
     """Measures how far each optimizer step moves the weights: L2 norm of the parameter
     change (``last_l2``) and the largest absolute change (``last_max``).
@@ -114,13 +118,13 @@ class ParameterDelta:
                     if not p.requires_grad or not state or "exp_avg" not in state:
                         continue  # never stepped (no gradient yet): it did not move
                     t = float(state["step"])
-                    m, v = state["exp_avg"].double(), state["exp_avg_sq"].double()
-                    moved = (lr / (1 - b1**t)) * m / ((v / (1 - b2**t)).sqrt() + eps)
-                    after = p.detach().double()
-                    before = (after + moved) / (1 - lr * wd)
-                    d = after - before
-                    sq += d.square().sum().cpu()
-                    if d.numel():
+                    flat = [x.detach().reshape(-1) for x in (state["exp_avg"], state["exp_avg_sq"], p)]
+                    # in slices: float64 copies of a whole embedding matrix would be the step's peak
+                    for at in range(0, flat[0].numel(), _DELTA_SLICE):
+                        m, v, after = (x[at: at + _DELTA_SLICE].double() for x in flat)
+                        moved = (lr / (1 - b1**t)) * m / ((v / (1 - b2**t)).sqrt() + eps)
+                        d = after - (after + moved) / (1 - lr * wd)
+                        sq += d.square().sum().cpu()
                         biggest = torch.maximum(biggest, d.abs().max().cpu())
         self._record(sq, biggest)
 
