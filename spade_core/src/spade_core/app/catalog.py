@@ -237,9 +237,12 @@ def _strip_namespace(env_ref: str) -> str:
     return env_ref.removeprefix("spade/")
 
 
-def _recorded_stats(store: EnvStore, seed: EnvMetadata) -> list[Any]:
+def _recorded_stats(store: EnvStore | None, seed: EnvMetadata) -> list[Any]:
     """What the store measured of a seed (``spade experiment learn`` records it under the
-    seed's id): the stats of a stored copy with the seed's very code, else none."""
+    seed's id): the stats of a stored copy with the seed's very code, else none (and none
+    without a store)."""
+    if store is None:
+        return []
     try:
         stored = store.get(seed.id)
     except EnvNotFound:
