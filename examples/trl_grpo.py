@@ -52,21 +52,21 @@ def main() -> None:
 
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
     import torch
-    from spade_designer.llm.transformers_backend import use_flush_denormal_for_process
+    from spade_designer.llm.transformers_backend import flush_denormal_for_process
     from spade_serve.trl_env import TrlEnvironments, episode_state
     from trl import GRPOConfig, GRPOTrainer
     from trl.chat_template_utils import qwen2_5_chat_template
 
     started = time.monotonic()
-    use_flush_denormal_for_process()  # de-quantised GGUF weights make subnormal floats: 8x slower on CPU without
-    torch.manual_seed(opts.seed)
-    model, tokenizer = load_policy(opts.tiny)
-    tokenizer.chat_template = qwen2_5_chat_template
-    tokenizer.padding_side = "left"
-    if tokenizer.pad_token is None:
-        tokenizer.pad_token = tokenizer.eos_token
-
-    with TrlEnvironments(opts.env, domain=opts.domain, skill=opts.skill, url=opts.url, seed=opts.seed) as envs:
+    # de-quantised GGUF weights make subnormal floats: 8x slower on CPU without flush-to-zero
+    with (flush_denormal_for_process(),
+          TrlEnvironments(opts.env, domain=opts.domain, skill=opts.skill, url=opts.url, seed=opts.seed) as envs):
+        torch.manual_seed(opts.seed)
+        model, tokenizer = load_policy(opts.tiny)
+        tokenizer.chat_template = qwen2_5_chat_template
+        tokenizer.padding_side = "left"
+        if tokenizer.pad_token is None:
+            tokenizer.pad_token = tokenizer.eos_token
         print(f"environments: {', '.join(envs.env_ids)}")
         batch = opts.num_generations  # one episode (one seed) per update, played num_generations times
         args = GRPOConfig(

@@ -23,6 +23,8 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 # workers: it allocates 160 MB at reset, so it plays under the default memory_mb (512) and
 # is stopped with the sandbox's memory error (kind "memory") under memory_mb = 128.
 
+from collections.abc import Iterator  # noqa: E402
+
 import pytest  # noqa: E402
 
 MEMORY_HOG_SOURCE = '''\
@@ -46,6 +48,20 @@ class MemoryHogEnv:
 
 #: The ``[spade.sandbox]`` table under which MEMORY_HOG_SOURCE is stopped.
 TIGHT_SANDBOX = "[spade.sandbox]\nmemory_mb = 128\n"
+
+
+def flushes_subnormals() -> bool:
+    """Whether this thread's floating-point mode flushes subnormal floats to zero."""
+    return 2.2250738585072014e-308 / 2 == 0.0
+
+
+@pytest.fixture(autouse=True)
+def floats_as_ieee_after_each_test() -> Iterator[None]:
+    """No test leaves flush-to-zero on for the tests after it (Hypothesis refuses to draw
+    floats then, and every float property test after the culprit fails far from it)."""
+    before = flushes_subnormals()
+    yield
+    assert before or not flushes_subnormals(), "this test left flush-to-zero on for the process"
 
 
 @pytest.fixture(scope="session")

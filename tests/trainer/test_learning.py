@@ -448,6 +448,7 @@ def test_experiment_learn_records_the_verdict_with_the_environment(
                   "--episodes", "4", "--set", 'model.source="tiny"', "--set", "generation.agent_max_new_tokens=4",
                   "--set", "model.threads=1")
     assert result.exit_code == 0, result.output
+    assert 2.2250738585072014e-308 / 2 != 0.0, "the command left flush-to-zero on for the process"
     data = json.loads((tmp_path / "run" / "learning.json").read_text())
     verdict_word = data["verdict"]["learnability"]
     assert data["settings"]["target"] == env and f"seed 0: {verdict_word}" in result.output

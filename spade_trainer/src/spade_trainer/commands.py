@@ -61,18 +61,15 @@ def register(cli: typer.Typer) -> None:
         if check:  # before anything changes this process's state
             _check(cfg, console, "+".join(preset or []) or None, spade_config)
             return
-        from spade_designer.llm.transformers_backend import use_flush_denormal_for_process
-
-        from .memory import use_small_heap_for_process
-
-        use_flush_denormal_for_process()  # this process is ours: CPU training/generation at full speed
-        use_small_heap_for_process()  # and its freed tensors go back to the system
         from .selfplay import SelfPlayRun
 
         preset_label = "+".join(preset or []) or None
         console.print(f"[bold]spade selfplay[/] preset={preset_label or '-'} run_dir={cfg.run_dir} iterations={cfg.iterations}")
+        from .memory import owned_process
+
         run = SelfPlayRun(cfg, console=console, spade_config=spade_config)
-        records = run.run(resume=resume)
+        with owned_process():  # this process is ours: CPU training/generation at full speed
+            records = run.run(resume=resume)
         console.print(f"[green]done:[/] {len(records)} iterations; metrics in {cfg.run_dir / 'metrics.jsonl'}; "
                       f"`spade report {cfg.run_dir}` for plots")
 
@@ -171,15 +168,16 @@ def _run_experiments(ctx: typer.Context, run_dir: Path, specs: list[Any], *, rec
 
     from .experiments import experiment_config, record_learnability, run_experiment
     from .learning_report import summarise
+    from .memory import owned_process
 
-    _experiment_process()
     console = Console()
     spade_config, plugins = command_config(ctx), command_plugins(ctx)
     several = len(specs) > 1
     specs = [replace(s, run_dir=run_dir / f"seed-{s.seed}") if several else s for s in specs]
     configs = [experiment_config(s, plugins, spade_config) for s in specs]  # every seed's settings checked first
     for spec, cfg in zip(specs, configs, strict=True):
-        data = run_experiment(cfg, spade_config, plugins, console)
+        with owned_process():
+            data = run_experiment(cfg, spade_config, plugins, console)
         v = data.get("verdict") or {}
         console.print(f"seed {spec.seed}: {v.get('learnability', '-')} (rose {v.get('rose')}, above constant "
                       f"{v.get('above_constant')}, control rose {v.get('control_rose')}); "
@@ -190,21 +188,6 @@ def _run_experiments(ctx: typer.Context, run_dir: Path, specs: list[Any], *, rec
     if several:
         summary = summarise([s.run_dir for s in specs], run_dir)
         console.print(f"learned in {summary['learned']} of {summary['runs']} runs: {run_dir / 'summary.md'}")
-
-
-def _experiment_process() -> None:
-    """An experiment command owns its process: offline hub, quiet tokenizers, and CPU
-    generation and training with denormals flushed (full speed)."""
-    import os
-
-    from spade_designer.llm.transformers_backend import use_flush_denormal_for_process
-
-    from .memory import use_small_heap_for_process
-
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    use_flush_denormal_for_process()
-    use_small_heap_for_process()
 
 
 def _check(cfg: Any, console: Any, preset: str | None, spade_config: Any = None) -> None:

@@ -4,9 +4,10 @@ glibc's allocator serves requests below its mmap threshold from its heaps and ra
 threshold (up to 32 MB) each time a large block is freed, so the tensors a rollout and an
 update allocate and free by the thousand end up in heaps it rarely gives back: a learning
 run of the 135M model held about twice the memory it used (docs/learning.md, Cost).
-:func:`use_small_heap_for_process` fixes the threshold at 1 MB (every larger tensor is its
-own mapping, returned when freed); :func:`return_freed_memory` hands the heaps' free tops
-back after a phase. Both do nothing where the C library is not glibc.
+:func:`small_heap` fixes the threshold at 1 MB for a block (every larger tensor is its own
+mapping, returned when freed); :func:`return_freed_memory` hands the heaps' free tops back
+after a phase; :func:`owned_process` is what a training command holds for its whole run.
+All do nothing where the C library is not glibc.
 """
 
 from __future__ import annotations
@@ -14,6 +15,9 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import functools
+import os
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from typing import Any
 
 #: ``mallopt`` parameters (glibc's malloc.h).
@@ -34,13 +38,48 @@ def _glibc() -> Any:
     return libc
 
 
-def use_small_heap_for_process() -> bool:
-    """Fix glibc's mmap threshold at :data:`MMAP_THRESHOLD` for the rest of this process
-    (a command that owns its process calls it); whether it was set."""
+#: glibc's own thresholds, which a block's end sets back (the dynamic raising of the mmap
+#: threshold, once a program fixes it, stays off: glibc has no call to turn it back on).
+_GLIBC_DEFAULT_THRESHOLD = 128 * 1024
+
+
+@contextmanager
+def small_heap() -> Iterator[bool]:
+    """glibc's mmap and trim thresholds at :data:`MMAP_THRESHOLD` for the block; whether they
+    were set. glibc's defaults come back after it."""
     libc = _glibc()
-    if libc is None:
-        return False
-    return bool(libc.mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD)) and bool(libc.mallopt(_M_TRIM_THRESHOLD, MMAP_THRESHOLD))
+    ok = libc is not None and bool(libc.mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD)) and bool(
+        libc.mallopt(_M_TRIM_THRESHOLD, MMAP_THRESHOLD))
+    try:
+        yield ok
+    finally:
+        if libc is not None:
+            libc.mallopt(_M_MMAP_THRESHOLD, _GLIBC_DEFAULT_THRESHOLD)
+            libc.mallopt(_M_TRIM_THRESHOLD, _GLIBC_DEFAULT_THRESHOLD)
+
+
+@contextmanager
+def owned_process() -> Iterator[None]:
+    """What a training or generation command holds while it runs: the hub offline, tokenizers
+    quiet, CPU floats with denormals flushed (full speed) and the small heap. Everything comes
+    back as it was after the command, so a command run in-process (the tests, a notebook)
+    leaves the process's floating-point mode, allocator and environment untouched."""
+    from spade_designer.llm.transformers_backend import flush_denormal_for_process
+
+    saved = {k: os.environ.get(k) for k in ("HF_HUB_OFFLINE", "TOKENIZERS_PARALLELISM")}
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    try:
+        with ExitStack() as stack:
+            stack.enter_context(flush_denormal_for_process())
+            stack.enter_context(small_heap())
+            yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
 
 
 def return_freed_memory() -> None:
@@ -50,4 +89,4 @@ def return_freed_memory() -> None:
         libc.malloc_trim(0)
 
 
-__all__ = ["MMAP_THRESHOLD", "return_freed_memory", "use_small_heap_for_process"]
+__all__ = ["MMAP_THRESHOLD", "owned_process", "return_freed_memory", "small_heap"]

@@ -181,17 +181,27 @@ def load_model(
 # in microcode: forward passes measured 8x slower without flush-to-zero. Flush-to-zero is a
 # per-thread floating-point mode, so the library only holds it around its own generation
 # (anything else running in the process, Hypothesis among them, must see IEEE floats);
-# command-line entry points that own their process turn it on for good.
+# command-line entry points that own their process hold it for the whole command, and hand the
+# process back as they found it (a command run in-process, as the tests do, leaves no trace).
 _process_flush_denormal = False
 
 
-def use_flush_denormal_for_process() -> None:
-    """Turn flush-to-zero on for the rest of this process (CLI entry points: training and
-    generation on CPU then run at full speed everywhere, not only inside ``chat``)."""
+@contextlib.contextmanager
+def flush_denormal_for_process() -> Any:
+    """Flush-to-zero for everything the block runs (a command that owns its process: training
+    and generation on CPU at full speed everywhere, not only inside ``chat``); the mode the
+    thread had before comes back after the block."""
     global _process_flush_denormal
     import torch
 
+    held = _process_flush_denormal
     _process_flush_denormal = bool(torch.set_flush_denormal(True))
+    try:
+        yield
+    finally:
+        if _process_flush_denormal and not held:
+            torch.set_flush_denormal(False)
+        _process_flush_denormal = held
 
 
 @contextlib.contextmanager
