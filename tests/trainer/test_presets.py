@@ -171,3 +171,10 @@ def test_the_adaptive_settings_need_a_fixed_pool_and_ordered_thresholds() -> Non
     with pytest.raises(ConfigError, match="lower_at"):
         load_selfplay_config(preset="tiny+adaptive", overrides=["adaptive.lower_at=0.95"])
     assert load_selfplay_config(preset="tiny+adaptive").adaptive.levels == 6
+
+
+def test_the_plan_says_whether_a_run_measures_its_learning_curve() -> None:
+    rows = dict(plan_run(load_selfplay_config(preset=["quickstart"])).rows())
+    assert rows["learning curve"].startswith("higher_lower: 48 held-out instances")
+    assert "learning-rate-0 control" in rows["learning curve"]
+    assert dict(plan_run(load_selfplay_config(preset=["tiny"])).rows())["learning curve"] == "off"

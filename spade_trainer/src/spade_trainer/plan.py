@@ -90,6 +90,7 @@ class RunPlan:
             ("activation checkpointing", str(self.activation_checkpointing)),
             ("rollout executor", c.rollout.executor),
             ("evaluation", _eval_row(c)),
+            ("learning curve", _learning_row(c)),
             ("run folder", str(c.run_dir)),
         ]
 
@@ -110,6 +111,15 @@ def _eval_row(c: SelfPlayConfig) -> str:
     options = ", ".join(f"{k}={v}" for k, v in sorted(e.options.items()))
     return (f"{e.suite} ({options or 'no options'}) every {e.every} iteration(s)"
             f"{' and before the first' if e.at_start else ''}, size {e.size}, seed {e.seed}")
+
+
+def _learning_row(c: SelfPlayConfig) -> str:
+    s = c.learning
+    if not s.enabled:
+        return "off"
+    control = "a learning-rate-0 control" if s.control == "eval" else "no control"
+    return (f"{s.target}: {s.episodes} held-out instances before the first iteration and every {s.every}, "
+            f"{control}, the best constant policy (RUN_DIR/learning.json)")
 
 
 def plan_run(config: SelfPlayConfig, *, plugins: SpadePlugins | None = None,
