@@ -52,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
     from spade_trainer.chat_backend import PolicyChatBackend
     from spade_trainer.config import load_selfplay_config
     from spade_trainer.designer_stage import DesignerStage, designer_config_of
-    from spade_trainer.edit_stage import OperatorDesignStage, operator_of
+    from spade_trainer.edit_stage import OperatorDesignStage
     from spade_trainer.models import load_policy
     from spade_trainer.policy import TransformersPolicy
     from spade_trainer.ranks import collection_seed
@@ -98,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
                 line = {
                     "seed": seed, "iteration": it, "designed": len(cands),
                     "admitted": sum(c.admitted for c in cands),
-                    "operators": [operator_of(c) for c in cands],
+                    "operators": [c.operator for c in cands],
                     "rejected_at": [c.failed_stage for c in cands if not c.admitted],
                     "reasons": [c.reasons[0][:160] if c.reasons else "" for c in cands if not c.admitted],
                     "admitted_ids": [c.env_id for c in cands if c.admitted],

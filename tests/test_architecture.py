@@ -402,6 +402,28 @@ def test_the_serving_edge_opens_environments_only_through_the_opener() -> None:
     assert openers == ["spade_serve.env_factory"]
 
 
+#: The trainer's modules that read what ``spade_designer`` hands over (its records).
+DESIGN_SEAM = ("spade_trainer.designer_stage", "spade_trainer.edit_stage")
+
+
+def test_the_designer_hands_the_trainer_typed_records() -> None:
+    """The trainer reads the designer's ``CandidateResult`` and ``Attempt`` through their
+    types: no ``getattr`` probing in the seam's modules, and every function of them that takes
+    a candidate is annotated with the designer's record or the trainer's ``DesignedCandidate``,
+    never ``Any``."""
+    probing = [hit for module in DESIGN_SEAM for hit in calls_in(module, {"getattr"})]
+    assert not probing, "read the designer's records through their types:\n" + "\n".join(probing)
+    untyped = []
+    for module in DESIGN_SEAM:
+        for node in ast.walk(ast.parse(TREE.modules[module].read_text(encoding="utf-8"))):
+            if isinstance(node, ast.FunctionDef):
+                for arg in node.args.args:
+                    if arg.arg in ("c", "candidate", "attempt") and (
+                            arg.annotation is None or ast.unparse(arg.annotation) == "Any"):
+                        untyped.append(f"{module}:{node.lineno}: {node.name}({arg.arg})")
+    assert not untyped, "annotate the designer's records:\n" + "\n".join(untyped)
+
+
 def test_every_known_cycle_is_still_there() -> None:
     """A known cycle that was broken is deleted from KNOWN_CYCLES (empty today), so the list
     says what is left, as KNOWN_PRIVATE_IMPORTS does."""

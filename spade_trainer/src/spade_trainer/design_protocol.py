@@ -69,6 +69,11 @@ class DesignedCandidate:
     #: (else the last reply as written) and the accepted hint.
     source: str | None = None
     hint: str | None = None
+    #: The operator that made it: ``write`` (from scratch) or ``edit`` (of ``parent_id``; an
+    #: edit's ``edit_kind`` is ``parameter`` or ``code``).
+    operator: str = "write"
+    parent_id: str | None = None
+    edit_kind: str | None = None
 
     def trained_turns(self) -> tuple[DesignTurn, ...]:
         """The turns to credit: :attr:`turns`, or the candidate itself as a single turn."""

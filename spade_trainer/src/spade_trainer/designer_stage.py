@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from spade_core.store import EnvStore
     from spade_designer.config import DesignerConfig
     from spade_designer.designer import Designer
+    from spade_designer.records import Attempt, CandidateResult
 
     from .config import SelfPlayConfig
     from .policy import TokenPolicy
@@ -88,12 +89,10 @@ class DesignerStage:
         """Nothing to do: the designer's memory reads measured stats from the store."""
 
     def close(self) -> None:
-        close = getattr(self.designer.validator, "close", None)
-        if close is not None:
-            close()
+        self.designer.validator.close()
 
 
-def stages_passed(c: Any) -> tuple[str, ...]:
+def stages_passed(c: CandidateResult) -> tuple[str, ...]:
     """Stages a candidate passed in at least one attempt (every outcome of the stage ok), in
     the order they were first reached."""
     per_attempt: dict[int, dict[str, list[bool]]] = {}
@@ -133,31 +132,24 @@ def novelty_score(report: ValidationReport | None) -> float | None:
     return None
 
 
-def candidate_novelty(c: Any) -> float | None:
+def candidate_novelty(c: CandidateResult) -> float | None:
     """Novelty of the attempt that decided a candidate (the passing one, else the last)."""
-    attempts = list(getattr(c, "attempts", []) or [])
+    attempts = c.attempts
     decided = next((a for a in reversed(attempts) if a.passed), attempts[-1] if attempts else None)
     return novelty_score(decided.report) if decided is not None else None
 
 
-def _structure(c: Any) -> float:
+def _structure(c: CandidateResult) -> float:
     """:func:`code_structure` of the first attempt's whole reply (scaffold prefill included)."""
-    attempts = list(getattr(c, "attempts", []) or [])
-    if not attempts:
-        return 0.0
-    return code_structure(_reply_text(attempts[0]))
+    return code_structure(c.attempts[0].reply) if c.attempts else 0.0
 
 
-def _reply_text(attempt: Any) -> str:
-    reply = getattr(attempt, "reply", None)
-    return reply if isinstance(reply, str) else (attempt.completion.text if attempt.completion else "")
-
-
-def design_turns(c: Any) -> tuple[DesignTurn, ...]:
+def design_turns(c: CandidateResult) -> tuple[DesignTurn, ...]:
     """Every attempt of a ``CandidateResult`` as a :class:`DesignTurn` with its own tokens,
     outcome, code structure and novelty (credit follows the tokens that earned it)."""
     turns = []
-    for a in list(getattr(c, "attempts", []) or []):
+    a: Attempt
+    for a in c.attempts:
         comp = a.completion
         turns.append(DesignTurn(
             number=int(a.number),
@@ -166,13 +158,13 @@ def design_turns(c: Any) -> tuple[DesignTurn, ...]:
             prompt_ids=list(comp.prompt_ids) if comp is not None and comp.prompt_ids else None,
             completion_ids=list(comp.completion_ids) if comp is not None and comp.completion_ids else None,
             logprobs=list(comp.logprobs) if comp is not None and comp.logprobs is not None else None,
-            code_structure=code_structure(_reply_text(a)),
+            code_structure=code_structure(a.reply),
             novelty=novelty_score(a.report),
         ))
     return tuple(turns)
 
 
-def candidate(c: Any, skill: str) -> DesignedCandidate:
+def candidate(c: CandidateResult, skill: str) -> DesignedCandidate:
     """Map a ``spade_designer`` ``CandidateResult`` onto :class:`DesignedCandidate`."""
     comp = c.completion
     meta = c.metadata
@@ -190,8 +182,8 @@ def candidate(c: Any, skill: str) -> DesignedCandidate:
         reasons=tuple(c.reasons),
         code_structure=_structure(c),
         turns=design_turns(c),
-        source=c.source or (_reply_text(c.attempts[-1]) if getattr(c, "attempts", None) else None),
-        hint=c.hint.hint if getattr(c, "hint", None) is not None and c.hint.accepted else None,
+        source=c.source or (c.attempts[-1].reply if c.attempts else None),
+        hint=c.hint.hint if c.hint is not None and c.hint.accepted else None,
     )
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from .design_protocol import DesignedCandidate
@@ -32,27 +32,9 @@ if TYPE_CHECKING:
     from .policy import TokenPolicy
 
 
-@dataclass(frozen=True)
-class OperatorCandidate(DesignedCandidate):
-    """A :class:`~.design_protocol.DesignedCandidate` with the operator that made it."""
-
-    #: ``write`` or ``edit``.
-    operator: str = "write"
-    #: The parent an edit started from.
-    parent_id: str | None = None
-    #: ``parameter`` or ``code`` for an edit.
-    edit_kind: str | None = None
-
-
 def with_operator(c: DesignedCandidate, operator: str, *, parent_id: str | None = None,
-                  edit_kind: str | None = None) -> OperatorCandidate:
-    base = {f.name: getattr(c, f.name) for f in fields(c) if f.name not in ("operator", "parent_id", "edit_kind")}
-    return OperatorCandidate(**base, operator=operator, parent_id=parent_id, edit_kind=edit_kind)
-
-
-def operator_of(c: Any) -> str:
-    """The operator of a candidate (``write`` for one from a stage that does not say)."""
-    return str(getattr(c, "operator", "write"))
+                  edit_kind: str | None = None) -> DesignedCandidate:
+    return replace(c, operator=operator, parent_id=parent_id, edit_kind=edit_kind)
 
 
 def operator_counts(designs: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -68,7 +50,7 @@ def operator_counts(designs: Sequence[dict[str, Any]]) -> dict[str, dict[str, An
     return out
 
 
-def record_designs(stage: DesignStage, candidates: Sequence[DesignedCandidate], measured: dict[str, Any], spec: Any,
+def record_designs(stage: DesignStage | None, candidates: Sequence[DesignedCandidate], measured: dict[str, Any], spec: Any,
                    data: dict[str, Any], *, win_rate: Callable[[Any], float] | None = None) -> None:
     """Record one iteration's designs by operator into ``data`` (a metrics line) and tell
     the stage's operator mix what each earned.
@@ -85,20 +67,18 @@ def record_designs(stage: DesignStage, candidates: Sequence[DesignedCandidate], 
     designs = []
     for c in candidates:
         est = measured.get(c.env_id) if c.admitted and c.env_id else None
-        usable = est is not None and bool(getattr(est, "measured", True))
+        usable = est is not None and est.measured
         rate = (win_rate(est) if win_rate is not None else est.win_rate) if usable else None
         reward = designer_reward(est.regret, rate, spec) if usable else designer_reward(None, None, spec)
-        designs.append({"operator": operator_of(c), "edit_kind": getattr(c, "edit_kind", None),
-                        "parent_id": getattr(c, "parent_id", None), "admitted": bool(c.admitted),
+        designs.append({"operator": c.operator, "edit_kind": c.edit_kind,
+                        "parent_id": c.parent_id, "admitted": bool(c.admitted),
                         "failed_stage": c.failed_stage, "reward": reward})
-        feedback = getattr(stage, "feedback", None)
-        if feedback is not None:
-            feedback(c, reward=reward)
+        if isinstance(stage, OperatorDesignStage):
+            stage.feedback(c, reward=reward)
     data["designs"] = designs
     data["operators"] = operator_counts(designs)
-    summary = getattr(stage, "operator_summary", None)
-    if summary is not None:
-        data["operator_mix"] = summary()
+    if isinstance(stage, OperatorDesignStage):
+        data["operator_mix"] = stage.operator_summary()
 
 
 class OperatorDesignStage:
@@ -114,7 +94,7 @@ class OperatorDesignStage:
 
     @property
     def hint_fallbacks(self) -> int:
-        return int(getattr(self.inner, "hint_fallbacks", 0))
+        return self.inner.hint_fallbacks
 
     def design(
         self, skill: str, n: int, *, seed: int, agent_stats: dict[str, float] | None = None
@@ -153,7 +133,7 @@ class OperatorDesignStage:
 
     def feedback(self, c: DesignedCandidate, *, reward: float) -> None:
         """Tell the mix what a design earned (admission and designer reward)."""
-        self.mix.update(operator_of(c), admitted=bool(c.admitted), reward=float(reward))
+        self.mix.update(c.operator, admitted=bool(c.admitted), reward=float(reward))
 
     def operator_summary(self) -> dict[str, Any]:
         return dict(self.mix.summary())
