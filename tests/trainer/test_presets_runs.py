@@ -124,20 +124,25 @@ def test_the_designer_is_assembled_without_its_corpus_or_memory(
         assert (create_memory(config, get_plugins(), store) is not None) is memory
 
 
-def test_the_logged_design_reward_reads_the_win_rate_the_rewards_read() -> None:
+def test_the_logged_design_reward_is_the_reward_the_design_trains_with() -> None:
     from spade_trainer.design_protocol import DesignedCandidate
     from spade_trainer.edit_stage import record_designs
     from spade_trainer.regret import RegretEstimate
+    from spade_trainer.role_samples import designer_samples
 
     # mean unhinted return 0.5, solve rate 0.25: the solve-rate ablation's plateau reads 0.25
     est = RegretEstimate("g-v1", (1.0, 1.0, 1.0, 1.0), (1.0, 0.5, 0.5, 0.0))
-    cfg = load_selfplay_config(preset="tiny+solve_rate_reward")
-    spec = cfg.reward.spec()
+    hung = RegretEstimate("g-v1", (1.0,), (0.0,), hung=1)
     candidate = DesignedCandidate("logical_deduction", True, True, "g-v1", None, ("static",), None, [1], [2], [-1.0])
-    for win_rate, expected in ((None, 1.0), (lambda e: e.solve_rate, pytest.approx(0.4))):
+    for preset, estimate, expected in (("tiny", est, 1.0), ("tiny+solve_rate_reward", est, pytest.approx(0.4)),
+                                       ("tiny", hung, None)):
+        cfg = load_selfplay_config(preset=preset)
         data: dict = {}
-        record_designs(None, [candidate], {"g-v1": est}, spec, data, win_rate=win_rate)
-        assert data["designs"][0]["reward"] == expected
+        record_designs(None, [candidate], {"g-v1": estimate}, cfg.reward, data)
+        trained = designer_samples([candidate], {"g-v1": estimate}, {}, config=cfg, plugins=get_plugins())
+        assert data["designs"][0]["reward"] == trained[0].reward
+        if expected is not None:
+            assert data["designs"][0]["reward"] == expected
 
 
 #: GuessEnv with a declared knob: the number range, harder when higher.

@@ -13,7 +13,7 @@ GRPO samples of an edit are the edit prompt and reply.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -26,10 +26,11 @@ if TYPE_CHECKING:
     from spade_designer.designer import Designer
     from spade_designer.operators import OperatorMix
 
-    from .config import SelfPlayConfig
+    from .config import RewardSettings, SelfPlayConfig
     from .design_protocol import DesignStage
     from .designer_stage import DesignerStage
     from .policy import TokenPolicy
+    from .regret import RegretEstimate
 
 
 def with_operator(c: DesignedCandidate, operator: str, *, parent_id: str | None = None,
@@ -50,31 +51,30 @@ def operator_counts(designs: Sequence[dict[str, Any]]) -> dict[str, dict[str, An
     return out
 
 
-def record_designs(stage: DesignStage | None, candidates: Sequence[DesignedCandidate], measured: dict[str, Any], spec: Any,
-                   data: dict[str, Any], *, win_rate: Callable[[Any], float] | None = None) -> None:
+def record_designs(stage: DesignStage | None, candidates: Sequence[DesignedCandidate],
+                   measured: dict[str, RegretEstimate], reward: RewardSettings, data: dict[str, Any]) -> None:
     """Record one iteration's designs by operator into ``data`` (a metrics line) and tell
     the stage's operator mix what each earned.
 
     ``data["designs"]``: per design its operator, edit kind, parent, admission, rejecting
-    stage and base designer reward (:func:`~.rewards.designer_reward` of its measured regret
-    and win rate, read by ``win_rate(estimate)`` as the run's rewards read it (default: the
-    estimate's ``win_rate``); the invalid reward when it was not admitted or not measured);
-    ``data["operators"]``: :func:`operator_counts`; ``data["operator_mix"]``: the mix's
-    cumulative summary, when the stage mixes operators.
+    stage and base designer reward: the reward its admitted turn trains with
+    (:func:`~.role_samples.measured_reward`, the hang penalty included), the invalid reward
+    when it was not admitted or nothing was measured; ``data["operators"]``:
+    :func:`operator_counts`; ``data["operator_mix"]``: the mix's cumulative summary, when the
+    stage mixes operators.
     """
-    from .rewards import designer_reward
+    from .role_samples import measured_reward
 
+    invalid = reward.spec().invalid_reward
     designs = []
     for c in candidates:
-        est = measured.get(c.env_id) if c.admitted and c.env_id else None
-        usable = est is not None and est.measured
-        rate = (win_rate(est) if win_rate is not None else est.win_rate) if usable else None
-        reward = designer_reward(est.regret, rate, spec) if usable else designer_reward(None, None, spec)
+        base = measured_reward(measured.get(c.env_id) if c.admitted and c.env_id else None, reward)
+        earned = invalid if base is None else base
         designs.append({"operator": c.operator, "edit_kind": c.edit_kind,
                         "parent_id": c.parent_id, "admitted": bool(c.admitted),
-                        "failed_stage": c.failed_stage, "reward": reward})
+                        "failed_stage": c.failed_stage, "reward": earned})
         if isinstance(stage, OperatorDesignStage):
-            stage.feedback(c, reward=reward)
+            stage.feedback(c, reward=earned)
     data["designs"] = designs
     data["operators"] = operator_counts(designs)
     if isinstance(stage, OperatorDesignStage):

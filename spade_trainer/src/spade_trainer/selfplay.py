@@ -44,7 +44,7 @@ from .plan import CHECKPOINTS, plan_run
 from .policy import Sampling, TokenPolicy
 from .ranks import collection_seed, process_rank, rank_folder, rng_digest
 from .regret import RegretEstimator, RegretMeasurement
-from .role_samples import agent_samples, designer_samples, win_rate_of
+from .role_samples import agent_samples, designer_samples
 from .rollout import EnvBackend, PlayableEnv, ReplyShape, RolloutEngine, TokenBudget
 from .run_archive import ArchiveLimits, RunArchive
 from .run_pool import import_named_pool, import_seed_pool, import_store_pool
@@ -525,8 +525,7 @@ class SelfPlayRun:
         cfg = self.config
         samples = (designer_samples(candidates, by_id, record.data, config=cfg, plugins=self.plugins)
                    + agent_samples(measurement, record.data, config=cfg, plugins=self.plugins))
-        record_designs(self.stage, candidates, by_id, cfg.reward.spec(), record.data,
-                       win_rate=lambda est: win_rate_of(est, cfg.reward))
+        record_designs(self.stage, candidates, by_id, cfg.reward, record.data)
         self._summarise(record, candidates, chosen, measurement)
         self.archive.record_designs(record.iteration, candidates)
         self.archive.record_episodes(record.iteration, measurement.episodes)
