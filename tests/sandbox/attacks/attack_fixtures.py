@@ -33,6 +33,7 @@ from pathlib import Path
 import psutil
 import pytest
 from containment import ATTACK_LIMITS, ENV_SECRET_NAME, NOBODY, ZYGOTE_SESSIONS, Decoys
+from hostmem import held_mb
 
 from spade_sandbox import SandboxPool
 
@@ -111,10 +112,6 @@ def _fd_count() -> int:
     return len(os.listdir("/proc/self/fd"))
 
 
-def _rss_mb() -> float:
-    return psutil.Process().memory_info().rss / 2**20
-
-
 def _children() -> set[int]:
     return {p.pid for p in psutil.Process().children(recursive=True) if p.status() != psutil.STATUS_ZOMBIE}
 
@@ -141,7 +138,7 @@ def parent_unchanged(decoys: Decoys) -> Iterator[None]:
     import spade_sandbox.channel
     import spade_sandbox.pool  # noqa: F401
 
-    fds, rss, children = _fd_count(), _rss_mb(), _children()
+    fds, rss, children = _fd_count(), held_mb(), _children()
     yield
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline and (_children() - children or _left_in_zygote_sessions()):
@@ -149,7 +146,7 @@ def parent_unchanged(decoys: Decoys) -> Iterator[None]:
     assert _children() - children == set(), "sandbox processes left behind"
     assert _left_in_zygote_sessions() == set(), "processes left in a zygote's session"
     assert _fd_count() == fds, f"descriptors: {fds} before the module, {_fd_count()} after"
-    grown = _rss_mb() - rss
+    grown = held_mb() - rss
     assert grown < RSS_SLACK_MB, f"this process grew by {grown:.1f} MB during the module"
 
 

@@ -51,6 +51,22 @@ def rss_mb() -> float:
     return _status_kb("VmRSS") / 1024
 
 
+def held_mb() -> float:
+    """This process's RSS once garbage is collected and glibc has handed its free memory
+    back: what live objects hold. (glibc keeps up to twice its mmap threshold free at the
+    top of each heap, and earlier tests' large frees raise that threshold to 32 MB, so a
+    bare RSS also counts freed buffers the allocator keeps for reuse.)"""
+    import ctypes
+    import gc
+
+    gc.collect()
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass  # not glibc: RSS as it is
+    return rss_mb()
+
+
 @dataclass
 class Peak:
     """This process's RSS before, and its high-water mark (``VmHWM``) during, a block."""

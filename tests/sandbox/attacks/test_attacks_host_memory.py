@@ -14,7 +14,7 @@ import pytest
 from attack_fixtures import *  # noqa: F403 (the suite's fixtures: decoys, pools, parent checks)
 from containment import assert_contained
 from hostile import Attack, Outcome, contract, static
-from hostmem import FORGE_PRELUDE, rss_mb, within_bound
+from hostmem import FORGE_PRELUDE, held_mb, within_bound
 from spade_sandbox.errors import SandboxCrash, SandboxError, SandboxTimeout
 
 from spade_sandbox import SandboxLimits, SandboxPool
@@ -187,12 +187,10 @@ def test_dead_links_do_not_keep_their_buffers(batch_pool):
     """Three workers each send a 40 MB frame that does not decode and die: the buffers the
     pool read them into are not kept alive by the dead links' errors (before: 44 -> 428 MB,
     never released)."""
-    import gc
-
-    start = rss_mb()
+    start = held_mb()
     for i in range(3):
         handles = [batch_pool.spawn(BATCH_SENDS + f"\n# attacker {i}\n") for _ in range(64)]
         results = batch_pool.step_many([(h, "go") for h in handles])
         assert all(isinstance(r, SandboxError) and "undecodable" in str(r) for r in results), results[:2]
-    gc.collect()
-    assert rss_mb() - start < 30, f"this process kept {rss_mb() - start:.0f} MB after three dead workers"
+    kept = held_mb() - start
+    assert kept < 30, f"this process kept {kept:.0f} MB after three dead workers"
