@@ -186,6 +186,27 @@ def test_a_game_drawn_in_set_order_of_strings_differs_in_another_process(validat
     assert (stage, code) == ("determinism", "process_dependent")
 
 
+def test_a_validator_nobody_closes_takes_its_second_pool_with_it():
+    """The second pool (another process, another hash seed) is the validator's own: when an
+    unclosed validator is collected, that pool's zygote and workers end with it."""
+    import gc
+
+    import psutil
+
+    from spade_sandbox import SandboxPool
+
+    with SandboxPool() as pool:
+        v = Validator(pool)
+        alternate = v.alternate_pool()
+        assert alternate is not None and alternate is not pool
+        alternate.spawn(SOUND)  # its zygote and a worker run now
+        mine = {p.pid for p in psutil.Process().children(recursive=True)}
+        del v
+        gc.collect()
+        left = {p.pid for p in psutil.Process().children(recursive=True)}
+        assert alternate.closed and len(left) < len(mine)
+
+
 def test_a_reset_that_forgets_the_end_is_state_across_resets(validator):
     stage, code, _f = rejected(validator.validate(variant("RESET", "self.turn = 0")))
     assert (stage, code) == ("determinism", "state_across_resets")

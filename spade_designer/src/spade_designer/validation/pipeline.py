@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+import weakref
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -118,11 +119,14 @@ class Validator:
                     self._no_alternate = True
                 else:
                     self._alternate = recipe.build()
+                    # the validator made it, so it ends with the validator even when nobody
+                    # closes that: an unclosed pool's zygote and workers outlive it otherwise
+                    self._alternate_closer = weakref.finalize(self, self._alternate.close)  # type: ignore[attr-defined]
             return self._alternate
 
     def close(self) -> None:
         if self._alternate is not None:
-            self._alternate.close()  # type: ignore[attr-defined]
+            self._alternate_closer()
             self._alternate = None
         if self._processes is not None:
             self._processes.close()
