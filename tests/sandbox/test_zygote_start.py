@@ -225,3 +225,19 @@ def test_no_zygote_is_started_early_once_the_default_pool_exists(tmp_path: Path)
         """
     )
     assert run_fresh(home, script) == [False, True, True]
+
+
+def test_closing_the_process_pools_closes_the_trusted_one_open_env_made():
+    """open_env's process-wide trusted pool is one of the pools close_process_pools closes
+    (before, it was kept by the opener alone and outlived the suites' end-of-run close)."""
+    from spade_core.sandbox_settings import SandboxSettings
+    from spade_sandbox.default import close_process_pools, trusted_pool
+    from spade_sandbox.opener import open_env
+
+    env = open_env(COUNTER, trusted=True, sandbox=SandboxSettings())
+    env.reset(seed=0)
+    pool = trusted_pool(SandboxSettings())
+    assert env.pool is pool and not pool.closed
+    env.close()
+    close_process_pools()
+    assert pool.closed

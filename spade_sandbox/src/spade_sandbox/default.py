@@ -1,4 +1,5 @@
-"""The process-wide sandbox pool: one per process, created on first use, closed at exit.
+"""The process-wide sandbox pools: created on first use, closed at exit, all closed by
+:func:`close_process_pools`.
 
 What a fresh interpreter's ``gymnasium.make`` of a stored environment runs its code in
 (:class:`~spade_sandbox.env.SandboxedEnv` without a pool). The library never reads a
@@ -9,7 +10,10 @@ a pool nor settings: the ``gymnasium.make`` entry, whose caller passes no config
 A caller that loaded other settings (``spade --config FILE play``) gets the process-wide
 pool of those settings from :func:`pool_for`.
 
-A child made by ``os.fork`` neither uses nor closes the default pool of its parent.
+:func:`trusted_pool` keeps the trusted pools (``open_env``'s for seeds and plugin code), one
+per ``[spade.sandbox]`` settings and module path.
+
+A child made by ``os.fork`` neither uses nor closes the process-wide pools of its parent.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from typing import TYPE_CHECKING
 from .launcher import SandboxLauncher
 from .pool import SandboxPool
 from .prestart import watch_default_pool
+from .zygote_process import zygote_path
 
 if TYPE_CHECKING:
     from spade_core.sandbox_settings import SandboxSettings
@@ -30,6 +35,8 @@ _default: SandboxPool | None = None
 _default_settings: SandboxSettings | None = None
 #: Pools of settings other than the default pool's, made by :func:`pool_for`.
 _others: dict[SandboxSettings, SandboxPool] = {}
+#: The trusted pools of :func:`trusted_pool`, by settings and module path.
+_trusted: dict[tuple[SandboxSettings, tuple[str, ...]], SandboxPool] = {}
 _default_lock = threading.Lock()
 watch_default_pool(lambda: _default is not None)  # prestart starts no zygote once it exists
 _close_at_exit_registered = False
@@ -70,6 +77,22 @@ def pool_for(settings: SandboxSettings) -> SandboxPool:
         return pool
 
 
+def trusted_pool(settings: SandboxSettings) -> SandboxPool:
+    """The process-wide trusted pool of ``settings`` and of this process's module path
+    (:func:`~spade_sandbox.zygote_process.zygote_path`, what its workers import from), made
+    on first use (and again after it was closed)."""
+    global _close_at_exit_registered
+    key = (settings, tuple(zygote_path()))
+    with _default_lock:
+        pool = _trusted.get(key)
+        if pool is None or pool.closed:
+            pool = _trusted[key] = SandboxLauncher(settings).trusted_pool()
+            if not _close_at_exit_registered:
+                atexit.register(_close_default_at_exit)
+                _close_at_exit_registered = True
+        return pool
+
+
 def active_sandbox_settings() -> SandboxSettings:
     """The edge's fallback: the ``[spade.sandbox]`` table of the active configuration (the
     same lookup as ``load_config``), read by the core's light reader
@@ -80,9 +103,9 @@ def active_sandbox_settings() -> SandboxSettings:
 
 
 def close_process_pools(wait: bool = True) -> None:
-    """Close the default pool and every pool :func:`pool_for` made (at interpreter exit,
-    without waiting; a later use makes them again)."""
-    for pool in [_default, *_others.values()]:
+    """Close the default pool and every pool :func:`pool_for` and :func:`trusted_pool` made
+    (at interpreter exit, without waiting; a later use makes them again)."""
+    for pool in [_default, *_others.values(), *_trusted.values()]:
         if pool is not None:
             pool.close(wait=wait)
 
@@ -95,10 +118,10 @@ def _forget_default_in_child() -> None:
     """After ``os.fork``, in the child: the default pool's workers and zygote are the
     parent's. The child closes its copies of their descriptors without a word to them (its
     exit must not close the parent's pool) and makes a pool of its own when it needs one."""
-    global _default, _default_lock, _others
+    global _default, _default_lock, _others, _trusted
     _default_lock = threading.Lock()  # another thread may have held it at the fork
-    pools = [_default, *_others.values()]
-    _default, _others = None, {}
+    pools = [_default, *_others.values(), *_trusted.values()]
+    _default, _others, _trusted = None, {}, {}
     for pool in pools:
         if pool is not None:
             pool.forget()

@@ -20,17 +20,12 @@ of a seed or a stored environment, ``spade play`` and ``spade eval`` all open th
 
 from __future__ import annotations
 
-import atexit
-import os
-import threading
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from .channel import zygote_path
-from .default import active_sandbox_settings
+from .default import active_sandbox_settings, trusted_pool
 from .env import SandboxedEnv
 from .errors import EnvCodeError
-from .launcher import SandboxLauncher
 
 if TYPE_CHECKING:
     from spade_core.sandbox_settings import SandboxSettings
@@ -39,8 +34,6 @@ if TYPE_CHECKING:
 
 #: The trusted pools, by settings and module path (a folder put on ``sys.path`` later, as a
 #: test or a notebook does, is seen by a pool made after it).
-_trusted: dict[tuple[SandboxSettings, tuple[str, ...]], SandboxPool] = {}
-_trusted_lock = threading.Lock()
 
 
 def open_env(
@@ -84,35 +77,3 @@ def open_env(
                             "setuptools' finder for a flat layout, is not found there: use the src layout or a "
                             "regular install)")
         raise
-
-
-def trusted_pool(settings: SandboxSettings) -> SandboxPool:
-    """The process-wide trusted pool of ``settings`` and of this process's module path
-    (:func:`~spade_sandbox.channel.zygote_path`, what its workers import from), made on
-    first use (and again after it was closed); closed at interpreter exit, never used by a
-    child made by ``os.fork``."""
-    key = (settings, tuple(zygote_path()))
-    with _trusted_lock:
-        pool = _trusted.get(key)
-        if pool is None or pool.closed:
-            if not _trusted:
-                atexit.register(_close_at_exit)
-            pool = _trusted[key] = SandboxLauncher(settings).trusted_pool()
-        return pool
-
-
-def _close_at_exit() -> None:
-    for pool in list(_trusted.values()):
-        pool.close(wait=False)
-
-
-def _forget_in_child() -> None:
-    global _trusted_lock
-    _trusted_lock = threading.Lock()  # another thread may have held it at the fork
-    pools = list(_trusted.values())
-    _trusted.clear()
-    for pool in pools:
-        pool.forget()
-
-
-os.register_at_fork(after_in_child=_forget_in_child)
