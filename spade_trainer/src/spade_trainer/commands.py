@@ -67,8 +67,8 @@ def register(cli: typer.Typer) -> None:
         console.print(f"[bold]spade selfplay[/] preset={preset_label or '-'} run_dir={cfg.run_dir} iterations={cfg.iterations}")
         from .memory import owned_process
 
-        run = SelfPlayRun(cfg, console=console, spade_config=spade_config)
         with owned_process():  # this process is ours: CPU training/generation at full speed
+            run = SelfPlayRun(cfg, console=console, spade_config=spade_config)
             records = run.run(resume=resume)
         console.print(f"[green]done:[/] {len(records)} iterations; metrics in {cfg.run_dir / 'metrics.jsonl'}; "
                       f"`spade report {cfg.run_dir}` for plots")
@@ -176,7 +176,7 @@ def _run_experiments(ctx: typer.Context, run_dir: Path, specs: list[Any], *, rec
     specs = [replace(s, run_dir=run_dir / f"seed-{s.seed}") if several else s for s in specs]
     configs = [experiment_config(s, plugins, spade_config) for s in specs]  # every seed's settings checked first
     for spec, cfg in zip(specs, configs, strict=True):
-        with owned_process():
+        with owned_process(offline=True):
             data = run_experiment(cfg, spade_config, plugins, console)
         v = data.get("verdict") or {}
         console.print(f"seed {spec.seed}: {v.get('learnability', '-')} (rose {v.get('rose')}, above constant "

@@ -59,15 +59,17 @@ def small_heap() -> Iterator[bool]:
 
 
 @contextmanager
-def owned_process() -> Iterator[None]:
-    """What a training or generation command holds while it runs: the hub offline, tokenizers
-    quiet, CPU floats with denormals flushed (full speed) and the small heap. Everything comes
-    back as it was after the command, so a command run in-process (the tests, a notebook)
-    leaves the process's floating-point mode, allocator and environment untouched."""
+def owned_process(*, offline: bool = False) -> Iterator[None]:
+    """What a training or generation command holds while it runs: CPU floats with denormals
+    flushed (full speed), the small heap and quiet tokenizers; with ``offline``, the hub
+    offline too (the experiments, which read the embedded model only). Everything comes back
+    as it was after the command, so a command run in-process (the tests, a notebook) leaves
+    the process's floating-point mode, allocator and environment untouched."""
     from spade_designer.llm.transformers_backend import flush_denormal_for_process
 
     saved = {k: os.environ.get(k) for k in ("HF_HUB_OFFLINE", "TOKENIZERS_PARALLELISM")}
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    if offline:
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     try:
         with ExitStack() as stack:
