@@ -139,11 +139,6 @@ def candidate_novelty(c: CandidateResult) -> float | None:
     return novelty_score(decided.report) if decided is not None else None
 
 
-def _structure(c: CandidateResult) -> float:
-    """:func:`code_structure` of the first attempt's whole reply (scaffold prefill included)."""
-    return code_structure(c.attempts[0].reply) if c.attempts else 0.0
-
-
 def design_turns(c: CandidateResult) -> tuple[DesignTurn, ...]:
     """Every attempt of a ``CandidateResult`` as a :class:`DesignTurn` with its own tokens,
     outcome, code structure and novelty (credit follows the tokens that earned it)."""
@@ -168,6 +163,7 @@ def candidate(c: CandidateResult, skill: str) -> DesignedCandidate:
     """Map a ``spade_designer`` ``CandidateResult`` onto :class:`DesignedCandidate`."""
     comp = c.completion
     meta = c.metadata
+    turns = design_turns(c)
     return DesignedCandidate(
         skill=skill,
         valid=bool(c.valid),
@@ -180,8 +176,9 @@ def candidate(c: CandidateResult, skill: str) -> DesignedCandidate:
         completion_ids=list(comp.completion_ids) if comp is not None and comp.completion_ids else None,
         logprobs=list(comp.logprobs) if comp is not None and comp.logprobs is not None else None,
         reasons=tuple(c.reasons),
-        code_structure=_structure(c),
-        turns=design_turns(c),
+        # the first attempt's whole reply (scaffold prefill included), as its turn measured it
+        code_structure=turns[0].code_structure if turns else 0.0,
+        turns=turns,
         source=c.source or (c.attempts[-1].reply if c.attempts else None),
         hint=c.hint.hint if c.hint is not None and c.hint.accepted else None,
     )
